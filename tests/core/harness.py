@@ -1,0 +1,118 @@
+"""A small world for core tests: a workspace, a fake clock, and assertions by reason."""
+
+from __future__ import annotations
+
+import itertools
+
+from msgspec.structs import replace
+
+from ygg_server.core import (
+    POOL, SYSTEM, Conversation, ConversationKind, Decision, Directory, Membership, MessageType,
+    Participant, Post, Kind, Role, Topic, View, decide, due, fund, general_id,
+)
+from ygg_server.core.rules import HOUR, SECOND
+
+T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
+
+
+class World:
+    """Applies decisions to an in-memory state, like the store does, so tests read naturally."""
+
+    def __init__(self, agents=("researcher", "reviewer", "writer"), people=("alice",), viewers=(), wallet=1000, pool=0):
+        self.now = T0
+        self.ws = "ws1"
+        self._ids = itertools.count(1)
+        ps, ms = [], []
+        for h in people:
+            ps.append(Participant(f"human.{h}", Kind.HUMAN, h))
+            ms.append(Membership(f"human.{h}", Role.OWNER if h == people[0] else Role.MEMBER))
+        for h in viewers:
+            ps.append(Participant(f"human.{h}", Kind.HUMAN, h))
+            ms.append(Membership(f"human.{h}", Role.VIEWER))
+        owner = f"human.{people[0]}"
+        for a in agents:
+            ps.append(Participant(a, Kind.AGENT, a, owner=owner))
+            ms.append(Membership(a))
+        self.directory = Directory.build(self.ws, ps, ms, {"team": frozenset(agents)})
+        self.general = Conversation(general_id(self.ws), self.ws, ConversationKind.GENERAL, "General")
+        self.conversations = {self.general.id: self.general}
+        self.topics: dict[str, Topic] = {}
+        self.wallets = {a: wallet for a in agents}
+        self.pool = pool
+        self.flags: set = set()
+        self.plan_left = None
+        self.messages = []
+        self.deliveries = []  # (message, delivery)
+
+    def tick(self, us: int):
+        self.now += us
+
+    def view(self, author, conversation="general", topic=None) -> View:
+        conv = self.directory.conversation(conversation, author, self.conversations)
+        opened = sum(1 for t in self.topics.values() if t.opener == author and t.status != "closed")
+        return View(
+            self.directory, conv, self.topics.get(topic) if topic else None, open_opened=opened,
+            wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,
+            flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
+        )
+
+    def send(self, author, text="hello", *, topic="new", title="A topic", type="request", to=(), conversation="general", **kw) -> Decision:
+        post = Post(id=f"m{next(self._ids)}", author=author, workspace=self.ws, topic=topic, type=MessageType(type) if type in MessageType._value2member_map_ else MessageType.INFORM,
+                    text=text, title=title, to=tuple(to), **kw)
+        d = decide(self.view(author, conversation, topic if topic not in (None, "new") else None), post, self.now)
+        self.apply(d)
+        return d
+
+    def apply(self, d: Decision):
+        for t in d.topics:
+            self.topics[t.id] = t
+        if d.conversation is not None:
+            self.conversations[d.conversation.id] = d.conversation
+        for e in d.ledger:
+            if e.account == POOL:
+                self.pool += e.delta
+            else:
+                self.wallets[e.account] = self.wallets.get(e.account, 0) + e.delta
+        for f in d.flags:
+            (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
+        for r in d.routed:
+            self.messages.append(r.message)
+            self.deliveries += [(r.message, x) for x in r.deliveries]
+
+    def run_timers(self):
+        out = []
+        for t in list(self.topics.values()):
+            conv = self.conversations.get(t.conversation)
+            d = due(View(self.directory, conv, flags=frozenset(self.flags)), t, self.now)
+            self.apply(d)
+            out.append(d)
+        return out
+
+    def fund(self, funder, account, amount):
+        paused = tuple(t for t in self.topics.values() if t.pause == "credits")
+        d = fund(View(self.directory, None, flags=frozenset(self.flags)), funder, account, amount, paused, self.now, f"f{next(self._ids)}")
+        self.apply(d)
+        return d
+
+
+def delivery(d: Decision, to: str):
+    hits = [x for x in d.routed[0].deliveries if x.recipient == to]
+    assert hits, f"no delivery to {to}: {d}"
+    return hits[0]
+
+
+def assert_woken(d: Decision, to: str):
+    assert d.refusal is None, d.refusal
+    x = delivery(d, to)
+    assert x.wake, f"{to} not woken: {x.reason}"
+
+
+def assert_context(d: Decision, to: str, reason: str):
+    assert d.refusal is None, d.refusal
+    x = delivery(d, to)
+    assert not x.wake and x.reason == reason, f"{to}: wake={x.wake} reason={x.reason}, wanted {reason}"
+
+
+def assert_refused(d: Decision, reason: str):
+    assert d.refusal is not None and d.refusal.reason == reason, f"wanted {reason}, got {d.refusal}"
+    assert not d.ledger

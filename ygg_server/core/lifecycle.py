@@ -1,0 +1,61 @@
+"""A topic's life in one table, and the helpers every decision uses to move it.
+
+    open    --needs_human-->  paused(needs_human)   an agent asks for a person
+    open    --credits_out-->  paused(credits)       an agent's wallet, the pool or the budget ran dry
+    paused  --person_wrote--> open                  a person stepped in
+    paused  --refilled----->  open                  (credits only) a person funded the agent
+    open    --all_done----->  closed                everyone in it is done (or counted done)
+    paused  --all_done----->  closed
+    closed  --anything----->  closed                archived: nothing wakes anyone again
+"""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+
+from .model import Member, Topic
+from .vocabulary import SYSTEM, Pause, State, TopicStatus
+
+O, P, C = TopicStatus.OPEN, TopicStatus.PAUSED, TopicStatus.CLOSED
+
+TRANSITIONS: dict[tuple[TopicStatus, str], TopicStatus] = {
+    (O, "needs_human"): P,
+    (O, "credits_out"): P,
+    (P, "needs_human"): P,
+    (P, "credits_out"): P,
+    (P, "person_wrote"): O,
+    (O, "person_wrote"): O,
+    (P, "refilled"): O,
+    (O, "refilled"): O,
+    (O, "all_done"): C,
+    (P, "all_done"): C,
+}
+
+
+def move(topic: Topic, event: str, now: int, **fields) -> Topic:
+    """Apply one event from the table; events not in it leave the status alone."""
+    status = TRANSITIONS.get((topic.status, event), topic.status)
+    if status == C:
+        members = {p: replace(m, wake_pending=False, polled_at=None, awaited_since=None) for p, m in topic.members.items()}
+        return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={}, **fields)
+    if status == O:
+        fields.setdefault("pause", None)
+        fields.setdefault("paused_by", None)
+    elif event == "needs_human":
+        fields.setdefault("pause", Pause.NEEDS_HUMAN)
+    elif event == "credits_out" and topic.pause is None:
+        fields.setdefault("pause", Pause.CREDITS)
+    return replace(topic, status=status, **fields)
+
+
+def everyone_done(members: dict[str, Member]) -> bool:
+    return bool(members) and all(m.state == State.DONE for p, m in members.items() if p != SYSTEM)
+
+
+def someone_done(members: dict[str, Member]) -> bool:
+    return any(m.state == State.DONE for m in members.values())
+
+
+def waiting_on(members: dict[str, Member], pid: str) -> tuple[str, ...]:
+    """Who currently waits on `pid`."""
+    return tuple(p for p, m in members.items() if m.state == State.WAITING and pid in m.waiting_for)

@@ -1,0 +1,161 @@
+"""The nouns the core reasons about: immutable snapshots, never live objects.
+
+Times are integers: microseconds since the Unix epoch, UTC.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .vocabulary import (
+    SYSTEM,
+    ConversationKind,
+    Kind,
+    MessageType,
+    Pause,
+    Role,
+    State,
+    TopicStatus,
+)
+
+
+class Participant(msgspec.Struct, frozen=True, gc=False):
+    """A person (`human.<id>`, shown as @handle), an agent, or system.ygg."""
+
+    id: str
+    kind: Kind
+    name: str  # an agent's name, a person's handle
+    owner: str | None = None  # an agent's person
+
+    @property
+    def display(self) -> str:
+        return f"@{self.name}" if self.kind == Kind.HUMAN else self.name
+
+
+SYSTEM_PARTICIPANT = Participant(SYSTEM, Kind.SYSTEM, SYSTEM)
+
+
+class Membership(msgspec.Struct, frozen=True, gc=False):
+    """One participant's place in one workspace, with seed 002's permissions.
+
+    `can_message` / `takes_from` of None mean "anyone in the workspace".
+    """
+
+    participant: str
+    role: Role = Role.MEMBER
+    send: bool = True
+    receive: bool = True
+    can_message: frozenset[str] | None = None
+    takes_from: frozenset[str] | None = None
+    monitor: bool = False
+
+
+class Conversation(msgspec.Struct, frozen=True, gc=False):
+    id: str
+    workspace: str
+    kind: ConversationKind
+    name: str
+    members: frozenset[str] = frozenset()  # General: empty, meaning the whole workspace
+
+
+class Member(msgspec.Struct, frozen=True, gc=False):
+    """A participant's standing inside one topic."""
+
+    state: State | None = None  # None: addressed, has not written yet
+    last_at: int = 0  # when it last wrote here (or joined)
+    wake_pending: bool = False  # woken here and has not written since
+    folded: int = 0  # requests folded into that pending wake
+    waiting_for: tuple[str, ...] = ()
+    polled_at: int | None = None  # closure poll outstanding since
+    awaited_since: int | None = None  # someone waits on it since (nudges)
+    nudges: int = 0
+
+
+class Pending(msgspec.Struct, frozen=True, gc=False):
+    """A request (or notice) still owed an answer by `remaining`."""
+
+    requester: str
+    remaining: frozenset[str]
+
+
+class Sig(msgspec.Struct, frozen=True, gc=False):
+    """What loop detection remembers of one agent message."""
+
+    author: str
+    to: tuple[str, ...]
+    text_hash: int
+
+
+class Topic(msgspec.Struct, frozen=True, gc=False):
+    id: str
+    workspace: str
+    conversation: str
+    opener: str
+    created_at: int
+    title: str | None = None
+    status: TopicStatus = TopicStatus.OPEN
+    pause: Pause | None = None
+    paused_by: str | None = None  # the agent whose credits ran out
+    budget: int | None = None  # credits left in the topic's budget, if one is set
+    closed_at: int | None = None
+    members: dict[str, Member] = {}
+    pending: dict[str, Pending] = {}
+    recent: tuple[Sig, ...] = ()  # agent messages since the last person wrote
+
+
+class Message(msgspec.Struct, frozen=True, gc=False):
+    id: str
+    workspace: str
+    conversation: str
+    topic: str | None
+    author: str
+    type: MessageType
+    text: str
+    created_at: int
+    to: tuple[str, ...] = ()
+    state: State | None = None
+    waiting_for: tuple[str, ...] = ()
+    in_reply_to: str | None = None
+    title: str | None = None
+    cost: int = 0
+    notice: str | None = None
+    malformed: bool = False
+
+
+class Post(msgspec.Struct, frozen=True, gc=False):
+    """A send as the core sees it: decoded, authenticated, not yet judged.
+
+    `to` and `waiting_for` hold references as written (`researcher`, `@alice`,
+    `group:reviewers`, ids); the core resolves them.
+    """
+
+    id: str  # the message id the server drew for it
+    author: str
+    workspace: str
+    topic: str | None  # a topic id, "new", or None (missing)
+    type: MessageType
+    text: str = ""
+    title: str | None = None
+    to: tuple[str, ...] = ()
+    state: State | None = None
+    waiting_for: tuple[str, ...] = ()
+    in_reply_to: str | None = None
+    attachment_bytes: int = 0
+    malformed: bool = False  # fields had the wrong types: downgraded to an inform
+
+
+class Plan(msgspec.Struct, frozen=True, gc=False):
+    """An organization's plan (seed 002): None means unlimited."""
+
+    name: str
+    messages_per_month: int | None
+    agents: int | None
+    workspaces: int | None
+    history_days: int
+
+
+PLANS = {
+    "free": Plan("free", 300, 5, 1, 7),
+    "team": Plan("team", None, None, None, 90),
+}
+

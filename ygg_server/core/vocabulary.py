@@ -1,0 +1,86 @@
+"""The rulebook's words, verbatim: every name here travels on the wire as its value."""
+
+from enum import StrEnum
+
+SYSTEM = "system.ygg"  # Agent'Ygg itself: author of notices, absorber of replies
+POOL = "pool"  # the workspace pool's account in the ledger
+
+
+class Kind(StrEnum):
+    HUMAN = "human"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+class MessageType(StrEnum):
+    REQUEST = "request"
+    RESPONSE = "response"
+    INFORM = "inform"
+
+
+class State(StrEnum):
+    WORKING = "working"
+    WAITING = "waiting"
+    NEEDS_HUMAN = "needs_human"
+    DONE = "done"
+
+
+class TopicStatus(StrEnum):
+    OPEN = "open"
+    PAUSED = "paused"
+    CLOSED = "closed"
+
+
+class Pause(StrEnum):
+    NEEDS_HUMAN = "needs_human"
+    CREDITS = "credits"
+
+
+class ConversationKind(StrEnum):
+    GENERAL = "general"
+    DIRECT = "direct"
+    GROUP = "group"
+
+
+class RefusalReason(StrEnum):
+    # seed 000, verbatim
+    TOPIC_REQUIRED = "topic_required"
+    TITLE_REQUIRED = "title_required"
+    TOPIC_LIMIT = "topic_limit"
+    TOPIC_CLOSED = "topic_closed"
+    CREDITS_EXHAUSTED = "credits_exhausted"
+    UNKNOWN_RECIPIENT = "unknown_recipient"
+    # needed by seeds 002/003 (documented in docs/rules.md)
+    PERMISSION_DENIED = "permission_denied"
+    PLAN_LIMIT = "plan_limit"
+    UNKNOWN_CONVERSATION = "unknown_conversation"
+    UNKNOWN_TOPIC = "unknown_topic"
+    BAD_AMOUNT = "bad_amount"
+
+
+class ContextReason(StrEnum):
+    # seed 000, verbatim
+    CONTEXT_INFORM = "context_inform"
+    RECIPIENT_DONE = "recipient_done"
+    TOPIC_PAUSED = "topic_paused"
+    ORPHAN_RESPONSE = "orphan_response"
+    LOOP_SUSPECTED = "loop_suspected"
+    WAKE_COALESCED = "wake_coalesced"
+    # a person who is in the conversation but was not addressed (docs/rules.md)
+    OBSERVER = "observer"
+
+
+class Notice(StrEnum):
+    CLOSURE_POLL = "closure_poll"
+    NUDGE = "nudge"
+    RESUME = "resume"
+    CREDITS_REFILLED = "credits_refilled"
+    FUNDING_REQUEST = "funding_request"
+    AUTO_DONE = "auto_done"
