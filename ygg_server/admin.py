@@ -1,0 +1,248 @@
+"""Operations on people, organizations, workspaces, memberships and agents.
+
+Shared by the `ygg-server admin` commands and the socket's management ops; each
+takes a connection, runs in one transaction, and returns a JSON-able dict or
+raises AdminError with a reason.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+
+import msgspec
+
+from . import auth
+from .core import PLANS, POOL, Conversation, ConversationKind, Role, View, fund as core_fund, general_id
+from .store import sqlite as db
+
+
+class AdminError(Exception):
+    def __init__(self, code: str, detail: str):
+        super().__init__(detail)
+        self.code, self.detail = code, detail
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def person_id() -> str:
+    return f"human.{uuid.uuid4().hex}"
+
+
+DEFAULT_PLAN = "team"  # a self-hosted server is licensed; `set-plan ORG free` applies the Free limits
+
+
+# --- lookups ---
+
+def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
+    h = handle_or_id.removeprefix("@")
+    row = conn.execute("SELECT id FROM people WHERE handle = ? OR id = ?", (h, handle_or_id)).fetchone()
+    if not row:
+        raise AdminError("unknown_person", f"no person {handle_or_id!r}")
+    return row[0]
+
+
+def workspace(conn: sqlite3.Connection, ref: str) -> str:
+    rows = conn.execute("SELECT id FROM workspaces WHERE id = ? OR name = ?", (ref, ref)).fetchall()
+    if len(rows) != 1:
+        raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else f"{ref!r} names several workspaces; use the id")
+    return rows[0][0]
+
+
+def agent(conn: sqlite3.Connection, ref: str) -> str:
+    """An agent by id, `name@ownerhandle`, or a name no one else's agent has."""
+    if "@" in ref:
+        name, handle = ref.split("@", 1)
+        rows = conn.execute(
+            "SELECT a.id FROM agents a JOIN people p ON p.id = a.owner WHERE a.name = ? AND p.handle = ?", (name, handle)
+        ).fetchall()
+    else:
+        rows = conn.execute("SELECT id FROM agents WHERE id = ? OR name = ?", (ref, ref)).fetchall()
+    if len(rows) != 1:
+        raise AdminError("unknown_agent", f"no agent {ref!r}" if not rows else f"{ref!r} is ambiguous; say name@owner")
+    return rows[0][0]
+
+
+def org_owned_by(conn: sqlite3.Connection, pid: str) -> tuple[str, str]:
+    row = conn.execute("SELECT id, plan FROM orgs WHERE owner = ? ORDER BY created_at LIMIT 1", (pid,)).fetchone()
+    if not row:
+        raise AdminError("unknown_org", "that person has no organization")
+    return row
+
+
+# --- mutations ---
+
+def _membership(conn, ws: str, pid: str, role: Role, now: int) -> None:
+    conn.execute(
+        """INSERT INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)
+           ON CONFLICT (workspace, participant) DO UPDATE SET role = excluded.role""",
+        (ws, pid, role, now),
+    )
+
+
+def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: bool) -> str:
+    ws = new_id()
+    conn.execute(
+        "INSERT INTO workspaces (id, org, name, personal_of, created_at) VALUES (?,?,?,?,?)",
+        (ws, org, name, owner if personal else None, now),
+    )
+    conn.execute(
+        "INSERT INTO conversations (id, workspace, kind, name, members, created_at) VALUES (?,?,?,?,?,?)",
+        (general_id(ws), ws, ConversationKind.GENERAL, "General", "[]", now),
+    )
+    _membership(conn, ws, owner, Role.OWNER, now)
+    _bring_agents(conn, ws, owner, now)
+    return ws
+
+
+def _bring_agents(conn, ws: str, owner: str, now: int) -> None:
+    """Seed 003 §19: an agent goes with its person into every workspace, unless pinned."""
+    for aid, pinned in conn.execute("SELECT id, pinned FROM agents WHERE owner = ? AND revoked = 0", (owner,)).fetchall():
+        if pinned is None or ws in msgspec.json.decode(pinned):
+            conn.execute(
+                "INSERT OR IGNORE INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)",
+                (ws, aid, Role.MEMBER, now),
+            )
+
+
+def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str = DEFAULT_PLAN) -> dict:
+    """A person, their own organization, and their one personal workspace (seed 002, seed 003 §65)."""
+    if not handle or not handle.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise AdminError("bad_handle", "a handle is letters, digits, '-', '_' and '.'")
+    if plan not in PLANS:
+        raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
+    now = now_us()
+    with db.Tx(conn):
+        if conn.execute("SELECT 1 FROM people WHERE handle = ?", (handle,)).fetchone():
+            raise AdminError("handle_taken", f"@{handle} exists")
+        pid = person_id()
+        conn.execute("INSERT INTO people (id, handle, password_hash, created_at) VALUES (?,?,?,?)",
+                     (pid, handle, auth.hash_password(password), now))
+        org = new_id()
+        conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at) VALUES (?,?,?,?,?)",
+                     (org, f"{handle}'s organization", plan, pid, now))
+        conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (org, pid, Role.OWNER))
+        ws = _make_workspace(conn, org, f"{handle} (personal)", pid, now, personal=True)
+    return {"id": pid, "handle": handle, "org": org, "personal_workspace": ws}
+
+
+def add_workspace(conn: sqlite3.Connection, name: str, owner: str) -> dict:
+    now = now_us()
+    with db.Tx(conn):
+        pid = person(conn, owner)
+        org, plan = org_owned_by(conn, pid)
+        limit = PLANS[plan].workspaces
+        count = conn.execute("SELECT count(*) FROM workspaces WHERE org = ? AND personal_of IS NULL", (org,)).fetchone()[0]
+        if limit is not None and count >= limit:
+            raise AdminError("plan_limit", f"the {plan} plan allows {limit} workspace(s) besides each personal one")
+        ws = _make_workspace(conn, org, name, pid, now, personal=False)
+    return {"id": ws, "name": name, "org": org}
+
+
+def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "member") -> dict:
+    if role not in Role._value2member_map_:
+        raise AdminError("bad_role", "roles: owner, admin, member, viewer")
+    now = now_us()
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        pid = person(conn, handle)
+        _membership(conn, ws, pid, Role(role), now)
+        _bring_agents(conn, ws, pid, now)
+    return {"id": pid, "workspace": ws, "role": role}
+
+
+def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None) -> dict:
+    """An agent of `owner`: in all their workspaces, or pinned to one; its API key is shown once."""
+    if not name or "@" in name or name.startswith(("group:", "human.", "dm:", "capability:")) or name == "system.ygg":
+        raise AdminError("bad_name", "an agent's name has no '@' and no reserved prefix")
+    now = now_us()
+    key, key_id, key_hash = auth.new_api_key()
+    with db.Tx(conn):
+        pid = person(conn, owner)
+        if conn.execute("SELECT 1 FROM agents WHERE owner = ? AND name = ?", (pid, name)).fetchone():
+            raise AdminError("name_taken", f"you already have an agent called {name}")
+        org, plan = org_owned_by(conn, pid)
+        limit = PLANS[plan].agents
+        count = conn.execute("SELECT count(*) FROM agents WHERE owner = ? AND revoked = 0", (pid,)).fetchone()[0]
+        if limit is not None and count >= limit:
+            raise AdminError("plan_limit", f"the {plan} plan allows {limit} agents")
+        pinned = None
+        if ws_ref is not None:
+            ws = workspace(conn, ws_ref)
+            if not conn.execute("SELECT 1 FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone():
+                raise AdminError("unknown_workspace", f"no workspace {ws_ref!r}")
+            pinned = msgspec.json.encode([ws]).decode()
+        aid = f"agent.{uuid.uuid4().hex}"
+        conn.execute(
+            "INSERT INTO agents (id, owner, name, key_id, key_hash, pinned, created_at) VALUES (?,?,?,?,?,?,?)",
+            (aid, pid, name, key_id, key_hash, pinned, now),
+        )
+        for (ws,) in conn.execute("SELECT workspace FROM memberships WHERE participant = ?", (pid,)).fetchall():
+            _bring_agents(conn, ws, pid, now)
+    return {"id": aid, "name": name, "api_key": key}
+
+
+def set_plan(conn: sqlite3.Connection, org: str, plan: str) -> dict:
+    if plan not in PLANS:
+        raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
+    with db.Tx(conn):
+        cur = conn.execute("UPDATE orgs SET plan = ? WHERE id = ?", (plan, org))
+        if cur.rowcount == 0:
+            pid = person(conn, org)
+            conn.execute("UPDATE orgs SET plan = ? WHERE owner = ?", (plan, pid))
+    return {"id": org, "plan": plan}
+
+
+def revoke_agent(conn: sqlite3.Connection, ref: str) -> dict:
+    with db.Tx(conn):
+        aid = agent(conn, ref)
+        conn.execute("UPDATE agents SET revoked = 1 WHERE id = ?", (aid,))
+        conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
+    return {"id": aid, "revoked": True}
+
+
+def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws: str | None = None,
+         funder: str | None = None) -> dict:
+    """Fund an agent's wallet or a workspace pool through the core's rule (only a person funds).
+
+    From the command line the operator acts as the agent's owner, or as the workspace's owner.
+    """
+    now = now_us()
+    with db.Tx(conn):
+        if pool_ws is not None:
+            ws = workspace(conn, pool_ws)
+            account = POOL
+            if funder is None:
+                funder = conn.execute(
+                    "SELECT participant FROM memberships WHERE workspace = ? AND role = 'owner' LIMIT 1", (ws,)
+                ).fetchone()[0]
+            paused = db.credit_paused(conn, workspace=ws)
+        else:
+            account = agent(conn, account_ref)
+            funder = funder or conn.execute("SELECT owner FROM agents WHERE id = ?", (account,)).fetchone()[0]
+            row = conn.execute(
+                """SELECT a.workspace FROM memberships a JOIN memberships o ON o.workspace = a.workspace
+                   WHERE a.participant = ? AND o.participant = ? LIMIT 1""", (account, funder)
+            ).fetchone()
+            if row is None:
+                raise AdminError("unknown_agent", "the agent shares no workspace with its owner")
+            ws = row[0]
+            paused = db.credit_paused(conn, agent=account)
+        view = View(db.load_directory(conn, ws), None, flags=frozenset(db.load_flags(conn)))
+        d = core_fund(view, funder, account, amount, tuple(paused), now, f"fund:{new_id()}")
+        if d.refusal:
+            raise AdminError(d.refusal.reason, d.refusal.detail)
+        db.apply(conn, d, now, ws)
+        bal = db.balance(conn, ws, account)
+    return {"id": account, "workspace": ws, "balance": bal}
+
+
+def conversation_row(c: Conversation) -> dict:
+    return {"id": c.id, "kind": c.kind, "name": c.name, "members": sorted(c.members)}

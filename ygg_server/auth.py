@@ -1,0 +1,73 @@
+"""Credentials: argon2 passwords, hashed API keys, short-lived session tokens (seed 003 §68)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+_hasher = PasswordHasher()
+KEY_PREFIX = "yggk"
+TOKEN_PREFIX = "yggs"
+AGENT_SESSION = 3600 * 1_000_000  # agents re-exchange their key hourly
+PERSON_SESSION = 30 * 24 * 3600 * 1_000_000
+
+
+def hash_password(pw: str) -> str:
+    return _hasher.hash(pw)
+
+
+def check_password(stored: str | None, pw: str) -> bool:
+    if not stored:
+        _hasher.hash(pw)  # same cost whether or not the person exists
+        return False
+    try:
+        return _hasher.verify(stored, pw)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_api_key() -> tuple[str, str, str]:
+    """(key, key_id, key_hash): only the hash is stored; the key is shown once."""
+    key_id = secrets.token_hex(8)
+    secret = secrets.token_urlsafe(32)
+    return f"{KEY_PREFIX}_{key_id}_{secret}", key_id, _digest(secret)
+
+
+def agent_for_key(conn: sqlite3.Connection, key: str) -> str | None:
+    """The agent whose (unrevoked) key this is, compared in constant time."""
+    parts = key.split("_") if isinstance(key, str) else []
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    row = conn.execute("SELECT id, key_hash FROM agents WHERE key_id = ? AND revoked = 0", (parts[1],)).fetchone()
+    expected = row[1] if row else _digest("")
+    ok = hmac.compare_digest(expected, _digest(parts[2]))
+    return row[0] if row and ok else None
+
+
+def new_session(conn: sqlite3.Connection, participant: str, now: int, lifetime: int) -> tuple[str, int]:
+    token = f"{TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
+    expires = now + lifetime
+    conn.execute(
+        "INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)",
+        (_digest(token), participant, expires, now),
+    )
+    return token, expires
+
+
+def session_participant(conn: sqlite3.Connection, token: str, now: int) -> tuple[str, int] | None:
+    """(participant, expires_at) for a live session token; API keys are never tokens."""
+    if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX + "_"):
+        return None
+    row = conn.execute("SELECT participant, expires_at FROM sessions WHERE token_hash = ?", (_digest(token),)).fetchone()
+    if row is None or row[1] <= now:
+        return None
+    return row[0], row[1]

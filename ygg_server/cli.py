@@ -1,0 +1,121 @@
+"""`ygg-server`: serve, admin, bench. Each admin command prints its result as JSON on its last line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+
+from . import admin
+from .store import sqlite as db
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="ygg-server", description="The Ygg server and its operator commands.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the server")
+    s.add_argument("--data-dir", required=True)
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--db", default=None, help="postgresql://… (default: embedded SQLite in the data dir)")
+    s.add_argument("--origin", action="append", default=[], help="a browser Origin to allow (repeatable)")
+    s.add_argument("--log-level", default="WARNING")
+
+    a = sub.add_parser("admin", help="operator commands")
+    a.add_argument("--data-dir", required=True)
+    a.add_argument("--db", default=None)
+    asub = a.add_subparsers(dest="action", required=True)
+    x = asub.add_parser("add-person")
+    x.add_argument("handle")
+    x.add_argument("--password", required=True)
+    x.add_argument("--plan", default=admin.DEFAULT_PLAN)
+    x = asub.add_parser("add-workspace")
+    x.add_argument("name")
+    x.add_argument("--owner", required=True)
+    x = asub.add_parser("add-member")
+    x.add_argument("workspace")
+    x.add_argument("handle")
+    x.add_argument("--role", default="member", choices=["owner", "admin", "member", "viewer"])
+    x = asub.add_parser("add-agent")
+    x.add_argument("name")
+    x.add_argument("--owner", required=True)
+    x.add_argument("--workspace", default=None)
+    x = asub.add_parser("fund")
+    x.add_argument("target", nargs="?", help="the agent (name, name@owner, or id)")
+    x.add_argument("--pool", default=None, metavar="WORKSPACE")
+    x.add_argument("amount", type=int)
+    x = asub.add_parser("set-plan")
+    x.add_argument("org", help="an organization id, or its owner's handle")
+    x.add_argument("plan")
+    x = asub.add_parser("revoke-agent")
+    x.add_argument("agent")
+
+    b = sub.add_parser("bench", help="benchmarks: see `ygg-server bench --help`")
+    b.add_argument("rest", nargs=argparse.REMAINDER)
+
+    args = p.parse_args(argv)
+    if args.command == "serve":
+        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        return asyncio.run(serve(args))
+    if args.command == "bench":
+        from .bench import main as bench_main
+
+        return bench_main(args.rest)
+    return run_admin(args)
+
+
+def run_admin(args) -> int:
+    conn = db.connect(db.db_path(args.data_dir))
+    try:
+        act = args.action
+        if act == "add-person":
+            out = admin.add_person(conn, args.handle, args.password, args.plan)
+        elif act == "add-workspace":
+            out = admin.add_workspace(conn, args.name, args.owner)
+        elif act == "add-member":
+            out = admin.add_member(conn, args.workspace, args.handle, args.role)
+        elif act == "add-agent":
+            out = admin.add_agent(conn, args.name, args.owner, args.workspace)
+        elif act == "fund":
+            if (args.target is None) == (args.pool is None):
+                raise admin.AdminError("bad_args", "fund takes an AGENT or --pool WORKSPACE")
+            out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool)
+        elif act == "set-plan":
+            out = admin.set_plan(conn, args.org, args.plan)
+        else:
+            out = admin.revoke_agent(conn, args.agent)
+    except admin.AdminError as e:
+        print(json.dumps({"error": e.code, "detail": e.detail}))
+        return 1
+    finally:
+        conn.close()
+    print(json.dumps(out))
+    return 0
+
+
+async def serve(args) -> int:
+    from .engine import Engine
+    from .net.gateway import Gateway, Limits
+
+    if args.db:
+        print(json.dumps({"error": "unsupported", "detail": "PostgreSQL is not built yet"}))
+        return 2
+    engine = Engine(db.db_path(args.data_dir))
+    gw = Gateway(engine, Limits(origins=tuple(args.origin)))
+    await gw.start(args.host, args.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(json.dumps({"listening": f"ws://{args.host}:{gw.port}/"}), flush=True)
+    await stop.wait()
+    await gw.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""The async client library: the TUI, the agent bridge and the tests all speak through it.
+
+    async with Client(url, api_key=KEY) as c:
+        reply = await c.send(workspace=ws, conversation="general", topic="new", title="Hi",
+                             type="request", to=["reviewer"], text="Please look")
+        async for d in c.deliveries():      # {"op": "deliver", "id": ..., "message": {...}, "context": [...]}
+            ...
+            await c.ack([d["id"]])
+
+It reconnects by itself (backoff), resuming the session token, or signing in again
+with the key or password when the token has expired; deliveries not acked before a
+drop are offered again by the server, and ones already acked are filtered out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import random
+from typing import Any, AsyncIterator
+
+import websockets
+from websockets.asyncio.client import connect
+
+log = logging.getLogger("ygg.client")
+
+
+class Refused(Exception):
+    def __init__(self, frame: dict):
+        super().__init__(f"{frame.get('reason') or frame.get('code')}: {frame.get('detail', '')}")
+        self.frame = frame
+        self.reason = frame.get("reason") or frame.get("code")
+
+
+class Client:
+    def __init__(self, url: str, *, api_key: str | None = None, handle: str | None = None,
+                 password: str | None = None, token: str | None = None, prefetch: int | None = None,
+                 reconnect: bool = True, timeout: float = 30.0):
+        self.url = url
+        self.api_key, self.handle, self.password, self.token = api_key, handle, password, token
+        self.prefetch = prefetch
+        self.reconnect = reconnect
+        self.timeout = timeout
+        self.me: dict | None = None
+        self.connected = asyncio.Event()
+        self.closed = False
+        self.reconnects = 0
+        self._refs = itertools.count(1)
+        self._waiting: dict[Any, asyncio.Future] = {}
+        self._deliveries: asyncio.Queue[dict] = asyncio.Queue()
+        self._events: asyncio.Queue[dict] = asyncio.Queue()
+        self._acked: set[int] = set()
+        self._ws = None
+        self._task: asyncio.Task | None = None
+        self._first: asyncio.Future | None = None
+
+    # --- connecting ---
+
+    async def __aenter__(self) -> "Client":
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def connect(self) -> dict:
+        self._first = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run())
+        return await asyncio.wait_for(asyncio.shield(self._first), self.timeout)
+
+    async def close(self) -> None:
+        self.closed = True
+        if self._ws is not None:
+            await self._ws.close()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    def _credentials(self) -> dict:
+        if self.token:
+            return {"token": self.token}
+        if self.api_key:
+            return {"api_key": self.api_key}
+        return {"handle": self.handle, "password": self.password}
+
+    async def _run(self) -> None:
+        delay = 0.1
+        while not self.closed:
+            try:
+                async with connect(self.url, max_size=2**22, open_timeout=self.timeout) as ws:
+                    self._ws = ws
+                    session = await self._hello(ws)
+                    delay = 0.1
+                    self.me, self.token = session["me"], session["token"]
+                    self.connected.set()
+                    if self._first and not self._first.done():
+                        self._first.set_result(session)
+                    async for raw in ws:
+                        self._dispatch(json.loads(raw))
+            except Refused as e:
+                if self.token and (self.api_key or self.password):
+                    self.token = None  # expired or revoked: sign in again with the long-lived credential
+                    continue
+                if self._first and not self._first.done():
+                    self._first.set_exception(e)
+                return
+            except (OSError, websockets.WebSocketException, asyncio.TimeoutError) as e:
+                log.debug("connection lost: %s", e)
+            finally:
+                self.connected.clear()
+                self._ws = None
+                for fut in self._waiting.values():
+                    if not fut.done():
+                        fut.set_exception(ConnectionError("connection lost"))
+                self._waiting.clear()
+            if not self.reconnect or self.closed:
+                if self._first and not self._first.done():
+                    self._first.set_exception(ConnectionError("could not connect"))
+                return
+            self.reconnects += 1
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 5.0)
+
+    async def _hello(self, ws) -> dict:
+        frame = {"op": "auth", "ref": "auth", **self._credentials()}
+        if self.prefetch:
+            frame["prefetch"] = self.prefetch
+        await ws.send(json.dumps(frame))
+        while True:
+            reply = json.loads(await asyncio.wait_for(ws.recv(), self.timeout))
+            if reply.get("ref") == "auth":
+                if reply.get("op") != "session":
+                    raise Refused(reply)
+                return reply
+            self._dispatch(reply)
+
+    def _dispatch(self, frame: dict) -> None:
+        op = frame.get("op")
+        if op == "deliver":
+            if frame["id"] not in self._acked:
+                self._deliveries.put_nowait(frame)
+        elif op == "event":
+            self._events.put_nowait(frame)
+        elif "ref" in frame and frame["ref"] in self._waiting:
+            fut = self._waiting.pop(frame["ref"])
+            if not fut.done():
+                fut.set_result(frame)
+        elif op == "error":
+            log.warning("server error: %s", frame)
+
+    # --- asking ---
+
+    async def request(self, op: str, **fields) -> dict:
+        """Send one frame and wait for the reply with the same ref."""
+        await asyncio.wait_for(self.connected.wait(), self.timeout)
+        ref = next(self._refs)
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting[ref] = fut
+        await self._ws.send(json.dumps({"op": op, "ref": ref, **fields}))
+        return await asyncio.wait_for(fut, self.timeout)
+
+    async def call(self, op: str, **fields) -> dict:
+        """Like request, but raise Refused for `refused` and `error` answers."""
+        reply = await self.request(op, **fields)
+        if reply.get("op") in ("refused", "error"):
+            raise Refused(reply)
+        return reply
+
+    async def send(self, **fields) -> dict:
+        """`sent` or `refused` (a refusal is an answer, not an exception)."""
+        return await self.request("send", **fields)
+
+    async def ack(self, ids: list[int]) -> dict:
+        reply = await self.request("ack", ids=list(ids))
+        self._acked.update(reply.get("ids", ()))
+        return reply
+
+    async def next_delivery(self, timeout: float | None = None) -> dict:
+        return await asyncio.wait_for(self._deliveries.get(), timeout)
+
+    async def deliveries(self) -> AsyncIterator[dict]:
+        while True:
+            d = await self._deliveries.get()
+            if d["id"] not in self._acked:
+                yield d
+
+    async def next_event(self, timeout: float | None = None) -> dict:
+        return await asyncio.wait_for(self._events.get(), timeout)
+
+    def pending_deliveries(self) -> int:
+        return self._deliveries.qsize()

@@ -1,0 +1,388 @@
+"""The single writer: Load -> Decide -> Apply -> Publish, a batch per tick.
+
+One thread owns the SQLite writer connection and the live state (directories,
+conversations, topics, balances, flags, usage). Commands arrive in order; each is
+judged by the core against the live state, applied inside one transaction with
+the rest of its batch (a savepoint each), and only after the COMMIT are the
+callers answered and the new deliveries published. Nothing is answered before
+it is durable; a batch amortizes the commit over many sends (group commit).
+
+Another connection (the admin CLI, the socket's management ops) may change the
+database at any time: `PRAGMA data_version` tells, and the live state is then
+dropped and reloaded from the database before the batch is decided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import msgspec
+
+from . import auth, protocol
+from .core import (
+    PLANS, POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due,
+)
+from .store import sqlite as db
+
+log = logging.getLogger("ygg.engine")
+MAX_BATCH = 512
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass(slots=True)
+class Published:
+    """What one committed batch hands to the gateway."""
+
+    deliveries: list[db.Stored] = field(default_factory=list)
+    topics: list[Topic] = field(default_factory=list)
+    balances: list[tuple[str, str, int]] = field(default_factory=list)  # (workspace, account, balance)
+    rescan: bool = False  # someone else changed the database: look at every connection again
+
+
+@dataclass(slots=True)
+class _Command:
+    kind: str
+    args: tuple
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
+
+
+class Engine:
+    def __init__(self, path, *, clock: Callable[[], int] = now_us):
+        self.path = path
+        self.clock = clock
+        self.conn = db.connect(path)
+        self._queue: queue.SimpleQueue[_Command | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._publish: Callable[[Published], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._data_version = None
+        self._reset()
+
+    # --- lifecycle ---
+
+    def start(self, loop: asyncio.AbstractEventLoop, publish: Callable[[Published], None]) -> None:
+        self._loop, self._publish = loop, publish
+        self._thread = threading.Thread(target=self._run, name="ygg-writer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+            self._thread = None
+        self.conn.close()
+
+    def submit(self, kind: str, *args) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._queue.put(_Command(kind, args, fut, loop))
+        return fut
+
+    # --- live state ---
+
+    def _reset(self) -> None:
+        self.directories: dict[str, Directory] = {}
+        self.conversations: dict[str, dict[str, Conversation]] = {}
+        self.topics: dict[str, Topic] = {}
+        self.opened: dict[str, int] = {}
+        self.balances: dict[tuple[str, str], int | None] = {}
+        self.orgs: dict[str, tuple[str, str]] = {}
+        self.usage: dict[tuple[str, str], int] = {}
+        self.flags: set[tuple[str, str]] | None = None
+        self.timers: list[tuple[int, str]] = []
+        for when, tid in db.due_topics(self.conn):
+            heapq.heappush(self.timers, (when, tid))
+
+    def directory(self, ws: str) -> Directory:
+        d = self.directories.get(ws)
+        if d is None:
+            d = self.directories[ws] = db.load_directory(self.conn, ws)
+        return d
+
+    def _conversations(self, ws: str) -> dict[str, Conversation]:
+        c = self.conversations.get(ws)
+        if c is None:
+            c = self.conversations[ws] = db.load_conversations(self.conn, ws)
+        return c
+
+    def _topic(self, tid: str) -> Topic | None:
+        t = self.topics.get(tid)
+        if t is None:
+            t = db.load_topic(self.conn, tid)
+            if t is not None:
+                self.topics[tid] = t
+        return t
+
+    def _opened(self, agent: str) -> int:
+        n = self.opened.get(agent)
+        if n is None:
+            n = self.opened[agent] = db.open_opened(self.conn, agent)
+        return n
+
+    def _balance(self, ws: str, account: str) -> int | None:
+        key = db.wallet_key(ws, account)
+        if key not in self.balances:
+            self.balances[key] = db.balance(self.conn, ws, account)
+        return self.balances[key]
+
+    def _flags(self) -> set[tuple[str, str]]:
+        if self.flags is None:
+            self.flags = db.load_flags(self.conn)
+        return self.flags
+
+    def _org(self, ws: str) -> tuple[str, str] | None:
+        if ws not in self.orgs:
+            self.orgs[ws] = db.org_of(self.conn, ws)
+        return self.orgs[ws]
+
+    def _plan_left(self, ws: str, month: str) -> int | None:
+        org = self._org(ws)
+        if org is None:
+            return None
+        limit = PLANS.get(org[1], PLANS["team"]).messages_per_month
+        if limit is None:
+            return None
+        key = (org[0], month)
+        if key not in self.usage:
+            self.usage[key] = db.usage(self.conn, org[0], month)
+        return max(0, limit - self.usage[key])
+
+    # --- the writer thread ---
+
+    def _run(self) -> None:
+        while True:
+            timeout = 0.1
+            if self.timers:
+                timeout = min(timeout, max(0.0, (self.timers[0][0] - self.clock()) / 1e6))
+            try:
+                first = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                first = _IDLE
+            if first is None:
+                return
+            batch = [] if first is _IDLE else [first]
+            while len(batch) < MAX_BATCH:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)
+                    break
+                batch.append(nxt)
+            self._tick(batch)
+
+    def _tick(self, batch: list[_Command]) -> None:
+        out = Published()
+        results: list[tuple[_Command, Any]] = []
+        try:
+            with db.Tx(self.conn):
+                version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+                if version != self._data_version:
+                    if self._data_version is not None:
+                        self._reset()
+                        out.rescan = True
+                    self._data_version = version
+                for cmd in batch:
+                    results.append((cmd, self._one(cmd, out)))
+                self._timers(out)
+        except Exception as e:  # the commit failed: nothing in this batch happened
+            log.exception("batch failed")
+            self._reset()
+            for cmd in batch:
+                _resolve(cmd, error=e)
+            return
+        for cmd, result in results:
+            _resolve(cmd, result)
+        if self._publish and (out.deliveries or out.topics or out.balances or out.rescan):
+            self._loop.call_soon_threadsafe(self._publish, out)
+
+    def _one(self, cmd: _Command, out: Published) -> Any:
+        """Run one command in its own savepoint, so a failure undoes it alone."""
+        self.conn.execute("SAVEPOINT cmd")
+        mark = (len(out.deliveries), len(out.topics), len(out.balances))
+        try:
+            result = getattr(self, "_do_" + cmd.kind)(*cmd.args, out=out)
+        except Exception as e:
+            log.exception("command %s failed", cmd.kind)
+            self.conn.execute("ROLLBACK TO cmd")
+            self.conn.execute("RELEASE cmd")
+            del out.deliveries[mark[0]:], out.topics[mark[1]:], out.balances[mark[2]:]
+            self._reset()
+            return e
+        self.conn.execute("RELEASE cmd")
+        return result
+
+    def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
+        """Apply a decision to the database and to the live state."""
+        org = self._org(ws)
+        out.deliveries += db.apply(self.conn, d, now, ws, org[0] if org else None, month)
+        for t in d.topics:
+            before = self.topics.get(t.id) or db.load_topic(self.conn, t.id)
+            self._count_open(before, t)
+            self.topics[t.id] = t
+            when = next_due(t)
+            if when is not None:
+                heapq.heappush(self.timers, (when, t.id))
+            out.topics.append(t)
+        if d.conversation is not None:
+            self._conversations(d.conversation.workspace)[d.conversation.id] = d.conversation
+        for e in d.ledger:
+            key = db.wallet_key(e.workspace, e.account)
+            self.balances[key] = db.balance(self.conn, e.workspace, e.account)
+            out.balances.append((e.workspace, e.account, self.balances[key]))
+        flags = self._flags()
+        for f in d.flags:
+            (flags.add if f.on else flags.discard)((f.name, f.agent))
+        if d.usage and org and month:
+            self.usage[(org[0], month)] = self.usage.get((org[0], month), 0) + d.usage
+
+    def _count_open(self, before: Topic | None, after: Topic) -> None:
+        was_open = before is not None and before.status != TopicStatus.CLOSED
+        is_open = after.status != TopicStatus.CLOSED
+        if was_open != is_open and after.opener in self.opened:
+            self.opened[after.opener] += 1 if is_open else -1
+
+    def _timers(self, out: Published) -> None:
+        now = self.clock()
+        while self.timers and self.timers[0][0] <= now:
+            _, tid = heapq.heappop(self.timers)
+            t = self._topic(tid)
+            when = next_due(t) if t else None
+            if when is None or when > now:
+                continue
+            ws = t.workspace
+            conv = self._conversations(ws).get(t.conversation)
+            view = View(self.directory(ws), conv, flags=frozenset(self._flags()))
+            d = due(view, t, now)
+            if d.topics:
+                self._commit(d, ws, now, out)
+
+    # --- commands (run in the writer thread, inside the batch's transaction) ---
+
+    def _do_send(self, author: str, frame: dict, *, out: Published) -> dict:
+        ref = frame.get("ref")
+        client_id = frame.get("client_id")
+        if client_id is not None:
+            if not isinstance(client_id, str) or not 0 < len(client_id) <= 200:
+                return protocol.error(ref, "bad_frame", "client_id must be a short string")
+            row = self.conn.execute(
+                "SELECT reply FROM idempotency WHERE participant = ? AND client_id = ?", (author, client_id)
+            ).fetchone()
+            if row:
+                return {**msgspec.json.decode(row[0]), "ref": ref, "duplicate": True}
+        ws = frame.get("workspace")
+        conv_ref = frame.get("conversation", "general")
+        if not isinstance(ws, str) or not isinstance(conv_ref, str):
+            return protocol.error(ref, "bad_frame", "workspace and conversation must be strings")
+        directory = self.directory(ws)
+        if author not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        now = self.clock()
+        try:
+            post = protocol.to_post(frame, message_id=str(uuid.uuid4()), author=author, workspace=ws)
+        except protocol.BadFrame as e:
+            return protocol.error(ref, "bad_frame", e.detail)
+        conversations = self._conversations(ws)
+        conv = directory.conversation(conv_ref, author, conversations)
+        topic = self._topic(post.topic) if post.topic and post.topic != "new" else None
+        if topic is not None and topic.workspace != ws:
+            topic = None  # another workspace's topic is answered like one that does not exist
+        agent = directory.participants[author].kind == Kind.AGENT
+        month = _month(now)
+        view = View(
+            directory, conv, topic,
+            open_opened=self._opened(author) if agent else 0,
+            wallet=self._balance(ws, author) if agent else None,
+            pool=self._balance(ws, POOL) or 0 if agent else 0,
+            plan_left=self._plan_left(ws, month),
+            flags=frozenset(self._flags()),
+            new_conversation=conv is not None and conv.id not in conversations,
+        )
+        d = decide(view, post, now)
+        self._commit(d, ws, now, out, month)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+        main = d.routed[0]
+        reply = {
+            "op": "sent", "ref": ref, "message": protocol.message_obj(main.message),
+            "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in main.deliveries],
+            "cost": main.message.cost,
+        }
+        if client_id is not None:
+            self.conn.execute(
+                "INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?,?,?,?)",
+                (author, client_id, msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"}), now),
+            )
+        return reply
+
+    def _do_fund(self, funder: str, ws: str, account: str, amount: Any, ref: Any, *, out: Published) -> dict:
+        directory = self.directory(ws)
+        if funder not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        if account != POOL:
+            found = directory.resolve((account,))
+            if isinstance(found, tuple) and len(found) == 1:
+                account = found[0]
+        paused = db.credit_paused(self.conn, workspace=ws) if account == POOL else db.credit_paused(self.conn, agent=account)
+        paused = [self.topics.get(t.id, t) for t in paused]
+        now = self.clock()
+        view = View(directory, None, flags=frozenset(self._flags()))
+        d = fund(view, funder, account, amount, tuple(paused), now, f"fund:{uuid.uuid4()}")
+        self._commit(d, ws, now, out)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+        return {"op": "funded", "ref": ref, "account": account, "balance": self._balance(ws, account)}
+
+    def _do_ack(self, participant: str, ids: list[int], ref: Any, *, out: Published) -> dict:
+        now = self.clock()
+        done = []
+        for i in ids:
+            cur = self.conn.execute(
+                "UPDATE deliveries SET acked_at = ? WHERE id = ? AND recipient = ? AND acked_at IS NULL",
+                (now, i, participant),
+            )
+            if cur.rowcount:
+                done.append(i)
+        return {"op": "acked", "ref": ref, "ids": done}
+
+    def _do_session(self, participant: str, lifetime: int, *, out: Published) -> tuple[str, int]:
+        return auth.new_session(self.conn, participant, self.clock(), lifetime)
+
+    def _do_sync(self, *, out: Published) -> None:
+        """A no-op that returns once everything submitted before it is committed."""
+        return None
+
+
+_IDLE = object()
+
+
+def _resolve(cmd: _Command, result: Any = None, error: BaseException | None = None) -> None:
+    def done():
+        if cmd.future.done():
+            return
+        if error is not None:
+            cmd.future.set_exception(error)
+        elif isinstance(result, BaseException):
+            cmd.future.set_exception(result)
+        else:
+            cmd.future.set_result(result)
+
+    cmd.loop.call_soon_threadsafe(done)
+
+
+def _month(now: int) -> str:
+    return datetime.fromtimestamp(now / 1e6, tz=timezone.utc).strftime("%Y-%m")

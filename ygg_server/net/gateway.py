@@ -1,0 +1,414 @@
+"""The websockets gateway: handshake, sessions, presence, and fan-out.
+
+A thin adapter: frames in are parsed (`protocol.parse`) and handed to the engine
+(writes) or to a reader thread (queries); what the engine publishes after each
+commit is pushed to the connections that have work. Each connection has its own
+outgoing queue and writer task, so one slow client never holds up the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import websockets
+from websockets.asyncio.server import ServerConnection, serve
+
+from .. import auth, protocol, queries
+from ..core import POOL, Kind
+from ..engine import Engine, Published
+from ..store import sqlite as db
+from .inbox import Inbox, Item
+
+log = logging.getLogger("ygg.net")
+
+
+@dataclass
+class Limits:
+    max_frame: int = protocol.MAX_FRAME
+    auth_timeout: float = 10.0  # seconds to authenticate after the upgrade
+    open_timeout: float = 10.0  # seconds for the opening handshake
+    idle_timeout: float = 600.0  # seconds without a frame before we close
+    presence_timeout: float = 180.0  # an agent silent this long counts as offline
+    outgoing: int = 10_000  # frames queued for one slow connection before we drop it
+    prefetch: int = 16  # wakes one agent connection may hold at once
+    origins: tuple[str, ...] = ()  # browser Origins allowed, besides none at all
+
+
+@dataclass(eq=False)
+class Conn:
+    ws: ServerConnection
+    limits: Limits
+    participant: str = ""
+    kind: str = ""
+    token: str = ""
+    expires_at: int = 0
+    prefetch: int = 16
+    leased: set[int] = field(default_factory=set)
+    monitors: set[str] = field(default_factory=set)  # workspaces followed whole
+    follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
+    last_seen: float = field(default_factory=time.monotonic)
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    def push(self, frame: dict) -> None:
+        if self.queue.qsize() >= self.limits.outgoing:
+            log.warning("dropping slow connection of %s", self.participant)
+            asyncio.ensure_future(self.ws.close(1013, "too slow"))
+            return
+        self.queue.put_nowait(frame)
+
+    async def writer(self) -> None:
+        while True:
+            frame = await self.queue.get()
+            batch = [frame]
+            while not self.queue.empty() and len(batch) < 256:
+                batch.append(self.queue.get_nowait())
+            for f in batch:
+                await self.ws.send(protocol.encode(f))
+
+
+class Gateway:
+    def __init__(self, engine: Engine, limits: Limits | None = None):
+        self.engine = engine
+        self.limits = limits or Limits()
+        self.conns: dict[str, list[Conn]] = {}
+        self.inboxes: dict[str, Inbox] = {}
+        self._loading: dict[str, asyncio.Future] = {}
+        self._reader = db.connect(engine.path)
+        self._reader_lock = asyncio.Lock()
+        self._server = None
+
+    # --- serving ---
+
+    async def start(self, host: str = "127.0.0.1", port: int = 8765):
+        self.engine.start(asyncio.get_running_loop(), self.publish)
+        origins = [None, *self.limits.origins]
+        self._server = await serve(
+            self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
+            origins=origins, ping_interval=20, ping_timeout=20, process_request=None,
+        )
+        asyncio.ensure_future(self._sweeper())
+        return self._server
+
+    @property
+    def port(self) -> int:
+        return self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server:
+            self._server.close()
+            await self._server.wait_closed()
+        await asyncio.to_thread(self.engine.stop)
+        self._reader.close()
+
+    async def read(self, fn, *args):
+        """Run a read-only query on the reader connection, off the event loop."""
+        async with self._reader_lock:
+            return await asyncio.to_thread(fn, self._reader, *args)
+
+    # --- one connection ---
+
+    async def handler(self, ws: ServerConnection) -> None:
+        conn = Conn(ws, self.limits, prefetch=self.limits.prefetch)
+        writer = asyncio.ensure_future(conn.writer())
+        try:
+            if not await self._authenticate(conn):
+                return
+            await self._attach(conn)
+            while True:
+                try:
+                    raw = await asyncio.wait_for(ws.recv(), self.limits.idle_timeout)
+                except TimeoutError:
+                    await ws.close(1000, "idle")
+                    return
+                conn.last_seen = time.monotonic()
+                await self._frame(conn, raw)
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self._detach(conn)
+            # let queued frames go out before the writer stops
+            if ws.state.name == "OPEN":
+                try:
+                    await asyncio.wait_for(self._drain(conn), 1.0)
+                except TimeoutError:
+                    pass
+            writer.cancel()
+
+    async def _drain(self, conn: Conn) -> None:
+        while not conn.queue.empty():
+            await asyncio.sleep(0.01)
+
+    async def _authenticate(self, conn: Conn) -> bool:
+        header = conn.ws.request.headers.get("Authorization", "") if conn.ws.request else ""
+        if header.startswith("Bearer "):
+            return await self._session(conn, {"token": header[7:]}, None, quiet=True)
+        try:
+            raw = await asyncio.wait_for(conn.ws.recv(), self.limits.auth_timeout)
+        except TimeoutError:
+            await conn.ws.close(1008, "authenticate first")
+            return False
+        while True:
+            try:
+                op, ref, frame = protocol.parse(raw)
+            except protocol.BadFrame as e:
+                conn.push(protocol.error(e.ref, "bad_frame", e.detail))
+                op = None
+            if op == "auth":
+                if await self._session(conn, frame, ref):
+                    return True
+            elif op is not None:
+                conn.push(protocol.error(ref, "unauthenticated", "authenticate first"))
+            try:
+                raw = await asyncio.wait_for(conn.ws.recv(), self.limits.auth_timeout)
+            except TimeoutError:
+                await conn.ws.close(1008, "authenticate first")
+                return False
+
+    async def _session(self, conn: Conn, frame: dict, ref: Any, quiet: bool = False) -> bool:
+        res = await self.read(_auth, frame)
+        if res is None:
+            conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid"))
+            if quiet:
+                await conn.ws.close(1008, "unauthenticated")
+            return False
+        pid, kind, handle, token, expires = res
+        if token is None:
+            token, expires = await self.engine.submit("session", pid, expires)
+        conn.participant, conn.kind, conn.token, conn.expires_at = pid, kind, token, expires
+        prefetch = frame.get("prefetch")
+        if isinstance(prefetch, int) and 1 <= prefetch <= 256:
+            conn.prefetch = prefetch
+        conn.push({"op": "session", "ref": ref, "token": token, "expires_at": protocol.iso(expires),
+                   "me": {"id": pid, "handle": handle, "kind": kind}})
+        return True
+
+    async def _attach(self, conn: Conn) -> None:
+        pid = conn.participant
+        self.conns.setdefault(pid, []).append(conn)
+        inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
+        if conn in self.conns.get(pid, ()):
+            inbox.attach(conn)
+
+    async def _inbox(self, pid: str, is_agent: bool) -> Inbox:
+        if pid in self.inboxes:
+            return self.inboxes[pid]
+        if pid in self._loading:
+            return await asyncio.shield(self._loading[pid])
+        fut = asyncio.get_running_loop().create_future()
+        self._loading[pid] = fut
+        try:
+            rows = await self.read(_unacked, pid)
+            inbox = Inbox(pid, is_agent)
+            inbox.add(rows)
+            self.inboxes[pid] = inbox
+            fut.set_result(inbox)
+            return inbox
+        finally:
+            self._loading.pop(pid, None)
+
+    def _detach(self, conn: Conn) -> None:
+        pid = conn.participant
+        if not pid:
+            return
+        mine = self.conns.get(pid, [])
+        if conn in mine:
+            mine.remove(conn)
+        inbox = self.inboxes.get(pid)
+        if inbox is not None:
+            inbox.detach(conn)
+        if not mine:
+            self.conns.pop(pid, None)
+            self.inboxes.pop(pid, None)
+
+    # --- frames ---
+
+    async def _frame(self, conn: Conn, raw: str | bytes) -> None:
+        try:
+            op, ref, frame = protocol.parse(raw)
+        except protocol.BadFrame as e:
+            conn.push(protocol.error(e.ref, "bad_frame", e.detail))
+            return
+        if conn.expires_at <= time.time_ns() // 1000:
+            conn.push(protocol.error(ref, "unauthenticated", "the session expired; authenticate again"))
+            await conn.ws.close(1008, "session expired")
+            return
+        try:
+            handler = getattr(self, "_op_" + op, None)
+            if handler is not None:
+                reply = await handler(conn, ref, frame)
+            elif op in queries.QUERIES:
+                reply = {"op": op, "ref": ref, **await self.read(queries.QUERIES[op], conn.participant, frame)}
+            else:
+                reply = protocol.error(ref, "bad_frame", f"op {op!r} is not available here")
+        except queries.NotFound:
+            reply = protocol.error(ref, "not_found", "no such thing")
+        except (ValueError, TypeError) as e:
+            reply = protocol.error(ref, "bad_frame", str(e))
+        except Exception:
+            log.exception("op %s failed", op)
+            reply = protocol.error(ref, "internal", "the server failed on this frame; nothing was changed")
+        if reply is not None:
+            conn.push(reply)
+
+    async def _op_auth(self, conn: Conn, ref, frame) -> dict:
+        return protocol.error(ref, "bad_frame", "already authenticated")
+
+    async def _op_ping(self, conn: Conn, ref, frame) -> dict:
+        return {"op": "pong", "ref": ref}
+
+    async def _op_whoami(self, conn: Conn, ref, frame) -> dict:
+        return {"op": "whoami", "ref": ref, "id": conn.participant, "kind": conn.kind}
+
+    async def _op_send(self, conn: Conn, ref, frame) -> dict:
+        return await self.engine.submit("send", conn.participant, frame)
+
+    async def _op_fund(self, conn: Conn, ref, frame) -> dict:
+        ws = frame.get("workspace")
+        account = POOL if frame.get("pool") is True else frame.get("agent")
+        if not isinstance(ws, str) or not isinstance(account, str):
+            return protocol.error(ref, "bad_frame", 'fund needs "workspace" and "agent" (or "pool": true)')
+        return await self.engine.submit("fund", conn.participant, ws, account, frame.get("amount"), ref)
+
+    async def _op_ack(self, conn: Conn, ref, frame) -> dict | None:
+        ids = frame.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            return protocol.error(ref, "bad_frame", "ids must be a list of delivery ids")
+        inbox = self.inboxes.get(conn.participant)
+        retired = inbox.ack(ids) if inbox else []
+        extra = [i for i in ids if i not in retired]  # unknown here: still let the store check them
+        return await self.engine.submit("ack", conn.participant, retired + extra, ref)
+
+    async def _op_subscribe(self, conn: Conn, ref, frame) -> dict:
+        ws = frame.get("workspace")
+        await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
+        if frame.get("monitor"):
+            if not await self.read(queries.monitors, ws, conn.participant):
+                return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
+            conn.monitors.add(ws)
+        conn.follows.add(ws)
+        return {"op": "subscribed", "ref": ref, "workspace": ws, "monitor": ws in conn.monitors}
+
+    async def _op_unsubscribe(self, conn: Conn, ref, frame) -> dict:
+        ws = frame.get("workspace")
+        conn.monitors.discard(ws)
+        conn.follows.discard(ws)
+        return {"op": "unsubscribed", "ref": ref, "workspace": ws}
+
+    async def _op_presence(self, conn: Conn, ref, frame) -> dict:
+        members = (await self.read(queries.list_members, conn.participant, frame))["members"]
+        return {"op": "presence", "ref": ref, "online": {m["id"]: self.online(m["id"]) for m in members}}
+
+    def online(self, pid: str) -> bool:
+        """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes."""
+        horizon = time.monotonic() - self.limits.presence_timeout
+        return any(c.kind != Kind.AGENT or c.last_seen >= horizon for c in self.conns.get(pid, ()))
+
+    # --- after each commit ---
+
+    def publish(self, out: Published) -> None:
+        by_recipient: dict[str, list[Item]] = {}
+        for s in out.deliveries:
+            if s.recipient in self.inboxes:
+                by_recipient.setdefault(s.recipient, []).append(
+                    Item(s.id, s.wake, s.reason, protocol.message_obj(s.message)))
+        for pid, items in by_recipient.items():
+            self.inboxes[pid].add(items)
+        if out.deliveries:
+            self._monitor(out)
+        if out.topics or out.balances:
+            self._events(out)
+        if out.rescan:
+            asyncio.ensure_future(self._rescan())
+
+    def _monitor(self, out: Published) -> None:
+        seen: set[str] = set()
+        for s in out.deliveries:
+            m = s.message
+            if m.id in seen:
+                continue
+            seen.add(m.id)
+            frame = None
+            for conns in self.conns.values():
+                for c in conns:
+                    if m.workspace in c.monitors:
+                        frame = frame or {"op": "event", "kind": "message", "message": protocol.message_obj(m),
+                                          "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason}
+                                                         for x in out.deliveries if x.message is m]}
+                        c.push(frame)
+
+    def _events(self, out: Published) -> None:
+        frames: dict[str, list[dict]] = {}
+        for t in out.topics:
+            frames.setdefault(t.workspace, []).append({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)})
+        for ws, account, bal in out.balances:
+            frames.setdefault(ws, []).append({"op": "event", "kind": "balance", "workspace": ws,
+                                              "account": account, "balance": bal})
+        for conns in self.conns.values():
+            for c in conns:
+                for ws in c.follows:
+                    for f in frames.get(ws, ()):
+                        c.push(f)
+
+    async def _rescan(self) -> None:
+        """Another process changed the database: drop revoked sessions, load new deliveries."""
+        for pid in list(self.conns):
+            for c in list(self.conns.get(pid, ())):
+                if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
+                    await c.ws.close(1008, "session revoked")
+            inbox = self.inboxes.get(pid)
+            if inbox is not None:
+                inbox.add(await self.read(_unacked, pid))
+
+    async def _sweeper(self) -> None:
+        while True:
+            await asyncio.sleep(5)
+            now = time.time_ns() // 1000
+            for conns in list(self.conns.values()):
+                for c in list(conns):
+                    if c.expires_at <= now:
+                        await c.ws.close(1008, "session expired")
+
+
+def _auth(conn: sqlite3.Connection, frame: dict):
+    """Check credentials (read-only); return (participant, kind, handle, token or None, expires_at) or None.
+
+    A token is resumed as it is; a key or a password earns a new session, made by the engine.
+    """
+    now = time.time_ns() // 1000
+    if "api_key" in frame:
+        aid = auth.agent_for_key(conn, frame["api_key"])
+        if aid is None:
+            return None
+        name = conn.execute("SELECT name FROM agents WHERE id = ?", (aid,)).fetchone()[0]
+        return aid, Kind.AGENT.value, name, None, auth.AGENT_SESSION
+    if "handle" in frame and "password" in frame:
+        if not isinstance(frame["handle"], str) or not isinstance(frame["password"], str):
+            return None
+        row = conn.execute("SELECT id, password_hash FROM people WHERE handle = ?", (frame["handle"],)).fetchone()
+        if not auth.check_password(row[1] if row else None, frame["password"]):
+            return None
+        return row[0], Kind.HUMAN.value, frame["handle"], None, auth.PERSON_SESSION
+    if "token" in frame:
+        found = auth.session_participant(conn, frame["token"], now)
+        if found is None:
+            return None
+        pid, expires = found
+        row = conn.execute("SELECT handle FROM people WHERE id = ?", (pid,)).fetchone()
+        if row:
+            return pid, Kind.HUMAN.value, row[0], frame["token"], expires
+        row = conn.execute("SELECT name FROM agents WHERE id = ? AND revoked = 0", (pid,)).fetchone()
+        return (pid, Kind.AGENT.value, row[0], frame["token"], expires) if row else None
+    return None
+
+
+def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
+    rows = conn.execute(
+        """SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
+           WHERE d.recipient = ? AND d.acked_at IS NULL ORDER BY d.id""", (pid,)
+    ).fetchall()
+    return [Item(i, bool(w), r, protocol.message_obj(db.decode_message(b))) for i, w, r, b in rows]

@@ -1,0 +1,121 @@
+"""A participant's undelivered work, and who holds which piece of it.
+
+An agent's deliveries are claimed: each wake goes to exactly one of its
+connections (a lease), carrying the context that piled up before it; a lease
+returns when its connection drops, and the wake is offered again. A person's
+deliveries go to every one of their connections; an ack from any retires them.
+The database holds the same rows (unacked), so a reconnect, or a restart,
+claims through the very same path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Sink(Protocol):
+    """A connection as the inbox sees it."""
+
+    prefetch: int
+    leased: set[int]
+
+    def push(self, frame: dict) -> None: ...
+
+
+@dataclass(slots=True)
+class Item:
+    id: int
+    wake: bool
+    reason: str | None
+    message: dict
+
+
+@dataclass
+class Inbox:
+    participant: str
+    is_agent: bool
+    items: dict[int, Item] = field(default_factory=dict)  # unacked, in id order
+    holder: dict[int, Sink] = field(default_factory=dict)  # wake id -> the connection holding it
+    bundle: dict[int, list[int]] = field(default_factory=dict)  # wake id -> context ids it carries
+    sinks: list[Sink] = field(default_factory=list)
+
+    def add(self, items: list[Item]) -> None:
+        fresh = [i for i in items if i.id not in self.items]
+        if not fresh:
+            return
+        if self.items and fresh[0].id < next(reversed(self.items)):
+            merged = {**self.items, **{i.id: i for i in fresh}}
+            self.items = dict(sorted(merged.items()))
+        else:
+            self.items.update((i.id, i) for i in fresh)
+        if not self.is_agent:
+            for sink in self.sinks:
+                for i in fresh:
+                    sink.push(deliver_frame(i, []))
+        else:
+            self.offer()
+
+    def attach(self, sink: Sink) -> None:
+        self.sinks.append(sink)
+        if self.is_agent:
+            self.offer()
+        else:
+            for i in self.items.values():
+                sink.push(deliver_frame(i, []))
+
+    def detach(self, sink: Sink) -> None:
+        if sink in self.sinks:
+            self.sinks.remove(sink)
+        for wid in list(sink.leased):
+            self.holder.pop(wid, None)
+            self.bundle.pop(wid, None)
+        sink.leased.clear()
+        if self.is_agent:
+            self.offer()
+
+    def offer(self) -> None:
+        """Hand unheld wakes to connections with room, oldest first."""
+        if not self.is_agent or not self.sinks:
+            return
+        held_context = {c for ids in self.bundle.values() for c in ids}
+        context: list[Item] = []
+        for item in list(self.items.values()):
+            if item.id in self.holder or item.id in held_context:
+                continue
+            if not item.wake:
+                context.append(item)
+                continue
+            sink = min(self.sinks, key=lambda s: len(s.leased))
+            if len(sink.leased) >= sink.prefetch:
+                return
+            self.holder[item.id] = sink
+            self.bundle[item.id] = [c.id for c in context]
+            sink.leased.add(item.id)
+            sink.push(deliver_frame(item, context))
+            context = []
+
+    def ack(self, ids: list[int]) -> list[int]:
+        """Retire acked deliveries (and the context their wakes carried); return every id retired."""
+        retired: list[int] = []
+        for i in ids:
+            if i not in self.items:
+                continue
+            retired.append(i)
+            self.items.pop(i)
+            sink = self.holder.pop(i, None)
+            if sink is not None:
+                sink.leased.discard(i)
+            for c in self.bundle.pop(i, []):
+                if self.items.pop(c, None) is not None:
+                    retired.append(c)
+        if self.is_agent and retired:
+            self.offer()
+        return retired
+
+
+def deliver_frame(item: Item, context: list[Item]) -> dict[str, Any]:
+    return {
+        "op": "deliver", "id": item.id, "message": item.message, "wake": item.wake, "reason": item.reason,
+        "context": [c.message for c in context], "context_ids": [c.id for c in context],
+    }

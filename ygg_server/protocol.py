@@ -1,0 +1,150 @@
+"""The wire: the one place that names fields on the socket (docs/protocol.md).
+
+Client frames are JSON objects with an "op"; `parse` turns text into (op, ref, body)
+or a `BadFrame`. Server frames are built by the functions below, so every field
+name is written once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import msgspec
+
+from .core import Message, MessageType, Post, State
+
+MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
+MAX_TEXT = 200_000  # characters in one message
+
+
+class BadFrame(Exception):
+    def __init__(self, detail: str, ref: Any = None):
+        super().__init__(detail)
+        self.detail, self.ref = detail, ref
+
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+CLIENT_OPS = frozenset({
+    "auth", "send", "ack", "fund", "history", "search_messages", "list_agents", "list_conversations",
+    "list_topics", "list_members", "subscribe", "unsubscribe", "presence", "ping", "topic", "whoami",
+    "list_workspaces", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
+})
+
+
+def parse(data: str | bytes) -> tuple[str, Any, dict]:
+    """Decode one client frame; raise BadFrame with a reason a person can read."""
+    try:
+        frame = _decoder.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
+        raise BadFrame(f"not JSON: {e}") from None
+    if not isinstance(frame, dict):
+        raise BadFrame("a frame is one JSON object")
+    ref = frame.get("ref")
+    if ref is not None and (isinstance(ref, bool) or not isinstance(ref, (str, int, float))):
+        raise BadFrame("ref must be a string or a number")
+    op = frame.get("op")
+    if not isinstance(op, str):
+        raise BadFrame('every frame needs "op"', ref)
+    if op not in CLIENT_OPS:
+        raise BadFrame(f"unknown op {op!r}", ref)
+    return op, ref, frame
+
+
+def encode(frame: dict) -> str:
+    return _encoder.encode(frame).decode()
+
+
+# --- send: strict where routing needs it, lenient on content (malformed -> inform) ---
+
+def _str_list(v: Any) -> tuple[tuple[str, ...], bool]:
+    if v is None:
+        return (), True
+    if isinstance(v, str):
+        return (v,), True
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return tuple(v), True
+    return (), False
+
+
+def _opt_str(v: Any) -> tuple[str | None, bool]:
+    if v is None or isinstance(v, str):
+        return v, True
+    return None, False
+
+
+def to_post(frame: dict, *, message_id: str, author: str, workspace: str) -> Post:
+    """Build the core's Post from a send frame.
+
+    Server-derived fields (id, author, workspace, cost, created_at) never come from
+    the client. Content with the wrong types is kept as well as it can be and
+    marked malformed: the core turns it into an inform, never a wake.
+    """
+    ok = True
+    text = frame.get("text", "")
+    if not isinstance(text, str):
+        text, ok = encode({"text": text}), False
+    if len(text) > MAX_TEXT:
+        raise BadFrame(f"text longer than {MAX_TEXT} characters", frame.get("ref"))
+    mtype = frame.get("type", "request")
+    if mtype not in MessageType._value2member_map_:
+        mtype, ok = MessageType.INFORM, False
+    state = frame.get("state")
+    if state is not None and state not in State._value2member_map_:
+        state, ok = None, False
+    to, good = _str_list(frame.get("to"))
+    ok &= good
+    waiting_for, good = _str_list(frame.get("waiting_for"))
+    ok &= good
+    in_reply_to, good = _opt_str(frame.get("in_reply_to"))
+    ok &= good
+    title, good = _opt_str(frame.get("title"))
+    ok &= good
+    topic = frame.get("topic")
+    if topic is not None and not isinstance(topic, str):
+        raise BadFrame("topic must be a topic id or \"new\"", frame.get("ref"))
+    size = frame.get("attachment_bytes", 0)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        size, ok = 0, False
+    return Post(
+        id=message_id, author=author, workspace=workspace, topic=topic or None,
+        type=MessageType(mtype), text=text, title=title, to=to,
+        state=State(state) if state else None, waiting_for=waiting_for, in_reply_to=in_reply_to,
+        attachment_bytes=size, malformed=not ok,
+    )
+
+
+# --- server frames ---
+
+def iso(us: int) -> str:
+    """Microsecond UTC timestamps on the wire: 2026-11-29T23:16:41.123456Z."""
+    return datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def from_iso(s: str) -> int:
+    dt = datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    return int(dt.timestamp()) * 1_000_000 + dt.microsecond
+
+
+def message_obj(m: Message) -> dict:
+    out = {
+        "id": m.id, "workspace": m.workspace, "conversation": m.conversation, "topic": m.topic,
+        "author": m.author, "type": m.type, "to": list(m.to), "state": m.state,
+        "waiting_for": list(m.waiting_for), "in_reply_to": m.in_reply_to, "text": m.text,
+        "created_at": iso(m.created_at), "cost": m.cost, "title": m.title,
+    }
+    if m.notice:
+        out["notice"] = m.notice
+    if m.malformed:
+        out["malformed"] = True
+    return out
+
+
+def error(ref: Any, code: str, detail: str = "") -> dict:
+    return {"op": "error", "ref": ref, "code": code, "detail": detail}
+
+
+def refused(ref: Any, reason: str, detail: str) -> dict:
+    return {"op": "refused", "ref": ref, "reason": reason, "detail": detail}

@@ -1,0 +1,209 @@
+"""Read-only questions a session may ask, answered from a reader connection.
+
+Every query first checks that the asker is a member of the workspace and may see
+the conversation; anything else is answered exactly as for an id that does not
+exist (`not_found`), so one workspace learns nothing about another's ids.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import msgspec
+
+from . import protocol
+from .core import PLANS, POOL, Role, general_id
+from .store import sqlite as db
+
+MAX_PAGE = 200
+
+
+class NotFound(Exception):
+    pass
+
+
+def _member(conn: sqlite3.Connection, ws: Any, pid: str) -> tuple[str, bool]:
+    """(role, monitors) of `pid` in `ws`, or NotFound."""
+    if not isinstance(ws, str):
+        raise NotFound
+    row = conn.execute("SELECT role, monitor FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
+    if row is None:
+        raise NotFound
+    role, monitor = row
+    return role, bool(monitor) or role in (Role.OWNER, Role.ADMIN)
+
+
+def monitors(conn: sqlite3.Connection, ws: Any, pid: str) -> bool:
+    try:
+        return _member(conn, ws, pid)[1]
+    except NotFound:
+        return False
+
+
+def _history_floor(conn: sqlite3.Connection, ws: str) -> int:
+    """Seed 002: history past the plan's window is neither shown nor searchable."""
+    row = conn.execute("SELECT o.plan FROM workspaces w JOIN orgs o ON o.id = w.org WHERE w.id = ?", (ws,)).fetchone()
+    days = PLANS.get(row[0], PLANS["team"]).history_days if row else 90
+    return time.time_ns() // 1000 - days * 86_400_000_000
+
+
+def _visible(conn: sqlite3.Connection, ws: str, pid: str, monitor: bool) -> list[str] | None:
+    """Conversation ids `pid` may read in `ws`; None means all of them."""
+    if monitor:
+        return None
+    rows = conn.execute("SELECT id, kind, members FROM conversations WHERE workspace = ?", (ws,)).fetchall()
+    return [cid for cid, kind, members in rows if kind in ("general", "group") or pid in msgspec.json.decode(members)]
+
+
+def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
+    if not isinstance(ref, str):
+        raise NotFound
+    cid = general_id(ws) if ref == "general" else ref
+    visible = _visible(conn, ws, pid, monitor)
+    row = conn.execute("SELECT 1 FROM conversations WHERE id = ? AND workspace = ?", (cid, ws)).fetchone()
+    if row is None or (visible is not None and cid not in visible):
+        raise NotFound
+    return cid
+
+
+def history(conn, pid: str, f: dict) -> dict:
+    """A page of messages, newest first; `before` is the `cursor` of the previous page."""
+    ws = f.get("workspace")
+    _, monitor = _member(conn, ws, pid)
+    cid = _conversation(conn, ws, f.get("conversation", "general"), pid, monitor)
+    limit = min(int(f.get("limit") or 50), MAX_PAGE)
+    before = f.get("before")
+    sql = "SELECT seq, body FROM messages WHERE conversation = ? AND created_at >= ?"
+    args: list[Any] = [cid, _history_floor(conn, ws)]
+    if isinstance(f.get("topic"), str):
+        sql += " AND topic = ?"
+        args.append(f["topic"])
+    if isinstance(before, int):
+        sql += " AND seq < ?"
+        args.append(before)
+    rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return {
+        "messages": [protocol.message_obj(db.decode_message(b)) for _, b in rows],
+        "cursor": rows[-1][0] if rows else None, "more": more, "conversation": cid,
+    }
+
+
+def search_messages(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _, monitor = _member(conn, ws, pid)
+    q = f.get("query")
+    if not isinstance(q, str) or not q.strip():
+        return {"messages": []}
+    visible = _visible(conn, ws, pid, monitor)
+    phrase = '"' + q.replace('"', '""') + '"'
+    rows = conn.execute(
+        """SELECT m.conversation, m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ? ORDER BY m.seq DESC LIMIT ?""",
+        (phrase, ws, _history_floor(conn, ws), min(int(f.get("limit") or 50), MAX_PAGE) * 4),
+    ).fetchall()
+    found = [db.decode_message(b) for c, b in rows if visible is None or c in visible]
+    return {"messages": [protocol.message_obj(m) for m in found[: MAX_PAGE]]}
+
+
+def list_workspaces(conn, pid: str, f: dict) -> dict:
+    rows = conn.execute(
+        """SELECT w.id, w.name, w.personal_of, m.role, w.org FROM memberships m JOIN workspaces w ON w.id = m.workspace
+           WHERE m.participant = ? ORDER BY w.created_at""", (pid,)
+    ).fetchall()
+    return {"workspaces": [
+        {"id": i, "name": n, "personal": p is not None, "role": r, "org": o} for i, n, p, r, o in rows
+    ]}
+
+
+def list_members(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _member(conn, ws, pid)
+    rows = conn.execute(
+        """SELECT m.participant, m.role, m.send, m.receive, m.monitor, p.handle, a.name, o.handle
+           FROM memberships m LEFT JOIN people p ON p.id = m.participant
+           LEFT JOIN agents a ON a.id = m.participant LEFT JOIN people o ON o.id = a.owner
+           WHERE m.workspace = ? AND (a.id IS NULL OR a.revoked = 0)""", (ws,)
+    ).fetchall()
+    return {"members": [
+        {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh, "role": r,
+         "send": bool(s), "receive": bool(rc), "monitor": bool(mo)}
+        for i, r, s, rc, mo, h, n, oh in rows
+    ]}
+
+
+def list_agents(conn, pid: str, f: dict) -> dict:
+    """Seed 002: agents, told apart by their person's handle (`person`); people's own agents too."""
+    members = list_members(conn, pid, f)["members"]
+    agents = [{"id": m["id"], "name": m["name"], "person": m["person"], "kind": "agent"} for m in members if m["kind"] == "agent"]
+    people = [{"id": m["id"], "name": m["handle"], "person": m["handle"], "kind": "person"} for m in members if m["kind"] == "human"]
+    return {"agents": agents + people}
+
+
+def list_conversations(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _, monitor = _member(conn, ws, pid)
+    visible = _visible(conn, ws, pid, monitor)
+    rows = conn.execute(
+        """SELECT c.id, c.kind, c.name, c.members, (SELECT max(seq) FROM messages WHERE conversation = c.id)
+           FROM conversations c WHERE c.workspace = ? ORDER BY c.created_at""", (ws,)
+    ).fetchall()
+    return {"conversations": [
+        {"id": i, "kind": k, "name": n, "members": msgspec.json.decode(m), "last_seq": last}
+        for i, k, n, m, last in rows if visible is None or i in visible
+    ]}
+
+
+def topic_obj(t) -> dict:
+    return {
+        "id": t.id, "workspace": t.workspace, "conversation": t.conversation, "title": t.title, "opener": t.opener,
+        "status": t.status, "pause": t.pause, "paused_by": t.paused_by, "budget": t.budget,
+        "created_at": protocol.iso(t.created_at), "closed_at": protocol.iso(t.closed_at) if t.closed_at else None,
+        "members": {p: {"state": m.state, "waiting_for": list(m.waiting_for), "polled": m.polled_at is not None,
+                        "nudges": m.nudges} for p, m in t.members.items()},
+    }
+
+
+def list_topics(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _, monitor = _member(conn, ws, pid)
+    sql, args = "SELECT conversation, state FROM topics WHERE workspace = ?", [ws]
+    if f.get("conversation") is not None:
+        sql += " AND conversation = ?"
+        args.append(_conversation(conn, ws, f.get("conversation"), pid, monitor))
+    if isinstance(f.get("status"), str):
+        sql += " AND status = ?"
+        args.append(f["status"])
+    visible = _visible(conn, ws, pid, monitor)
+    rows = conn.execute(sql + " ORDER BY updated_at DESC LIMIT ?", (*args, MAX_PAGE)).fetchall()
+    return {"topics": [topic_obj(db._topic_dec.decode(s)) for c, s in rows if visible is None or c in visible]}
+
+
+def topic(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _, monitor = _member(conn, ws, pid)
+    t = db.load_topic(conn, f.get("topic")) if isinstance(f.get("topic"), str) else None
+    if t is None or t.workspace != ws:
+        raise NotFound
+    _conversation(conn, ws, t.conversation, pid, monitor)
+    return {"topic": topic_obj(t)}
+
+
+def balances(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _member(conn, ws, pid)
+    agents = [r[0] for r in conn.execute(
+        """SELECT m.participant FROM memberships m JOIN agents a ON a.id = m.participant
+           WHERE m.workspace = ? AND a.revoked = 0""", (ws,))]
+    return {"pool": db.balance(conn, ws, POOL) or 0,
+            "agents": {a: db.balance(conn, ws, a) for a in agents}}
+
+
+QUERIES = {
+    "history": history, "search_messages": search_messages, "list_workspaces": list_workspaces,
+    "list_members": list_members, "list_agents": list_agents, "list_conversations": list_conversations,
+    "list_topics": list_topics, "topic": topic, "balances": balances,
+}

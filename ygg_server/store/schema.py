@@ -1,0 +1,88 @@
+"""The schema, as numbered migrations applied at start (seed 003 §74: random UUID keys,
+microsecond UTC timestamps; here stored as integer microseconds since the epoch)."""
+
+MIGRATIONS: list[str] = [
+    # 1: everything
+    """
+    CREATE TABLE people (
+        id TEXT PRIMARY KEY, handle TEXT NOT NULL UNIQUE, password_hash TEXT, created_at INTEGER NOT NULL
+    );
+    CREATE TABLE orgs (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, plan TEXT NOT NULL, owner TEXT NOT NULL, created_at INTEGER NOT NULL
+    );
+    CREATE TABLE org_members (
+        org TEXT NOT NULL, person TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (org, person)
+    );
+    CREATE TABLE workspaces (
+        id TEXT PRIMARY KEY, org TEXT NOT NULL, name TEXT NOT NULL, restricted INTEGER NOT NULL DEFAULT 0,
+        personal_of TEXT, settings TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX workspaces_personal ON workspaces (personal_of) WHERE personal_of IS NOT NULL;
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, key_id TEXT UNIQUE, key_hash TEXT,
+        revoked INTEGER NOT NULL DEFAULT 0, pinned TEXT, profile TEXT NOT NULL DEFAULT '{}',
+        created_at INTEGER NOT NULL, UNIQUE (owner, name)
+    );
+    CREATE TABLE memberships (
+        workspace TEXT NOT NULL, participant TEXT NOT NULL, role TEXT NOT NULL,
+        send INTEGER NOT NULL DEFAULT 1, receive INTEGER NOT NULL DEFAULT 1,
+        can_message TEXT, takes_from TEXT, monitor INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL, PRIMARY KEY (workspace, participant)
+    );
+    CREATE INDEX memberships_participant ON memberships (participant);
+    CREATE TABLE groups (
+        workspace TEXT NOT NULL, name TEXT NOT NULL, members TEXT NOT NULL, PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+        members TEXT NOT NULL, created_at INTEGER NOT NULL
+    );
+    CREATE INDEX conversations_workspace ON conversations (workspace);
+    CREATE TABLE topics (
+        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, conversation TEXT NOT NULL, opener TEXT NOT NULL,
+        status TEXT NOT NULL, next_due INTEGER, state BLOB NOT NULL, created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX topics_conversation ON topics (conversation, updated_at);
+    CREATE INDEX topics_opener ON topics (opener) WHERE status != 'closed';
+    CREATE INDEX topics_due ON topics (next_due) WHERE next_due IS NOT NULL;
+    CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL,
+        conversation TEXT NOT NULL, topic TEXT, author TEXT NOT NULL, type TEXT NOT NULL,
+        text TEXT NOT NULL, body BLOB NOT NULL, created_at INTEGER NOT NULL
+    );
+    CREATE INDEX messages_conversation ON messages (conversation, seq);
+    CREATE INDEX messages_topic ON messages (topic, seq);
+    CREATE INDEX messages_workspace ON messages (workspace, seq);
+    CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, message TEXT NOT NULL, recipient TEXT NOT NULL,
+        wake INTEGER NOT NULL, reason TEXT, acked_at INTEGER
+    );
+    CREATE INDEX deliveries_open ON deliveries (recipient, id) WHERE acked_at IS NULL;
+    CREATE TABLE wallets (
+        workspace TEXT NOT NULL, account TEXT NOT NULL, balance INTEGER NOT NULL, PRIMARY KEY (workspace, account)
+    );
+    CREATE TABLE ledger (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, workspace TEXT NOT NULL, account TEXT NOT NULL,
+        delta INTEGER NOT NULL, cause TEXT NOT NULL, created_at INTEGER NOT NULL
+    );
+    CREATE TABLE flags (
+        workspace TEXT NOT NULL, name TEXT NOT NULL, agent TEXT NOT NULL, PRIMARY KEY (workspace, name, agent)
+    );
+    CREATE TABLE usage (
+        org TEXT NOT NULL, month TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (org, month)
+    );
+    CREATE TABLE sessions (
+        token_hash TEXT PRIMARY KEY, participant TEXT NOT NULL, expires_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE idempotency (
+        participant TEXT NOT NULL, client_id TEXT NOT NULL, reply BLOB NOT NULL, created_at INTEGER NOT NULL,
+        PRIMARY KEY (participant, client_id)
+    );
+    CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content='messages', content_rowid='seq');
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
+    END;
+    """,
+]

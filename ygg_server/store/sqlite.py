@@ -1,0 +1,259 @@
+"""SQLite, the embedded store: WAL, one writer connection, readers beside it.
+
+Everything here is synchronous and takes a connection: the engine calls it from
+its writer thread, the admin CLI from the command line, queries from a reader
+thread. `apply` writes one Decision; the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from ..core import (
+    POOL, Conversation, ConversationKind, Decision, Directory, Kind, Membership, Message, Participant, Role,
+    Topic, next_due,
+)
+from .schema import MIGRATIONS
+
+_topic_enc = msgspec.json.Encoder()
+_topic_dec = msgspec.json.Decoder(Topic)
+_msg_dec = msgspec.json.Decoder(Message)
+
+
+def db_path(data_dir: str | os.PathLike) -> Path:
+    return Path(data_dir) / "ygg.sqlite3"
+
+
+def connect(path: str | os.PathLike) -> sqlite3.Connection:
+    """A connection in autocommit mode; writers open transactions with BEGIN IMMEDIATE."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process; see docs/architecture.md
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    migrate(conn)
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version >= len(MIGRATIONS):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+            for stmt in _statements(sql):
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version={i}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    out, buf = [], []
+    for line in sql.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            out.append(joined)
+            buf = []
+    if "\n".join(buf).strip():
+        out.append("\n".join(buf))
+    return out
+
+
+class Tx:
+    """`with Tx(conn):` runs BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        return False
+
+
+# --- loading what the core judges against ---
+
+def _ids(raw: str | None) -> frozenset[str] | None:
+    return None if raw is None else frozenset(msgspec.json.decode(raw))
+
+
+def load_directory(conn: sqlite3.Connection, workspace: str) -> Directory:
+    participants: list[Participant] = []
+    memberships: list[Membership] = []
+    rows = conn.execute(
+        """SELECT m.participant, m.role, m.send, m.receive, m.can_message, m.takes_from, m.monitor,
+                  p.handle, a.name, a.owner, a.revoked
+           FROM memberships m LEFT JOIN people p ON p.id = m.participant
+           LEFT JOIN agents a ON a.id = m.participant WHERE m.workspace = ?""",
+        (workspace,),
+    ).fetchall()
+    owners = set()
+    for pid, role, send, receive, can_msg, takes, monitor, handle, name, owner, revoked in rows:
+        if handle is not None:
+            participants.append(Participant(pid, Kind.HUMAN, handle))
+        elif name is not None:
+            if revoked:
+                continue
+            participants.append(Participant(pid, Kind.AGENT, name, owner))
+            owners.add(owner)
+        else:
+            continue
+        memberships.append(Membership(pid, Role(role), bool(send), bool(receive), _ids(can_msg), _ids(takes), bool(monitor)))
+    known = {p.id for p in participants}
+    for oid in owners - known:  # owners outside the workspace still name their agents (name@handle)
+        row = conn.execute("SELECT handle FROM people WHERE id = ?", (oid,)).fetchone()
+        if row:
+            participants.append(Participant(oid, Kind.HUMAN, row[0]))
+    groups = {
+        name: frozenset(msgspec.json.decode(members))
+        for name, members in conn.execute("SELECT name, members FROM groups WHERE workspace = ?", (workspace,))
+    }
+    return Directory.build(workspace, participants, memberships, groups)
+
+
+def load_conversations(conn: sqlite3.Connection, workspace: str) -> dict[str, Conversation]:
+    return {
+        cid: Conversation(cid, workspace, ConversationKind(kind), name, frozenset(msgspec.json.decode(members)))
+        for cid, kind, name, members in conn.execute(
+            "SELECT id, kind, name, members FROM conversations WHERE workspace = ?", (workspace,)
+        )
+    }
+
+
+def load_topic(conn: sqlite3.Connection, topic_id: str) -> Topic | None:
+    row = conn.execute("SELECT state FROM topics WHERE id = ?", (topic_id,)).fetchone()
+    return _topic_dec.decode(row[0]) if row else None
+
+
+def open_opened(conn: sqlite3.Connection, agent: str) -> int:
+    return conn.execute("SELECT count(*) FROM topics WHERE opener = ? AND status != 'closed'", (agent,)).fetchone()[0]
+
+
+def wallet_key(workspace: str, account: str) -> tuple[str, str]:
+    """An agent has one wallet wherever it appears (one identity); each workspace has its pool."""
+    return (workspace, account) if account == POOL else ("*", account)
+
+
+def balance(conn: sqlite3.Connection, workspace: str, account: str) -> int | None:
+    row = conn.execute(
+        "SELECT balance FROM wallets WHERE workspace = ? AND account = ?", wallet_key(workspace, account)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def load_flags(conn: sqlite3.Connection) -> set[tuple[str, str]]:
+    """Per-agent marks (blocked, broke): agents are one identity, so flags are global."""
+    return set(conn.execute("SELECT name, agent FROM flags WHERE workspace = '*'"))
+
+
+def credit_paused(conn: sqlite3.Connection, workspace: str | None = None, agent: str | None = None) -> list[Topic]:
+    """Topics paused for credits: a workspace's (pool funding) or an agent's anywhere."""
+    rows = conn.execute("SELECT state FROM topics WHERE status = 'paused'").fetchall()
+    topics = [t for t in (_topic_dec.decode(r[0]) for r in rows) if t.pause == "credits"]
+    return [t for t in topics if (workspace is None or t.workspace == workspace) and (agent is None or t.paused_by == agent)]
+
+
+def due_topics(conn: sqlite3.Connection) -> list[tuple[int, str]]:
+    return conn.execute("SELECT next_due, id FROM topics WHERE next_due IS NOT NULL").fetchall()
+
+
+def org_of(conn: sqlite3.Connection, workspace: str) -> tuple[str, str] | None:
+    return conn.execute(
+        "SELECT o.id, o.plan FROM workspaces w JOIN orgs o ON o.id = w.org WHERE w.id = ?", (workspace,)
+    ).fetchone()
+
+
+def usage(conn: sqlite3.Connection, org: str, month: str) -> int:
+    row = conn.execute("SELECT count FROM usage WHERE org = ? AND month = ?", (org, month)).fetchone()
+    return row[0] if row else 0
+
+
+# --- applying a decision ---
+
+@dataclass(slots=True)
+class Stored:
+    """A delivery row as written, for the publisher."""
+
+    id: int
+    recipient: str
+    wake: bool
+    reason: str | None
+    message: Message
+
+
+def apply(conn: sqlite3.Connection, d: Decision, now: int, workspace: str,
+          org: str | None = None, month: str | None = None) -> list[Stored]:
+    """Write one decision; return its delivery rows. The caller holds the transaction."""
+    out: list[Stored] = []
+    if d.conversation is not None:
+        c = d.conversation
+        conn.execute(
+            """INSERT INTO conversations (id, workspace, kind, name, members, created_at) VALUES (?,?,?,?,?,?)
+               ON CONFLICT (id) DO UPDATE SET members = excluded.members""",
+            (c.id, c.workspace, c.kind, c.name, msgspec.json.encode(sorted(c.members)).decode(), now),
+        )
+    for t in d.topics:
+        conn.execute(
+            """INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at)
+               VALUES (?,?,?,?,?,?,?,?,?)
+               ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
+               state = excluded.state, updated_at = excluded.updated_at""",
+            (t.id, t.workspace, t.conversation, t.opener, t.status, next_due(t), _topic_enc.encode(t), t.created_at, now),
+        )
+    for r in d.routed:
+        m = r.message
+        cur = conn.execute(
+            """INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
+               VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING""",
+            (m.id, m.workspace, m.conversation, m.topic, m.author, m.type, m.text, _topic_enc.encode(m), m.created_at),
+        )
+        if cur.rowcount == 0:
+            continue  # a notice decided twice (same derived id): one row, one set of deliveries
+        for x in r.deliveries:
+            cur = conn.execute(
+                "INSERT INTO deliveries (message, recipient, wake, reason) VALUES (?,?,?,?)",
+                (m.id, x.recipient, int(x.wake), x.reason),
+            )
+            out.append(Stored(cur.lastrowid, x.recipient, x.wake, x.reason, m))
+    for e in d.ledger:
+        conn.execute(
+            """INSERT INTO wallets (workspace, account, balance) VALUES (?,?,?)
+               ON CONFLICT (workspace, account) DO UPDATE SET balance = balance + excluded.balance""",
+            (*wallet_key(e.workspace, e.account), e.delta),
+        )
+        conn.execute(
+            "INSERT INTO ledger (workspace, account, delta, cause, created_at) VALUES (?,?,?,?,?)",
+            (e.workspace, e.account, e.delta, e.cause, now),
+        )
+    for f in d.flags:
+        if f.on:
+            conn.execute("INSERT OR IGNORE INTO flags (workspace, name, agent) VALUES ('*',?,?)", (f.name, f.agent))
+        else:
+            conn.execute("DELETE FROM flags WHERE workspace = '*' AND name = ? AND agent = ?", (f.name, f.agent))
+    if d.usage and org is not None:
+        conn.execute(
+            """INSERT INTO usage (org, month, count) VALUES (?,?,?)
+               ON CONFLICT (org, month) DO UPDATE SET count = count + excluded.count""",
+            (org, month, d.usage),
+        )
+    return out
+
+
+def decode_message(body: bytes) -> Message:
+    return _msg_dec.decode(body)
