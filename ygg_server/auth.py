@@ -44,7 +44,7 @@ def new_api_key() -> tuple[str, str, str]:
 
 def agent_for_key(conn: sqlite3.Connection, key: str) -> str | None:
     """The agent whose (unrevoked) key this is, compared in constant time."""
-    parts = key.split("_") if isinstance(key, str) else []
+    parts = key.split("_", 2) if isinstance(key, str) else []
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
     row = conn.execute("SELECT id, key_hash FROM agents WHERE key_id = ? AND revoked = 0", (parts[1],)).fetchone()
