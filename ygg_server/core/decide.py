@@ -72,7 +72,7 @@ def decide(view: View, post: Post, now: int) -> Decision:
         if isinstance(found, Unresolved):
             return refused(R.UNKNOWN_RECIPIENT, found.detail)
     else:
-        found = _default_recipients(conv, topic, pending, author.id)
+        found = _default_recipients(conv, topic, pending, author.id, d.memberships)
     found = tuple(r for r in found if r != author.id)
     absorbed = found == (SYSTEM,)
     recipients = tuple(r for r in found if r != SYSTEM)
@@ -181,6 +181,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
         topic = move(topic, "all_done", now, members=members, budget=budget)
         routed += _on_close(view, topic, now, flags)
     else:
+        resume = agent and folded and any(author.id in p.remaining for p in owed.values())
+        if resume:  # the resume notice is a wake: further requests fold into it
+            members[author.id] = replace(members[author.id], wake_pending=True)
         fields = dict(members=members, pending=owed, recent=recent, budget=budget)
         if human:
             topic = move(topic, "person_wrote", now, **fields)
@@ -188,7 +191,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
             topic = move(topic, "needs_human", now, **fields)
         else:
             topic = replace(topic, **fields)
-        if agent and folded and any(author.id in p.remaining for p in owed.values()):
+        if resume:
             routed.append(_resume_folded(topic, author.id, folded, now, post.id))
         if someone_done(topic.members) and topic.status == TopicStatus.OPEN:
             topic, polls = poll(d, topic, now, post.id, skip={author.id})
@@ -233,7 +236,8 @@ def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset()) -> 
     for pid, m in topic.members.items():
         if pid in skip or pid == SYSTEM or m.state == State.DONE or m.polled_at is not None:
             continue
-        members[pid] = replace(m, polled_at=now, wake_pending=d.participants[pid].kind == Kind.AGENT)
+        p = d.participants.get(pid)
+        members[pid] = replace(m, polled_at=now, wake_pending=p is not None and p.kind == Kind.AGENT)
         out.append(notice(Notice.CLOSURE_POLL, workspace=topic.workspace, conversation=topic.conversation,
                           topic=topic.id, to=(pid,), now=now, cause=f"{cause}:{now}"))
     if not out:
@@ -326,15 +330,19 @@ def _may_write(conv: Conversation, author: Participant) -> bool:
     return conv.kind == ConversationKind.GROUP and author.kind == Kind.HUMAN
 
 
-def _default_recipients(conv: Conversation, topic: Topic | None, pending: Pending | None, me: str) -> tuple[str, ...]:
-    """No `to`: the requester for an answer, else the topic's others, else the conversation's."""
-    if pending is not None and me in pending.remaining:
+def _default_recipients(conv: Conversation, topic: Topic | None, pending: Pending | None, me: str,
+                        present: dict) -> tuple[str, ...]:
+    """No `to`: the requester for an answer, else the topic's others, else the conversation's.
+
+    Only participants still in the workspace (`present`), or system.ygg, are defaults.
+    """
+    if pending is not None and me in pending.remaining and (pending.requester == SYSTEM or pending.requester in present):
         return (pending.requester,)
     if topic is not None:
-        others = tuple(p for p in topic.members if p not in (me, SYSTEM))
+        others = tuple(p for p in topic.members if p != me and p in present)
         if others:
             return others
-    return tuple(sorted(p for p in conv.members if p != me))
+    return tuple(sorted(p for p in conv.members if p != me and p in present))
 
 
 def _grown(conv: Conversation, author: Participant, recipients: tuple[str, ...], new: bool) -> Conversation | None:

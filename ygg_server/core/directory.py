@@ -78,18 +78,23 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
                 members = self.groups.get(ref[6:])
                 if members is None:
                     return Unresolved(ref, f"no group {ref[6:]!r} in this workspace")
-                ids = sorted(members)
+                ids = sorted(m for m in members if m in self.memberships)  # a member who left is skipped
+                if not ids:
+                    return Unresolved(ref, f"nobody in group {ref[6:]!r} is in this workspace")
             else:
                 hit = self.refs.get(ref)
+                if isinstance(hit, tuple):  # a bare agent name several owners use
+                    hit = tuple(i for i in hit if i in self.memberships)
+                    if len(hit) > 1:
+                        names = ", ".join(
+                            f"{self.participants[i].name}@{self.participants[o].name}"
+                            for i in hit
+                            if (o := self.participants[i].owner) in self.participants
+                        )
+                        return Unresolved(ref, f"{ref!r} is ambiguous: say {names}")
+                    hit = hit[0] if hit else None
                 if hit is None or (hit != SYSTEM and hit not in self.memberships):
                     return Unresolved(ref, f"nobody by {ref!r} in this workspace")
-                if isinstance(hit, tuple):
-                    names = ", ".join(
-                        f"{self.participants[i].name}@{self.participants[o].name}"
-                        for i in hit
-                        if (o := self.participants[i].owner) in self.participants
-                    )
-                    return Unresolved(ref, f"{ref!r} is ambiguous: say {names}")
                 ids = [hit]
             for i in ids:
                 if i not in out:

@@ -36,7 +36,8 @@ def move(topic: Topic, event: str, now: int, **fields) -> Topic:
     """Apply one event from the table; events not in it leave the status alone."""
     status = TRANSITIONS.get((topic.status, event), topic.status)
     if status == C:
-        members = {p: replace(m, wake_pending=False, polled_at=None, awaited_since=None) for p, m in topic.members.items()}
+        members = fields.pop("members", topic.members)
+        members = {p: replace(m, wake_pending=False, polled_at=None, awaited_since=None) for p, m in members.items()}
         return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={}, **fields)
     if status == O:
         fields.setdefault("pause", None)
