@@ -22,18 +22,16 @@ class World:
         self.now = T0
         self.ws = "ws1"
         self._ids = itertools.count(1)
-        ps, ms = [], []
+        self._participants: dict[str, Participant] = {}
+        self._memberships: dict[str, Membership] = {}
         for h in people:
-            ps.append(Participant(f"human.{h}", Kind.HUMAN, h))
-            ms.append(Membership(f"human.{h}", Role.OWNER if h == people[0] else Role.MEMBER))
+            self.add_person(h, Role.OWNER if h == people[0] else Role.MEMBER, rebuild=False)
         for h in viewers:
-            ps.append(Participant(f"human.{h}", Kind.HUMAN, h))
-            ms.append(Membership(f"human.{h}", Role.VIEWER))
-        owner = f"human.{people[0]}"
+            self.add_person(h, Role.VIEWER, rebuild=False)
+        self.groups = {"team": frozenset(agents)}
         for a in agents:
-            ps.append(Participant(a, Kind.AGENT, a, owner=owner))
-            ms.append(Membership(a))
-        self.directory = Directory.build(self.ws, ps, ms, {"team": frozenset(agents)})
+            self.add_agent(a, people[0], rebuild=False)
+        self._rebuild()
         self.general = Conversation(general_id(self.ws), self.ws, ConversationKind.GENERAL, "General")
         self.conversations = {self.general.id: self.general}
         self.topics: dict[str, Topic] = {}
@@ -43,6 +41,40 @@ class World:
         self.plan_left = None
         self.messages = []
         self.deliveries = []  # (message, delivery)
+
+    # -- the workspace's people, agents and permissions
+
+    def _rebuild(self):
+        self.directory = Directory.build(
+            self.ws, list(self._participants.values()), list(self._memberships.values()), self.groups
+        )
+
+    def add_person(self, handle, role=Role.MEMBER, rebuild=True) -> str:
+        pid = f"human.{handle}"
+        self._participants[pid] = Participant(pid, Kind.HUMAN, handle)
+        self._memberships[pid] = Membership(pid, role)
+        if rebuild:
+            self._rebuild()
+        return pid
+
+    def add_agent(self, name, owner_handle, pid=None, wallet=None, rebuild=True) -> str:
+        pid = pid or name
+        self._participants[pid] = Participant(pid, Kind.AGENT, name, owner=f"human.{owner_handle}")
+        self._memberships[pid] = Membership(pid)
+        if wallet is not None:
+            self.wallets[pid] = wallet
+        if rebuild:
+            self._rebuild()
+        return pid
+
+    def member(self, pid, **changes):
+        """Change one membership (role, send, receive, can_message, takes_from)."""
+        self._memberships[pid] = replace(self._memberships[pid], **changes)
+        self._rebuild()
+
+    def set_group(self, name, members):
+        self.groups[name] = frozenset(members)
+        self._rebuild()
 
     def tick(self, us: int):
         self.now += us
@@ -56,8 +88,23 @@ class World:
             flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
         )
 
-    def send(self, author, text="hello", *, topic="new", title="A topic", type="request", to=(), conversation="general", **kw) -> Decision:
-        post = Post(id=f"m{next(self._ids)}", author=author, workspace=self.ws, topic=topic, type=MessageType(type) if type in MessageType._value2member_map_ else MessageType.INFORM,
+    def open(self, author, text=None, **kw) -> str:
+        """Open a topic and return its id (the opening message's id)."""
+        d = self.send(author, text, topic="new", **kw)
+        assert d.refusal is None, d.refusal
+        return d.topics[0].id
+
+    def topic(self, tid) -> Topic:
+        return self.topics[tid]
+
+    def state(self, tid, pid):
+        m = self.topics[tid].members.get(pid)
+        return m.state if m else None
+
+    def send(self, author, text=None, *, topic="new", title="A topic", type="request", to=(), conversation="general", **kw) -> Decision:
+        n = next(self._ids)
+        text = f"message {n} from {author}" if text is None else text  # distinct unless a test repeats itself
+        post = Post(id=f"m{n}", author=author, workspace=self.ws, topic=topic, type=MessageType(type) if type in MessageType._value2member_map_ else MessageType.INFORM,
                     text=text, title=title, to=tuple(to), **kw)
         d = decide(self.view(author, conversation, topic if topic not in (None, "new") else None), post, self.now)
         self.apply(d)
@@ -116,3 +163,17 @@ def assert_context(d: Decision, to: str, reason: str):
 def assert_refused(d: Decision, reason: str):
     assert d.refusal is not None and d.refusal.reason == reason, f"wanted {reason}, got {d.refusal}"
     assert not d.ledger
+
+
+def woken(d: Decision) -> set[str]:
+    """Everyone any message of the decision wakes (the post's own message and notices)."""
+    return {x.recipient for r in d.routed for x in r.deliveries if x.wake}
+
+
+def notices(d: Decision, kind: str | None = None) -> list:
+    """The system notices a decision sends (of one kind), as Messages."""
+    return [r.message for r in d.routed if r.message.notice is not None and (kind is None or r.message.notice == kind)]
+
+
+def notice_deliveries(d: Decision, kind: str) -> list[tuple]:
+    return [(r.message, x) for r in d.routed if r.message.notice == kind for x in r.deliveries]
