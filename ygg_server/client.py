@@ -94,6 +94,7 @@ class Client:
             try:
                 async with connect(self.url, max_size=2**22, open_timeout=self.timeout) as ws:
                     self._ws = ws
+                    self._forget_unacked()
                     session = await self._hello(ws)
                     delay = 0.1
                     self.me, self.token = session["me"], session["token"]
@@ -139,6 +140,11 @@ class Client:
                 return reply
             self._dispatch(reply)
 
+    def _forget_unacked(self) -> None:
+        """After a drop the server offers every unacked delivery again: drop our stale copies."""
+        while not self._deliveries.empty():
+            self._deliveries.get_nowait()
+
     def _dispatch(self, frame: dict) -> None:
         op = frame.get("op")
         if op == "deliver":
@@ -181,7 +187,10 @@ class Client:
         return reply
 
     async def next_delivery(self, timeout: float | None = None) -> dict:
-        return await asyncio.wait_for(self._deliveries.get(), timeout)
+        while True:
+            d = await asyncio.wait_for(self._deliveries.get(), timeout)
+            if d["id"] not in self._acked:
+                return d
 
     async def deliveries(self) -> AsyncIterator[dict]:
         while True:

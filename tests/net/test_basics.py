@@ -32,7 +32,7 @@ async def test_bad_frame_keeps_connection_open(team):
         assert err["code"] == "unauthenticated" and err["ref"] == 7
         await ws.send(json.dumps({"op": "auth", "ref": 1, "api_key": team.keys["reviewer"]}))
         s = json.loads(await ws.recv())
-        assert s["op"] == "session" and s["me"]["kind"] == "agent"
+        assert s["op"] == "session" and s["me"]["kind"] == "agent", s
         await ws.send(json.dumps({"op": "frobnicate", "ref": 2}))
         err = json.loads(await ws.recv())
         assert err["code"] == "bad_frame" and err["ref"] == 2

@@ -78,6 +78,7 @@ class Gateway:
         self.conns: dict[str, list[Conn]] = {}
         self.inboxes: dict[str, Inbox] = {}
         self._loading: dict[str, asyncio.Future] = {}
+        self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
         self._reader = db.connect(engine.path)
         self._reader_lock = asyncio.Lock()
         self._server = None
@@ -201,15 +202,17 @@ class Gateway:
             return await asyncio.shield(self._loading[pid])
         fut = asyncio.get_running_loop().create_future()
         self._loading[pid] = fut
+        self._arrived[pid] = []
         try:
             rows = await self.read(_unacked, pid)
             inbox = Inbox(pid, is_agent)
-            inbox.add(rows)
+            inbox.add(rows + self._arrived.pop(pid))
             self.inboxes[pid] = inbox
             fut.set_result(inbox)
             return inbox
         finally:
             self._loading.pop(pid, None)
+            self._arrived.pop(pid, None)
 
     def _detach(self, conn: Conn) -> None:
         pid = conn.participant
@@ -313,11 +316,14 @@ class Gateway:
     def publish(self, out: Published) -> None:
         by_recipient: dict[str, list[Item]] = {}
         for s in out.deliveries:
-            if s.recipient in self.inboxes:
+            if s.recipient in self.inboxes or s.recipient in self._arrived:
                 by_recipient.setdefault(s.recipient, []).append(
                     Item(s.id, s.wake, s.reason, protocol.message_obj(s.message)))
         for pid, items in by_recipient.items():
-            self.inboxes[pid].add(items)
+            if pid in self._arrived:
+                self._arrived[pid] += items
+            else:
+                self.inboxes[pid].add(items)
         if out.deliveries:
             self._monitor(out)
         if out.topics or out.balances:

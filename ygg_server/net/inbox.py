@@ -10,6 +10,7 @@ claims through the very same path.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,9 +40,11 @@ class Inbox:
     holder: dict[int, Sink] = field(default_factory=dict)  # wake id -> the connection holding it
     bundle: dict[int, list[int]] = field(default_factory=dict)  # wake id -> context ids it carries
     sinks: list[Sink] = field(default_factory=list)
+    gone: set[int] = field(default_factory=set)  # acked here, perhaps not yet committed: never re-add
+    _gone_order: deque = field(default_factory=deque)
 
     def add(self, items: list[Item]) -> None:
-        fresh = [i for i in items if i.id not in self.items]
+        fresh = [i for i in items if i.id not in self.items and i.id not in self.gone]
         if not fresh:
             return
         if self.items and fresh[0].id < next(reversed(self.items)):
@@ -103,15 +106,24 @@ class Inbox:
                 continue
             retired.append(i)
             self.items.pop(i)
+            self._forget(i)
             sink = self.holder.pop(i, None)
             if sink is not None:
                 sink.leased.discard(i)
             for c in self.bundle.pop(i, []):
                 if self.items.pop(c, None) is not None:
                     retired.append(c)
+                    self._forget(c)
         if self.is_agent and retired:
             self.offer()
         return retired
+
+
+    def _forget(self, i: int) -> None:
+        self.gone.add(i)
+        self._gone_order.append(i)
+        if len(self._gone_order) > 100_000:
+            self.gone.discard(self._gone_order.popleft())
 
 
 def deliver_frame(item: Item, context: list[Item]) -> dict[str, Any]:

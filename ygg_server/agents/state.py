@@ -1,0 +1,139 @@
+"""An agent's own memory and its bridge's journal, kept in one JSON file in the agent's data dir.
+
+Memory (the agent's, shown to it every turn): requests it owes an answer,
+requests it made and the answers they got, a short transcript per topic, and
+notes it chose to remember. Journal (the bridge's): for each wake not yet
+acked, the wake itself and every round of the turn already computed, so a
+retried turn after a reconnect or a restart replays instead of asking the
+model again; sends that did not go through (credits, topic limit); and the
+wakes already acked, so a copy offered again is skipped.
+
+Written atomically (temp file + rename) after every change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+TRANSCRIPT = 12  # messages remembered per topic
+NOTES = 20
+DONE_IDS = 1000
+
+
+class AgentState:
+    def __init__(self, data_dir: str | os.PathLike):
+        self.dir = Path(data_dir)
+        self.path = self.dir / "state.json"
+        self.data: dict[str, Any] = {
+            "owed": {}, "asked": {}, "transcript": {}, "topics": {}, "notes": [], "scratch": {},
+            "journal": {}, "unsent": [], "broke": False, "done_ids": [],
+        }
+        if self.path.exists():
+            try:
+                self.data.update(json.loads(self.path.read_text(encoding="utf-8")))
+            except ValueError:
+                os.replace(self.path, self.path.with_suffix(".corrupt"))
+
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    # --- memory ---
+
+    @property
+    def owed(self) -> dict[str, dict]:
+        return self.data["owed"]
+
+    @property
+    def asked(self) -> dict[str, dict]:
+        return self.data["asked"]
+
+    @property
+    def notes(self) -> list[str]:
+        return self.data["notes"]
+
+    @property
+    def scratch(self) -> dict[str, Any]:
+        return self.data["scratch"]
+
+    def remember(self, note: str) -> None:
+        self.notes.append(note[:500])
+        del self.notes[:-NOTES]
+
+    def seen(self, m: dict) -> None:
+        """Keep a compact copy of a message in its topic's transcript."""
+        t = m.get("topic")
+        if not t:
+            return
+        if m.get("title"):
+            self.data["topics"][t] = {"title": m["title"], "conversation": m.get("conversation"),
+                                      "workspace": m.get("workspace")}
+        elif t not in self.data["topics"]:
+            self.data["topics"][t] = {"title": None, "conversation": m.get("conversation"),
+                                      "workspace": m.get("workspace")}
+        lines = self.data["transcript"].setdefault(t, [])
+        if any(x["id"] == m.get("id") for x in lines):
+            return
+        lines.append({k: m.get(k) for k in ("id", "author", "to", "type", "state", "in_reply_to", "notice")}
+                     | {"text": (m.get("text") or "")[:1000]})
+        del lines[:-TRANSCRIPT]
+
+    def transcript(self, topic: str | None) -> list[dict]:
+        return list(self.data["transcript"].get(topic or "", []))
+
+    def topic_title(self, topic: str | None) -> str | None:
+        return (self.data["topics"].get(topic or "") or {}).get("title")
+
+    def owed_in(self, topic: str | None) -> list[tuple[str, dict]]:
+        return [(i, o) for i, o in self.owed.items() if o.get("topic") == topic]
+
+    def open_asks(self, topic: str | None = None) -> list[tuple[str, dict]]:
+        return [(i, a) for i, a in self.asked.items()
+                if a.get("open") and (topic is None or a.get("topic") == topic)]
+
+    def forget_topic(self, topic: str) -> None:
+        for i, _ in self.owed_in(topic):
+            del self.owed[i]
+        for i, a in list(self.asked.items()):
+            if a.get("topic") == topic:
+                a["open"] = False
+
+    # --- journal ---
+
+    def entry(self, delivery_id: int) -> dict | None:
+        return self.data["journal"].get(str(delivery_id))
+
+    def begin(self, frame: dict) -> dict:
+        e = self.data["journal"].setdefault(str(frame["id"]), {"frame": frame, "steps": [], "deferred": False})
+        return e
+
+    def finish(self, delivery_id: int) -> None:
+        self.data["journal"].pop(str(delivery_id), None)
+        done = self.data["done_ids"]
+        if delivery_id not in done:
+            done.append(delivery_id)
+            del done[:-DONE_IDS]
+
+    def is_done(self, delivery_id: int) -> bool:
+        return delivery_id in self.data["done_ids"]
+
+    def deferred(self) -> list[dict]:
+        es = [e for e in self.data["journal"].values() if e.get("deferred")]
+        return sorted(es, key=lambda e: e["frame"]["id"])
+
+    @property
+    def broke(self) -> bool:
+        return bool(self.data["broke"])
+
+    @broke.setter
+    def broke(self, v: bool) -> None:
+        self.data["broke"] = bool(v)
+
+    @property
+    def unsent(self) -> list[dict]:
+        return self.data["unsent"]

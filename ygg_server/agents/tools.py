@@ -1,0 +1,45 @@
+"""The tools an agent may be given (each agent's config lists its own; seed 004: nothing is pooled).
+
+The bridge runs them (bridge.Bridge._tool); backends only see these specs.
+"""
+
+from __future__ import annotations
+
+from .types import Tool
+
+_S = {"type": "string"}
+
+CATALOG: dict[str, Tool] = {t.name: t for t in (
+    Tool(name="persona_read", description="Read your persona document (who you are: tone, values, way of speaking).",
+         parameters={"type": "object", "properties": {}}),
+    Tool(name="persona_write",
+         description=("Replace your persona document with a new full text. A sudden large shrink (under half "
+                      "the old length) is refused."),
+         parameters={"type": "object", "properties": {"text": _S, "why": _S}, "required": ["text"]}),
+    Tool(name="send_message",
+         description=("Send a message now, besides your answer: delegate a request to another agent, ask a "
+                      "person, or inform. Defaults: this topic, type request."),
+         parameters={"type": "object", "properties": {
+             "to": {"type": "array", "items": _S}, "text": _S,
+             "type": {"type": "string", "enum": ["request", "response", "inform"]},
+             "state": {"type": "string", "enum": ["working", "waiting", "needs_human", "done"]},
+             "topic": _S, "title": _S, "conversation": _S, "in_reply_to": _S,
+             "waiting_for": {"type": "array", "items": _S}},
+             "required": ["text"]}),
+    Tool(name="search_corpus", description="Search the agent's reference notes (the Ygg handbook by default).",
+         parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
+    Tool(name="search_history", description="Search this workspace's messages you may see.",
+         parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
+    Tool(name="remember", description="Keep a short note in your memory; your notes are shown to you every turn.",
+         parameters={"type": "object", "properties": {"note": _S}, "required": ["note"]}),
+)}
+
+DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "remember")
+
+
+def select(names) -> tuple[Tool, ...]:
+    """The named tools, in the order given; unknown names are an error (a config typo should be loud)."""
+    unknown = [n for n in names if n not in CATALOG]
+    if unknown:
+        raise ValueError(f"unknown tools: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
+    return tuple(CATALOG[n] for n in names)
