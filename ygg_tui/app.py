@@ -1,0 +1,232 @@
+"""The Textual app: signs in, owns the store and the session, and hands changes to the screens.
+
+Everything a person sees lives in `screens/` and `widgets/`; `make_app(...)` is how the
+CLI, the launcher and the tests build it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Static
+
+from ygg_server.client import Client, Refused
+
+from .commands import YggCommands
+from .config import Config
+from .keymap import bind
+from .messages import ConnectionChanged, Delivered, Evented, SignedIn
+from .session import Session
+from .state import Change, Store
+from .themes import load_themes
+
+
+class YggApp(App):
+    CSS_PATH = "ygg.tcss"
+    TITLE = "Ygg"
+    COMMANDS = App.COMMANDS | {YggCommands}
+    BINDINGS = [
+        bind("app.quit", "quit", show=False, priority=True),
+        bind("app.palette", "command_palette", show=False, priority=True),
+        Binding("ctrl+c", "help_quit", show=False, system=True),
+    ]
+
+    def __init__(self, *, url: str | None = None, token: str | None = None, handle: str | None = None,
+                 password: str | None = None, workspace: str | None = None, config: Config | None = None,
+                 presence_every: float = 15.0):
+        super().__init__()
+        self.config = config or Config.load()
+        self.url = url or self.config.url
+        self.token, self.handle, self.password = token, handle or self.config.handle or None, password
+        self.start_workspace = workspace
+        self.presence_every = presence_every
+        self.store = Store()
+        self.session: Session | None = None
+        self.main = None
+        self.operator = None
+        self.connected = False
+        self.ready = asyncio.Event()
+        self.keymap_overrides = dict(self.config.keys)
+
+    # --- starting ---
+
+    def on_mount(self) -> None:
+        for theme in load_themes(self.config.themes_dir):
+            self.register_theme(theme)
+        self.theme = self.config.theme if self.config.theme in self.available_themes else "ygg-dark"
+        if self.keymap_overrides:
+            self.set_keymap(self.keymap_overrides)
+        token = self.token
+        if token is None and self.handle and not self.password:
+            token = self.config.token_for(self.url, self.handle)
+        if token or (self.handle and self.password):
+            self.push_screen(_Connecting())
+            self.sign_in(self.url, self.handle, self.password, token)
+        else:
+            self._ask(self.url, self.handle or "")
+
+    def _ask(self, url: str, handle: str, error: str = "") -> None:
+        from .screens.signin import SignInScreen
+
+        screen = SignInScreen(url, handle, error)
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    @on(SignedIn)
+    def _signed_in(self, event: SignedIn) -> None:
+        self.url, self.handle, self.password = event.url, event.handle, event.password
+        self.sign_in(event.url, event.handle, event.password, None)
+
+    @work(exclusive=True, group="signin")
+    async def sign_in(self, url: str, handle: str | None, password: str | None, token: str | None) -> None:
+        client = Client(url, token=token, handle=handle, password=password, timeout=10.0)
+        try:
+            await client.connect()
+        except Refused:
+            await client.close()
+            if token and handle and password:
+                return self.sign_in(url, handle, password, None)
+            self._ask(url, handle or "", "Those credentials were not accepted." if password else
+                      "Your session expired: sign in again.")
+            return
+        except (OSError, ConnectionError, asyncio.TimeoutError) as e:
+            await client.close()
+            self._ask(url, handle or "", f"Could not reach {url}: {e or 'no answer'}")
+            return
+        me = client.me or {}
+        try:
+            self.config.store_token(url, me.get("handle", handle or ""), client.token)
+        except OSError:
+            pass  # a read-only data dir: sign in again next time
+        self.session = Session(client, self.store, self.post_message)
+        await self.session.load()
+        self.connected = True
+        from .screens.main import MainScreen
+
+        self.main = MainScreen(self.store, show_clock=self.config.clock)
+        await self.switch_screen(self.main)
+        self.run_worker(self.session.pump_deliveries(), group="pump", name="deliveries")
+        self.run_worker(self.session.pump_events(), group="pump", name="events")
+        self.run_worker(self.session.watch_connection(self._resynced), group="pump", name="connection")
+        if self.presence_every:
+            self.set_interval(self.presence_every, self._presence)
+        self.ready.set()
+
+    # --- from the session ---
+
+    @on(Delivered)
+    def _delivered(self, event: Delivered) -> None:
+        self.apply_change(self.store.apply_deliveries(event.frames))
+
+    @on(Evented)
+    def _evented(self, event: Evented) -> None:
+        ch = Change()
+        for f in event.frames:
+            ch.merge(self.store.apply_event(f))
+        self.apply_change(ch)
+
+    @on(ConnectionChanged)
+    def _connection(self, event: ConnectionChanged) -> None:
+        self.connected = event.connected
+        if self.main is not None:
+            self.main.connection_changed()
+        if not event.connected:
+            self.notify("Connection lost: reconnecting…", severity="warning", timeout=3)
+
+    async def _resynced(self) -> None:
+        """After a reconnect: the session reloaded topics and balances; refetch the open topic's newest page."""
+        main = self.main
+        if main is None:
+            return
+        if main.key and main.key in self.store.threads:
+            th = self.store.threads[main.key]
+            if th.loaded:
+                await self.session.history(th)
+                main.messages.set_messages(th.messages, key=th.key, more=th.more)
+        main.refresh_all()
+        if self.operator is not None:
+            self.operator.refresh_all() if hasattr(self.operator, "refresh_all") else None
+        self.notify("Reconnected.", timeout=2)
+
+    def apply_change(self, ch: Change) -> None:
+        if not ch:
+            return
+        if self.main is not None:
+            self.main.apply_change(ch)
+        if self.operator is not None:
+            self.operator.apply_change(ch)
+
+    async def _presence(self) -> None:
+        if self.session is None or self.main is None or not self.connected:
+            return
+        ws = self.main.workspace
+        if ws is None:
+            return
+        try:
+            changed = await self.session.presence(ws)
+        except (Refused, ConnectionError, asyncio.TimeoutError, AttributeError):
+            return
+        if changed:
+            self.main._dirty.add("participants")
+            self.main._schedule()
+
+    # --- navigation the palette and screens share ---
+
+    def open_operator(self, workspace: str | None) -> None:
+        from .screens.operator import OperatorScreen
+
+        w = self.store.workspaces.get(workspace or "")
+        if w is None:
+            return
+        if not w.monitor:
+            self.notify("The operator view needs the monitor permission (owners and admins have it).",
+                        severity="warning")
+            return
+        self.operator = OperatorScreen(self.store, w.id, show_clock=self.config.clock)
+        self.push_screen(self.operator)
+
+    def close_operator(self) -> None:
+        op, self.operator = self.operator, None
+        if op is not None:
+            self.pop_screen()
+            self.run_worker(self.session.monitor(op.workspace, False), group="monitor")
+
+    def open_direct(self, workspace: str, participant: str) -> None:
+        """A direct conversation is made on first use: open it if it exists, else write to start it."""
+        s = self.store
+        w = s.workspaces[workspace]
+        for c in w.conversations.values():
+            if c["kind"] == "direct" and set(c.get("members", ())) == {s.my_id, participant}:
+                self.main.open_conversation(c["id"])
+                return
+        self.main.start_direct(workspace, participant)
+
+    def set_theme(self, name: str) -> None:
+        self.theme = name
+        self.config.theme = name
+        try:
+            self.config.save()
+        except OSError:
+            pass
+
+    async def on_unmount(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+class _Connecting(Screen):
+    def compose(self):
+        yield Static("Connecting to Ygg…", id="connecting")
+
+
+def make_app(url: str | None = None, token: str | None = None, handle: str | None = None,
+             password: str | None = None, workspace: str | None = None, config: Config | None = None,
+             **kw) -> YggApp:
+    """The one way to build the TUI (CLI, launcher, tests). `token` signs in without a password."""
+    return YggApp(url=url, token=token, handle=handle, password=password, workspace=workspace, config=config, **kw)

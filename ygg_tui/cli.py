@@ -1,0 +1,49 @@
+"""`ygg`: the terminal client.
+
+    ygg --url ws://host:8765/ --handle alice --password …     sign in to a running server
+    ygg                                                       the url/handle in the config, or a sign-in screen
+
+`run_tui(...)` is what a launcher calls (e.g. with the token of an embedded server's owner).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .app import make_app
+from .config import Config
+
+
+def run_tui(url: str | None = None, token: str | None = None, handle: str | None = None,
+            password: str | None = None, workspace: str | None = None, config: Config | None = None) -> int:
+    app = make_app(url=url, token=token, handle=handle, password=password, workspace=workspace, config=config)
+    app.run()
+    return app.return_code or 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ygg", description="Ygg: people and agents, side by side, in the terminal.")
+    p.add_argument("--url", help="the server, ws://HOST:PORT/ (default: from the config)")
+    p.add_argument("--handle", help="your handle")
+    p.add_argument("--password", help="your password (or YGG_PASSWORD; without it a stored session is used)")
+    p.add_argument("--token", help="a session token (instead of a password)")
+    p.add_argument("--workspace", help="open this workspace (name or id) first")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    password = args.password or os.environ.get("YGG_PASSWORD")
+    cfg = Config.load()
+    if args.url:
+        cfg.url = args.url
+    if args.handle:
+        cfg.handle = args.handle
+    return run_tui(cfg.url, token=args.token, handle=cfg.handle or None, password=password,
+                   workspace=args.workspace, config=cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Actions apart from their keys (Harlequin's keymap): every binding has an id; the config's
+`[keys]` table maps ids to other keys, applied with Textual's `App.set_keymap`.
+
+    [keys]
+    "ygg.next_unread" = "ctrl+down,n"
+    "messages.down" = "j,down"
+"""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+# id -> (default keys, what it does)
+ACTIONS: dict[str, tuple[str, str]] = {
+    "app.quit": ("ctrl+q", "Quit"),
+    "app.palette": ("ctrl+p", "Commands"),
+    "ygg.help": ("question_mark,f1", "Help"),
+    "ygg.search": ("slash", "Search"),
+    "ygg.next_unread": ("n", "Next unread"),
+    "ygg.next_needs_human": ("h", "Next needs_human"),
+    "ygg.new_topic": ("ctrl+n", "New topic"),
+    "ygg.fund": ("f", "Fund"),
+    "ygg.operator": ("o", "Operator view"),
+    "ygg.compose": ("i", "Write"),
+    "ygg.focus_topics": ("t", "Topics"),
+    "ygg.focus_sidebar": ("c", "Conversations"),
+    "ygg.focus_messages": ("m", "Messages"),
+    "messages.down": ("j,down", "Next message"),
+    "messages.up": ("k,up", "Previous message"),
+    "messages.reply": ("r", "Reply"),
+    "messages.first": ("g,home", "First message"),
+    "messages.last": ("G,end", "Last message"),
+    "composer.send": ("enter", "Send"),
+    "composer.newline": ("ctrl+j,shift+enter", "New line"),
+    "composer.complete": ("tab", "Complete @name"),
+    "composer.cancel": ("escape", "Cancel reply / completion"),
+    "composer.type": ("ctrl+t", "Message type"),
+    "composer.state": ("ctrl+g", "My state"),
+    "operator.back": ("escape,o", "Back"),
+    "operator.filter": ("ctrl+f", "Filters"),
+}
+
+
+def bind(id: str, action: str, description: str | None = None, *, show: bool = True,
+         priority: bool = False) -> Binding:
+    keys, words = ACTIONS[id]
+    return Binding(keys, action, description or words, show=show, priority=priority, id=id)
+
+
+def current_keys(overrides: dict[str, str]) -> dict[str, str]:
+    """Every action's keys once the config's overrides are applied."""
+    return {i: overrides.get(i, keys) for i, (keys, _) in ACTIONS.items()}

@@ -1,0 +1,89 @@
+"""Small modal questions: a new topic's title, and funding an agent or the pool."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+
+class TitlePrompt(ModalScreen[str | None]):
+    """A new topic asks for its title."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, suggestion: str = ""):
+        super().__init__()
+        self.suggestion = suggestion
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("New topic: what is it about?", classes="dialog-title")
+            yield Input(value=self.suggestion, placeholder="A short title, e.g. Review the auth patch", id="title")
+            yield Static("⏎ open the topic · esc cancel", classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#title", Input).focus()
+
+    @on(Input.Submitted, "#title")
+    def _done(self, event: Input.Submitted) -> None:
+        title = event.value.strip()
+        if title:
+            self.dismiss(title)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class FundScreen(ModalScreen[tuple[str | None, int] | None]):
+    """Fund an agent (or the workspace pool): answers (agent id or None for the pool, amount)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    POOL = "__pool__"
+
+    def __init__(self, choices: list[tuple[str, str]], preselect: str | None = None, why: str = ""):
+        super().__init__()
+        self.choices = choices  # (label, agent id or POOL)
+        self.preselect = preselect
+        self.why = why
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Fund credits", classes="dialog-title")
+            if self.why:
+                yield Static(Text(self.why, style="yellow"), classes="dialog-why")
+            yield Select(self.choices, value=self.preselect or self.choices[0][1], allow_blank=False, id="account")
+            yield Input(value="100", placeholder="credits", id="amount", type="integer")
+            yield Static("", id="fund-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Fund", variant="primary", id="fund")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#amount", Input).focus()
+
+    def _answer(self) -> None:
+        raw = self.query_one("#amount", Input).value.strip()
+        try:
+            amount = int(raw)
+        except ValueError:
+            self.query_one("#fund-error", Static).update(Text("A whole number of credits, please.", style="red"))
+            return
+        account = self.query_one("#account", Select).value
+        self.dismiss((None if account == self.POOL else str(account), amount))
+
+    @on(Input.Submitted, "#amount")
+    def _submitted(self) -> None:
+        self._answer()
+
+    @on(Button.Pressed, "#fund")
+    def _pressed(self) -> None:
+        self._answer()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

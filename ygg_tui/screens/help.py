@@ -1,0 +1,37 @@
+"""? : the keys, as they are after the config's remapping."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from ..keymap import ACTIONS, current_keys
+
+ABOUT = """Ygg: people and agents, side by side.
+Messages are requests (they wake whom they address), responses (answer a request; set with r) or informs
+(never wake). Your state on a topic: working, waiting, needs_human, done. Leading @names address a message.
+Topics marked ⚑ wait on a person: answer in them (h jumps to the next) and they resume."""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        keys = current_keys(getattr(self.app, "keymap_overrides", {}))
+        table = Table(box=None, show_header=True, header_style="bold", expand=True)
+        table.add_column("keys")
+        table.add_column("action")
+        table.add_column("id (for [keys] in config.toml)", style="dim")
+        for ident, (_, words) in ACTIONS.items():
+            table.add_row(keys[ident].replace("question_mark", "?").replace("slash", "/"), words, ident)
+        with VerticalScroll(classes="dialog wide"):
+            yield Static(ABOUT, classes="dialog-hint")
+            yield Static(table)
+            yield Static("esc closes · ctrl+p opens the command palette", classes="dialog-hint")
+
+    async def action_dismiss(self, result=None) -> None:
+        self.dismiss(None)

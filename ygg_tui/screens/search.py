@@ -1,0 +1,65 @@
+"""/ : search the workspace's messages (search_messages); ⏎ on a result opens it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+
+class SearchScreen(ModalScreen[dict | None]):
+    BINDINGS = [Binding("escape", "cancel", "Close")]
+
+    def __init__(self, workspace: str, search, namer, conversation_name):
+        super().__init__()
+        self.workspace = workspace
+        self.search = search  # async (ws, query) -> [message]
+        self.namer = namer
+        self.conversation_name = conversation_name
+        self.found: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Static("Search this workspace", classes="dialog-title")
+            yield Input(placeholder="words to find", id="query")
+            yield Static("", id="search-status", classes="dialog-hint")
+            yield OptionList(id="results")
+
+    def on_mount(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    @on(Input.Submitted, "#query")
+    def _go(self, event: Input.Submitted) -> None:
+        self.run_search(event.value)
+
+    @work(exclusive=True)
+    async def run_search(self, query: str) -> None:
+        status = self.query_one("#search-status", Static)
+        status.update("searching…")
+        try:
+            self.found = await self.search(self.workspace, query)
+        except Exception as e:  # a refused search is shown, not raised
+            status.update(Text(f"search failed: {e}", style="red"))
+            return
+        results = self.query_one("#results", OptionList)
+        results.clear_options()
+        for i, m in enumerate(self.found):
+            line = (m.get("text") or "").replace("\n", " ")[:90]
+            results.add_option(Option(Text.assemble((self.namer(m.get("author")), "bold"),
+                                                    (f"  {self.conversation_name(m.get('conversation'))}  ", "dim"),
+                                                    line), id=str(i)))
+        status.update(f"{len(self.found)} found" + ("  (↓ then ⏎ to open)" if self.found else ""))
+        if self.found:
+            results.highlighted = 0
+
+    @on(OptionList.OptionSelected, "#results")
+    def _open(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.found[int(event.option.id)])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,192 @@
+"""The TUI's side of the socket: one `ygg_server.client.Client`, its pumps, and the questions it asks.
+
+The session never touches widgets. It loads what a person sees (workspaces,
+members, conversations, topics, balances, presence), follows every workspace
+(topic and balance events), pumps deliveries and events into the app as
+`Delivered` / `Evented` messages in batches, and after a reconnect subscribes
+again and reloads, so that nothing is lost. Duplicates are the store's business
+(every message is kept once, by id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Callable
+
+from ygg_server.client import Client, Refused
+
+from .messages import ConnectionChanged, Delivered, Evented
+from .state import Store, Thread
+
+log = logging.getLogger("ygg.tui")
+
+PAGE = 100  # messages per history page
+BATCH = 500  # frames handed to the app at once
+
+
+class Session:
+    def __init__(self, client: Client, store: Store, post: Callable[[object], None]):
+        self.client = client
+        self.store = store
+        self.post = post
+        self.monitoring: set[str] = set()
+        self._seen_reconnects = 0
+        self.closed = False
+
+    # --- asking ---
+
+    async def call(self, op: str, **fields) -> dict:
+        return await self.client.call(op, **fields)
+
+    async def load(self) -> None:
+        """Everything the screens need before they show anything."""
+        self.store.me = dict(self.client.me or {})
+        reply = await self.call("list_workspaces")
+        for row in reply["workspaces"]:
+            self.store.add_workspace(row)
+        await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
+
+    async def load_workspace(self, ws: str) -> None:
+        members, convs, topics, paused, balances, presence, _ = await asyncio.gather(
+            self.call("list_members", workspace=ws),
+            self.call("list_conversations", workspace=ws),
+            self.call("list_topics", workspace=ws),
+            self.call("list_topics", workspace=ws, status="paused"),
+            self.call("balances", workspace=ws),
+            self.call("presence", workspace=ws),
+            self.call("subscribe", workspace=ws, monitor=ws in self.monitoring),
+        )
+        s = self.store
+        s.set_members(ws, members["members"])
+        s.set_conversations(ws, convs["conversations"])
+        s.set_topics(paused["topics"])
+        s.set_topics(topics["topics"])
+        s.set_balances(ws, balances)
+        s.set_presence(ws, presence["online"])
+
+    async def reload_conversations(self, ws: str) -> None:
+        convs = await self.call("list_conversations", workspace=ws)
+        self.store.set_conversations(ws, convs["conversations"])
+
+    async def presence(self, ws: str) -> bool:
+        reply = await self.call("presence", workspace=ws)
+        return self.store.set_presence(ws, reply["online"])
+
+    async def history(self, th: Thread, older: bool = False) -> int:
+        """Fetch the newest page (or the next older one); return how many went in at the top."""
+        fields = {"workspace": th.workspace, "conversation": th.conversation, "limit": PAGE}
+        if th.topic:
+            fields["topic"] = th.topic
+        if older:
+            if not th.more or th.cursor is None:
+                return 0
+            fields["before"] = th.cursor
+        reply = await self.call("history", **fields)
+        if older or not th.loaded:
+            return self.store.apply_history(th, reply)
+        # a refresh of the newest page (after a reconnect): keep the older cursor we had
+        cursor, more = th.cursor, th.more
+        added = self.store.apply_history(th, reply)
+        th.cursor, th.more = cursor, more
+        return added
+
+    async def send(self, **fields) -> dict:
+        """`sent` or `refused`. A send cut off by a lost connection is retried with the same
+        client_id, so the server answers it once whatever happened (never stored twice)."""
+        fields.setdefault("client_id", f"tui-{uuid.uuid4().hex}")
+        for attempt in range(20):
+            try:
+                return await self.client.send(**fields)
+            except (ConnectionError, AttributeError, asyncio.TimeoutError):
+                await asyncio.sleep(min(0.1 * 2 ** attempt, 2.0))
+        return {"op": "refused", "reason": "offline", "detail": "the server could not be reached"}
+
+    async def ack(self, ids: list[int]) -> None:
+        if not ids:
+            return
+        try:
+            await self.client.ack(ids)
+        except (ConnectionError, asyncio.TimeoutError, AttributeError, Refused):
+            pass  # not acked: offered again after the reconnect, and the store already counts it read
+
+    async def fund(self, ws: str, amount: int, agent: str | None = None) -> dict:
+        fields = {"workspace": ws, "amount": amount}
+        if agent is None:
+            fields["pool"] = True
+        else:
+            fields["agent"] = agent
+        try:
+            return await self.client.request("fund", **fields)
+        except (ConnectionError, asyncio.TimeoutError, AttributeError):
+            return {"op": "refused", "reason": "offline", "detail": ""}
+
+    async def search(self, ws: str, query: str) -> list[dict]:
+        reply = await self.call("search_messages", workspace=ws, query=query)
+        return reply.get("messages", [])
+
+    async def monitor(self, ws: str, on: bool) -> bool:
+        """Follow a whole workspace (monitor permission), or go back to following its topics only."""
+        if on:
+            try:
+                await self.call("subscribe", workspace=ws, monitor=True)
+            except Refused:
+                return False
+            self.monitoring.add(ws)
+            return True
+        self.monitoring.discard(ws)
+        await self.call("unsubscribe", workspace=ws)
+        await self.call("subscribe", workspace=ws, monitor=False)
+        return True
+
+    # --- pumps (run as workers of the app) ---
+
+    async def pump_deliveries(self) -> None:
+        c = self.client
+        while not self.closed:
+            batch = [await c.next_delivery()]
+            while len(batch) < BATCH and c.pending_deliveries():
+                batch.append(await c.next_delivery())
+            self.post(Delivered(batch))
+
+    async def pump_events(self) -> None:
+        c = self.client
+        queue = getattr(c, "_events", None)  # the client has no pending_events(); batch when we can see the queue
+        while not self.closed:
+            batch = [await c.next_event()]
+            while queue is not None and len(batch) < BATCH and not queue.empty():
+                batch.append(queue.get_nowait())
+            self.post(Evented(batch))
+
+    async def watch_connection(self, on_reconnect: Callable[[], object]) -> None:
+        """Tell the app when the connection drops and comes back; after a reconnect, resync."""
+        c = self.client
+        up = c.connected.is_set()
+        self._seen_reconnects = c.reconnects
+        while not self.closed:
+            await asyncio.sleep(0.1)
+            now = c.connected.is_set()
+            if now != up:
+                up = now
+                self.post(ConnectionChanged(now, c.reconnects))
+                if now and c.reconnects != self._seen_reconnects:
+                    self._seen_reconnects = c.reconnects
+                    try:
+                        await self.resync()
+                    except (ConnectionError, asyncio.TimeoutError, Refused, AttributeError):
+                        continue  # dropped again; the next reconnect resyncs
+                    await _maybe_await(on_reconnect())
+
+    async def resync(self) -> None:
+        """A new connection has no subscriptions and missed events: follow again, reload."""
+        await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
+
+    async def close(self) -> None:
+        self.closed = True
+        await self.client.close()
+
+
+async def _maybe_await(x):
+    if asyncio.iscoroutine(x):
+        await x

@@ -1,0 +1,403 @@
+"""What the TUI knows, kept apart from how it is shown (no Textual imports here).
+
+The `Store` is fed by the session (replies, deliveries, events) and answers the
+widgets' questions: which conversations, which topics with which states, which
+messages in a topic, who is unread, who waits on a person, who ran out of credits.
+Every message is kept once, by id, whichever way it arrived (history page, live
+delivery, monitor event, our own `sent` reply, a redelivery after a reconnect).
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import count
+
+from .words import topic_status
+
+SYSTEM = "system.ygg"
+POOL = "pool"
+
+
+def thread_key(conversation: str, topic: str | None) -> str:
+    """A topic's messages, or a conversation's messages that belong to no topic (some notices)."""
+    return topic if topic else f"notices:{conversation}"
+
+
+@dataclass
+class Thread:
+    """The messages of one topic loaded so far, oldest first."""
+
+    key: str
+    workspace: str
+    conversation: str
+    topic: str | None
+    messages: list[dict] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+    cursor: int | None = None  # `before` for the next older page
+    more: bool = True  # older pages exist
+    loaded: bool = False  # the newest page was fetched
+    version: int = 0  # bumps on every change, so views know when to re-read
+
+    def add_live(self, msg: dict) -> bool:
+        if msg["id"] in self.ids:
+            return False
+        self.ids.add(msg["id"])
+        if not self.messages or self.messages[-1]["created_at"] <= msg["created_at"]:
+            self.messages.append(msg)
+        else:
+            insort(self.messages, msg, key=lambda m: m["created_at"])
+        self.version += 1
+        return True
+
+    def add_page(self, page: list[dict], cursor: int | None, more: bool) -> int:
+        """A history page (newest first). Returns how many messages went in before the old first one."""
+        fresh = [m for m in reversed(page) if m["id"] not in self.ids]
+        if self.topic is None:
+            fresh = [m for m in fresh if not m.get("topic")]
+        self.cursor, self.more = cursor, more
+        self.loaded = True
+        if not fresh:
+            return 0
+        self.ids.update(m["id"] for m in fresh)
+        first = self.messages[0]["created_at"] if self.messages else None
+        older = [m for m in fresh if first is None or m["created_at"] <= first]
+        newer = [m for m in fresh if first is not None and m["created_at"] > first]
+        self.messages[:0] = older
+        for m in newer:
+            insort(self.messages, m, key=lambda x: x["created_at"])
+        self.version += 1
+        return len(older)
+
+
+@dataclass
+class Workspace:
+    id: str
+    name: str
+    role: str = "member"
+    personal: bool = False
+    members: dict[str, dict] = field(default_factory=dict)
+    conversations: dict[str, dict] = field(default_factory=dict)
+    pool: int | None = None
+    balances: dict[str, int | None] = field(default_factory=dict)
+    presence: dict[str, bool] = field(default_factory=dict)
+    monitor: bool = False
+
+    @property
+    def can_fund_pool(self) -> bool:
+        return self.role in ("owner", "admin")
+
+    def can_fund(self, agent: str, me: str) -> bool:
+        """Seed 000/002: owners and admins fund any agent; a member funds their own agents."""
+        if self.role in ("owner", "admin"):
+            return True
+        m = self.members.get(agent)
+        mine = self.members.get(me)
+        return bool(m and mine and self.role != "viewer" and m.get("person") == mine.get("handle"))
+
+
+@dataclass
+class Change:
+    """What one batch of input changed, so the views redraw only that."""
+
+    threads: dict[str, list[dict]] = field(default_factory=dict)  # thread key -> messages added live
+    topics: set[str] = field(default_factory=set)
+    conversations: set[str] = field(default_factory=set)  # workspaces whose conversation list changed
+    balances: set[str] = field(default_factory=set)  # workspaces
+    unread: bool = False
+    monitor: list[dict] = field(default_factory=list)  # monitor events (message + deliveries)
+    unknown_conversations: set[str] = field(default_factory=set)  # workspaces to ask again
+
+    def __bool__(self) -> bool:
+        return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
+                    or self.monitor or self.unknown_conversations)
+
+    def merge(self, other: "Change") -> None:
+        for k, v in other.threads.items():
+            self.threads.setdefault(k, []).extend(v)
+        self.topics |= other.topics
+        self.conversations |= other.conversations
+        self.balances |= other.balances
+        self.unread |= other.unread
+        self.monitor += other.monitor
+        self.unknown_conversations |= other.unknown_conversations
+
+
+class Store:
+    def __init__(self) -> None:
+        self.me: dict = {}
+        self.workspaces: dict[str, Workspace] = {}
+        self.names: dict[str, str] = {SYSTEM: SYSTEM}
+        self.kinds: dict[str, str] = {SYSTEM: "system"}
+        self.topics: dict[str, dict] = {}
+        self.activity: dict[str, int] = {}
+        self._tick = count(1)
+        self.threads: dict[str, Thread] = {}
+        self.woke: dict[str, list[str]] = {}  # message id -> participants it woke
+        self.context: dict[str, int] = {}  # message id -> how many got it as context
+        # unread: deliveries not acked yet, by message
+        self.unread: dict[str, tuple[int, str, str, str]] = {}  # message id -> (delivery id, ws, conv, thread)
+        self.unread_by_thread: Counter[str] = Counter()
+        self.unread_by_conv: Counter[str] = Counter()
+        self.acked: set[int] = set()
+        # funding requests: agent id -> the notice (or paused topic) that says it ran out
+        self.funding: dict[str, dict] = {}
+        self.needs_human_seen: dict[str, int] = {}
+
+    # --- who is who ---
+
+    @property
+    def my_id(self) -> str:
+        return self.me.get("id", "")
+
+    def name(self, pid: str | None) -> str:
+        if not pid:
+            return "?"
+        got = self.names.get(pid)
+        if got:
+            return got
+        if pid.startswith("group:"):
+            return pid
+        return pid.split(".", 1)[-1][:8]
+
+    def set_members(self, ws: str, members: list[dict]) -> None:
+        w = self.workspaces[ws]
+        w.members = {m["id"]: m for m in members}
+        for m in members:
+            self.names[m["id"]] = f"@{m['handle']}" if m["kind"] == "human" else m["name"]
+            self.kinds[m["id"]] = m["kind"]
+
+    def conversation_name(self, conv: dict) -> str:
+        kind = conv.get("kind")
+        if kind == "general":
+            return "General"
+        if kind == "group":
+            return f"group:{conv.get('name')}"
+        others = [p for p in conv.get("members", ()) if p != self.my_id]
+        return ", ".join(self.name(p) for p in others) or self.name(self.my_id)
+
+    def conversation(self, cid: str) -> dict | None:
+        for w in self.workspaces.values():
+            c = w.conversations.get(cid)
+            if c is not None:
+                return c
+        return None
+
+    def workspace_of_conversation(self, cid: str) -> Workspace | None:
+        for w in self.workspaces.values():
+            if cid in w.conversations:
+                return w
+        return None
+
+    def group_names(self, ws: str) -> list[str]:
+        w = self.workspaces.get(ws)
+        if not w:
+            return []
+        return sorted(c["name"] for c in w.conversations.values() if c.get("kind") == "group")
+
+    # --- loading ---
+
+    def add_workspace(self, row: dict) -> Workspace:
+        w = self.workspaces.get(row["id"])
+        if w is None:
+            w = self.workspaces[row["id"]] = Workspace(row["id"], row["name"])
+        w.name, w.role, w.personal = row["name"], row.get("role", "member"), bool(row.get("personal"))
+        w.monitor = w.role in ("owner", "admin")
+        return w
+
+    def set_conversations(self, ws: str, convs: list[dict]) -> None:
+        w = self.workspaces[ws]
+        w.conversations = {c["id"]: {**c, "workspace": ws} for c in convs}
+        me = w.members.get(self.my_id)
+        if me and me.get("monitor"):
+            w.monitor = True
+
+    def set_topics(self, topics: list[dict]) -> Change:
+        ch = Change()
+        for t in reversed(topics):  # oldest activity first, so the newest gets the highest tick
+            ch.merge(self.apply_topic(t))
+        return ch
+
+    def set_balances(self, ws: str, reply: dict) -> None:
+        w = self.workspaces[ws]
+        w.pool = reply.get("pool")
+        w.balances = dict(reply.get("agents", {}))
+
+    def set_presence(self, ws: str, online: dict[str, bool]) -> bool:
+        w = self.workspaces[ws]
+        changed = w.presence != online
+        w.presence = dict(online)
+        return changed
+
+    # --- topics ---
+
+    def apply_topic(self, t: dict) -> Change:
+        ch = Change(topics={t["id"]})
+        old = self.topics.get(t["id"])
+        self.topics[t["id"]] = t
+        self.activity[t["id"]] = next(self._tick)
+        status = topic_status(t)
+        if status == "needs_human":
+            self.needs_human_seen.setdefault(t["id"], self.activity[t["id"]])
+        else:
+            self.needs_human_seen.pop(t["id"], None)
+        if t.get("pause") == "credits" and t.get("paused_by"):
+            self.funding.setdefault(t["paused_by"], {"workspace": t["workspace"], "agent": t["paused_by"],
+                                                     "topic": t["id"], "text": None})
+            ch.balances.add(t["workspace"])
+        elif old is not None and old.get("pause") == "credits" and old.get("paused_by"):
+            ch.balances.add(t["workspace"])
+        w = self.workspaces.get(t["workspace"])
+        if w is not None and t["conversation"] not in w.conversations:
+            ch.unknown_conversations.add(t["workspace"])
+        return ch
+
+    def topics_of(self, conversation: str) -> list[dict]:
+        ts = [t for t in self.topics.values() if t["conversation"] == conversation]
+        ts.sort(key=lambda t: self.activity.get(t["id"], 0), reverse=True)
+        return ts
+
+    def needs_human(self) -> list[dict]:
+        """Topics paused until a person steps in, oldest first, across every workspace."""
+        ids = sorted(self.needs_human_seen, key=self.needs_human_seen.get)
+        return [self.topics[i] for i in ids if i in self.topics]
+
+    # --- messages ---
+
+    def thread(self, ws: str, conversation: str, topic: str | None) -> Thread:
+        key = thread_key(conversation, topic)
+        th = self.threads.get(key)
+        if th is None:
+            th = self.threads[key] = Thread(key, ws, conversation, topic)
+        return th
+
+    def _take_message(self, msg: dict, ch: Change) -> bool:
+        th = self.thread(msg["workspace"], msg["conversation"], msg.get("topic"))
+        if th.add_live(msg):
+            ch.threads.setdefault(th.key, []).append(msg)
+            w = self.workspaces.get(msg["workspace"])
+            if w is not None and msg["conversation"] not in w.conversations:
+                ch.unknown_conversations.add(msg["workspace"])
+            if msg.get("notice") == "funding_request":
+                self._funding_notice(msg, ch)
+            return True
+        return False
+
+    def _funding_notice(self, msg: dict, ch: Change) -> None:
+        who = msg.get("agent")
+        if not who:  # the notice names the agent in words: "<name> is out of credits (...)"
+            name = msg.get("text", "").split(" is out of credits", 1)[0]
+            w = self.workspaces.get(msg["workspace"])
+            for pid, m in (w.members.items() if w else ()):
+                if m.get("kind") == "agent" and m.get("name") == name:
+                    who = pid
+        if who:
+            self.funding[who] = {"workspace": msg["workspace"], "agent": who, "topic": msg.get("topic"),
+                                 "text": msg.get("text")}
+            ch.balances.add(msg["workspace"])
+
+    def apply_deliveries(self, frames: list[dict]) -> Change:
+        ch = Change()
+        for f in frames:
+            msg = f["message"]
+            self._take_message(msg, ch)
+            if f.get("wake"):
+                woke = self.woke.setdefault(msg["id"], [])
+                if self.my_id and self.my_id not in woke:
+                    woke.append(self.my_id)
+            if f["id"] in self.acked or msg["id"] in self.unread:
+                continue
+            key = thread_key(msg["conversation"], msg.get("topic"))
+            self.unread[msg["id"]] = (f["id"], msg["workspace"], msg["conversation"], key)
+            self.unread_by_thread[key] += 1
+            self.unread_by_conv[msg["conversation"]] += 1
+            ch.unread = True
+        return ch
+
+    def apply_sent(self, reply: dict) -> Change:
+        ch = Change()
+        msg = reply.get("message")
+        if not msg:
+            return ch
+        self._take_message(msg, ch)
+        self._deliveries(msg["id"], reply.get("deliveries") or [])
+        return ch
+
+    def _deliveries(self, mid: str, deliveries: list[dict]) -> None:
+        self.woke[mid] = [d["to"] for d in deliveries if d.get("wake")]
+        self.context[mid] = sum(1 for d in deliveries if not d.get("wake"))
+
+    def apply_history(self, th: Thread, reply: dict) -> int:
+        for m in reply.get("messages", ()):
+            if "woke" in m and m["id"] not in self.woke:
+                self.woke[m["id"]] = list(m["woke"])
+        return th.add_page(reply.get("messages", []), reply.get("cursor"), bool(reply.get("more")))
+
+    def apply_event(self, frame: dict) -> Change:
+        kind = frame.get("kind")
+        if kind == "topic":
+            return self.apply_topic(frame["topic"])
+        if kind == "balance":
+            ch = Change(balances={frame["workspace"]})
+            w = self.workspaces.get(frame["workspace"])
+            if w is not None:
+                if frame["account"] == POOL:
+                    w.pool = frame["balance"]
+                else:
+                    w.balances[frame["account"]] = frame["balance"]
+                if frame["balance"] and frame["balance"] > 0:
+                    if frame["account"] == POOL:
+                        for a, req in list(self.funding.items()):
+                            if req["workspace"] == w.id and not w.balances.get(a):
+                                self.funding.pop(a)
+                    else:
+                        self.funding.pop(frame["account"], None)
+            return ch
+        if kind == "message":
+            ch = Change()
+            msg = frame["message"]
+            self._take_message(msg, ch)
+            self._deliveries(msg["id"], frame.get("deliveries") or [])
+            ch.monitor.append(frame)
+            return ch
+        return Change()
+
+    # --- reading ---
+
+    def mark_read(self, key: str) -> list[int]:
+        """Everything unread in this thread is now seen; return the delivery ids to ack."""
+        if not self.unread_by_thread.get(key):
+            return []
+        ids = []
+        for mid, (did, ws, conv, k) in list(self.unread.items()):
+            if k == key:
+                ids.append(did)
+                del self.unread[mid]
+                self.unread_by_conv[conv] -= 1
+                self.acked.add(did)
+        self.unread_by_thread.pop(key, None)
+        return ids
+
+    def next_unread(self, after: str | None = None) -> tuple[str, str] | None:
+        """(conversation, thread key) of the next topic with unread messages, oldest unread first."""
+        keys: list[tuple[str, str]] = []
+        for mid, (did, ws, conv, k) in sorted(self.unread.items(), key=lambda kv: kv[1][0]):
+            if (conv, k) not in keys:
+                keys.append((conv, k))
+        if not keys:
+            return None
+        for i, (conv, k) in enumerate(keys):
+            if k == after:
+                return keys[(i + 1) % len(keys)]
+        return keys[0]
+
+    def attention(self, conversation: str) -> dict[str, int]:
+        """Badges for a conversation: topics waiting on a person, agents out of credits there."""
+        nh = sum(1 for tid in self.needs_human_seen if self.topics.get(tid, {}).get("conversation") == conversation)
+        funding = 0
+        for req in self.funding.values():
+            t = self.topics.get(req.get("topic") or "")
+            if t is not None and t["conversation"] == conversation:
+                funding += 1
+        return {"needs_human": nh, "funding": funding}

@@ -1,0 +1,296 @@
+"""The composer: Enter sends, ctrl+j (or shift+enter) starts a new line; type and state are chosen
+with keys (or a click on them); `@` completes participants and `group:` completes groups.
+
+Leading mentions address the message (seed 004: the name has to be at the start):
+`@researcher @bob group:reviewers can you…` sends `to: ["researcher", "@bob", "group:reviewers"]`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+
+from ..keymap import bind
+from ..messages import Submit
+from ..words import REFUSALS, STATE_MARK, refusal_sentence
+
+TYPES = ("request", "response", "inform")
+STATES = (None, "working", "waiting", "needs_human", "done")
+MENTION = re.compile(r"(?:^|(?<=\s))(@[\w.\-]*|group:[\w.\-]*)$")
+
+
+def leading_mentions(text: str) -> list[str]:
+    """The @names and group:names the message starts with."""
+    out = []
+    for tok in text.split():
+        tok = tok.rstrip(",:;")
+        if tok.startswith("@") and len(tok) > 1 or tok.startswith("group:") and len(tok) > 6:
+            out.append(tok)
+        else:
+            break
+    return out
+
+
+class ComposerArea(TextArea):
+    """The text box. Its keys are bindings with ids, so they can be remapped."""
+
+    BINDINGS = [
+        bind("composer.send", "submit", priority=True),
+        bind("composer.newline", "newline", priority=True),
+        bind("composer.complete", "complete", show=False, priority=True),
+        bind("composer.cancel", "cancel", show=False),
+    ]
+
+    @dataclass
+    class Navigate(Message):
+        delta: int
+
+    def action_submit(self) -> None:
+        composer = self._composer()
+        if composer is not None and composer.completing:
+            composer.accept_completion()
+            return
+        composer.submit() if composer is not None else None
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self._replace_via_keyboard("\n", start, end)
+
+    def action_complete(self) -> None:
+        composer = self._composer()
+        if composer is not None and composer.completing:
+            composer.accept_completion()
+        else:
+            self.screen.focus_next()
+
+    def action_cancel(self) -> None:
+        composer = self._composer()
+        if composer is not None:
+            composer.cancel()
+
+    async def _on_key(self, event: events.Key) -> None:
+        composer = self._composer()
+        if composer is not None and composer.completing and event.key in ("up", "down"):
+            event.stop()
+            event.prevent_default()
+            composer.move_completion(-1 if event.key == "up" else 1)
+            return
+        await super()._on_key(event)
+
+    def _composer(self) -> "Composer | None":
+        for node in self.ancestors:
+            if isinstance(node, Composer):
+                return node
+        return None
+
+
+class Composer(Vertical):
+    """Reply bar, meta line (type, state, recipients), text box, completions, refusal."""
+
+    BINDINGS = [
+        bind("composer.type", "cycle_type", "Type"),
+        bind("composer.state", "cycle_state", "State"),
+    ]
+
+    mtype: reactive[str] = reactive("request")
+    state: reactive[str | None] = reactive(None)
+    reply_to: reactive[dict | None] = reactive(None)
+    new_topic: reactive[bool] = reactive(False)
+
+    def __init__(self, *, candidates=None, namer=None, **kw):
+        super().__init__(**kw)
+        self.candidates = candidates or (lambda: [])  # () -> [(completion, description)]
+        self.namer = namer or (lambda p: p)
+        self.completing = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="reply-bar")
+        with Horizontal(id="composer-meta"):
+            yield Static("", id="meta-type")
+            yield Static("", id="meta-state")
+            yield Static("", id="meta-topic")
+            yield Static("", id="meta-hint")
+        yield OptionList(id="completions")
+        yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True)
+        yield Static("", id="refusal")
+
+    def on_mount(self) -> None:
+        self.query_one("#completions").display = False
+        self.query_one("#reply-bar").display = False
+        self.query_one("#refusal").display = False
+        self._meta()
+
+    @property
+    def area(self) -> ComposerArea:
+        return self.query_one(ComposerArea)
+
+    @property
+    def text(self) -> str:
+        return self.area.text
+
+    def clear(self) -> None:
+        self.area.load_text("")
+        self.reply_to = None
+        self.new_topic = False
+        if self.mtype == "response":
+            self.mtype = "request"
+        self.hide_refusal()
+
+    # --- meta line ---
+
+    def _meta(self) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one("#meta-type", Static).update(Text.assemble(("type ", "dim"), (self.mtype, "bold")))
+        st = self.state
+        self.query_one("#meta-state", Static).update(
+            Text.assemble(("  state ", "dim"), (f"{STATE_MARK.get(st)} {st or 'none'}", "bold")))
+        self.query_one("#meta-topic", Static).update(
+            Text("  · new topic (asks for a title)", style="bold") if self.new_topic else "")
+        self.query_one("#meta-hint", Static).update(Text("  ⏎ send · ctrl+j newline · ctrl+t type · ctrl+g state",
+                                                        style="dim"))
+        bar = self.query_one("#reply-bar", Static)
+        if self.reply_to:
+            m = self.reply_to
+            first = (m.get("text") or "").splitlines()[0][:60] if m.get("text") else ""
+            bar.update(Text.assemble(("↳ replying to ", "dim"), (self.namer(m.get("author", "")), "bold"),
+                                     (f": {first}", "dim"), ("   esc cancels", "dim italic")))
+            bar.display = True
+        else:
+            bar.display = False
+
+    def watch_mtype(self) -> None:
+        self._meta()
+
+    def watch_state(self) -> None:
+        self._meta()
+
+    def watch_reply_to(self) -> None:
+        self._meta()
+
+    def watch_new_topic(self) -> None:
+        self._meta()
+
+    def action_cycle_type(self) -> None:
+        self.mtype = TYPES[(TYPES.index(self.mtype) + 1) % len(TYPES)]
+
+    def action_cycle_state(self) -> None:
+        self.state = STATES[(STATES.index(self.state) + 1) % len(STATES)]
+
+    @on(events.Click, "#meta-type")
+    def _click_type(self) -> None:
+        self.action_cycle_type()
+
+    @on(events.Click, "#meta-state")
+    def _click_state(self) -> None:
+        self.action_cycle_state()
+
+    def set_reply(self, m: dict) -> None:
+        self.reply_to = m
+        self.mtype = "response"
+        self.area.focus()
+
+    def cancel(self) -> None:
+        if self.completing:
+            self._close_completion()
+        elif self.reply_to is not None or self.new_topic:
+            self.reply_to = None
+            self.new_topic = False
+            if self.mtype == "response":
+                self.mtype = "request"
+        else:
+            self.hide_refusal()
+            self.screen.focus_next()
+
+    # --- refusals ---
+
+    def show_refusal(self, reason: str | None, detail: str = "") -> None:
+        w = self.query_one("#refusal", Static)
+        known = reason in REFUSALS
+        w.update(Text.assemble(("✗ refused", "bold"), (f" ({reason})" if reason else "", "bold"), ": ",
+                               refusal_sentence(reason), (f"  [{detail}]" if detail and known else f" {detail}", "dim")))
+        w.display = True
+
+    def hide_refusal(self) -> None:
+        self.query_one("#refusal", Static).display = False
+
+    # --- sending ---
+
+    def submit(self) -> None:
+        text = self.text
+        if not text.strip():
+            return
+        self.post_message(Submit(text))
+
+    # --- completion ---
+
+    @on(TextArea.Changed, "#composer-text")
+    def _changed(self) -> None:
+        word = self._word()
+        if word is None:
+            self._close_completion()
+            return
+        options = self._matches(word)
+        ol = self.query_one("#completions", OptionList)
+        if not options:
+            self._close_completion()
+            return
+        ol.clear_options()
+        ol.add_options([Option(Text.assemble((c, "bold"), (f"  {d}", "dim")), id=c) for c, d in options[:8]])
+        ol.highlighted = 0
+        ol.display = True
+        self.completing = True
+
+    def _word(self) -> str | None:
+        row, col = self.area.cursor_location
+        line = self.area.document[row][:col]
+        m = MENTION.search(line)
+        return m.group(1) if m else None
+
+    def _matches(self, word: str) -> list[tuple[str, str]]:
+        cands = self.candidates()
+        w = word.lower()
+        if w.startswith("group:"):
+            cands = [c for c in cands if c[0].startswith("group:")]
+        else:
+            cands = [c for c in cands if c[0].startswith("@")]
+        starts = [c for c in cands if c[0].lower().startswith(w)]
+        inside = [c for c in cands if c not in starts and w.lstrip("@").removeprefix("group:") in c[0].lower()]
+        out = starts + inside
+        return [] if len(out) == 1 and out[0][0] == word else out
+
+    def move_completion(self, delta: int) -> None:
+        ol = self.query_one("#completions", OptionList)
+        if ol.option_count:
+            ol.highlighted = ((ol.highlighted or 0) + delta) % ol.option_count
+
+    def accept_completion(self) -> None:
+        ol = self.query_one("#completions", OptionList)
+        word = self._word()
+        if ol.highlighted is None or word is None:
+            self._close_completion()
+            return
+        choice = ol.get_option_at_index(ol.highlighted).id or ""
+        row, col = self.area.cursor_location
+        self.area.replace(choice + " ", (row, col - len(word)), (row, col))
+        self._close_completion()
+
+    @on(OptionList.OptionSelected, "#completions")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.query_one("#completions", OptionList).highlighted = event.option_index
+        self.accept_completion()
+        self.area.focus()
+
+    def _close_completion(self) -> None:
+        self.completing = False
+        self.query_one("#completions").display = False

@@ -1,0 +1,406 @@
+"""The message list: a Line API widget that renders only the rows on screen.
+
+Like toolong's log view, it is a `ScrollView` with `render_line`: it keeps the
+messages (plain dicts, oldest first), the height of each at the current width and
+the running line offsets; a row is found with one bisect and drawn from a small
+cache of rendered messages. 100,000 messages cost a list of ints, not 100,000
+widgets. Scrolling near the top asks for the next older page (`LoadOlder`); the
+page goes in above without moving what is on screen.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import OrderedDict
+from datetime import datetime
+from itertools import accumulate
+from typing import Callable, Iterable
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..keymap import bind
+from ..messages import LoadOlder, ReplyTo
+from ..words import STATE_MARK
+
+SYSTEM = "system.ygg"
+INDENT = 2
+CACHE = 512  # rendered messages kept
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Greedy word wrap to `width` cells; long words are cut. Fast for the common short line."""
+    width = max(width, 8)
+    out: list[str] = []
+    for para in text.split("\n"):
+        ascii_ = para.isascii()
+        size = len(para) if ascii_ else cell_len(para)
+        if size <= width:
+            out.append(para)
+            continue
+        measure = len if ascii_ else cell_len
+        line, used = "", 0
+        for word in para.split(" "):
+            w = measure(word)
+            while w > width:  # a word longer than the line: cut it
+                if line:
+                    out.append(line)
+                    line, used = "", 0
+                cut = width if ascii_ else _cut(word, width)
+                out.append(word[:cut])
+                word = word[cut:]
+                w = measure(word)
+            need = w if not line else used + 1 + w
+            if need <= width:
+                line = word if not line else f"{line} {word}"
+                used = need
+            else:
+                out.append(line)
+                line, used = word, w
+        out.append(line)
+    return out
+
+
+def _cut(word: str, width: int) -> int:
+    used = 0
+    for i, ch in enumerate(word):
+        used += cell_len(ch)
+        if used > width:
+            return max(i, 1)
+    return len(word)
+
+
+def clock(iso: str) -> str:
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone().strftime("%H:%M")
+    except (ValueError, AttributeError):
+        return ""
+
+
+class MessageList(ScrollView, can_focus=True):
+    """Messages of one topic (or a filtered feed), virtualized."""
+
+    COMPONENT_CLASSES = {
+        "message-list--author", "message-list--me", "message-list--agent", "message-list--meta",
+        "message-list--request", "message-list--response", "message-list--inform", "message-list--woke",
+        "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
+        "message-list--empty", "message-list--state",
+    }
+
+    BINDINGS = [
+        bind("messages.down", "cursor_down", "Next msg"),
+        bind("messages.up", "cursor_up", "Prev msg"),
+        bind("messages.reply", "reply"),
+        bind("messages.first", "first", show=False),
+        bind("messages.last", "last", show=False),
+        Binding("pageup", "page_up", show=False),
+        Binding("pagedown", "page_down", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    MessageList { background: $surface; }
+    MessageList > .message-list--author { text-style: bold; color: $text; }
+    MessageList > .message-list--me { text-style: bold; color: $accent; }
+    MessageList > .message-list--agent { text-style: bold; color: $secondary; }
+    MessageList > .message-list--meta { color: $text-muted; }
+    MessageList > .message-list--request { color: $warning; }
+    MessageList > .message-list--response { color: $success; }
+    MessageList > .message-list--inform { color: $text-muted; }
+    MessageList > .message-list--woke { color: $warning; text-style: bold; }
+    MessageList > .message-list--state { color: $text-muted; }
+    MessageList > .message-list--notice { color: $warning; text-style: italic; background: $warning 10%; }
+    MessageList > .message-list--notice-text { color: $text-muted; text-style: italic; background: $warning 10%; }
+    MessageList > .message-list--cursor { background: $accent 25%; }
+    MessageList > .message-list--reply { color: $text-muted; }
+    MessageList > .message-list--empty { color: $text-muted; text-style: italic; }
+    """
+
+    cursor: reactive[int] = reactive(-1, always_update=True)
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
+                 namer: Callable[[str], str] | None = None, me: str = "", show_clock: bool = True,
+                 woke: dict[str, list[str]] | None = None, kinds: dict[str, str] | None = None,
+                 empty: str = "No messages here yet."):
+        super().__init__(name=name, id=id, classes=classes)
+        self.namer = namer or (lambda p: p)
+        self.me = me
+        self.show_clock = show_clock
+        self.woke = woke if woke is not None else {}
+        self.kinds = kinds if kinds is not None else {}
+        self.empty = empty
+        self.key: str | None = None  # which thread is shown (for LoadOlder)
+        self.more = False  # older pages exist
+        self.loading = False
+        self._msgs: list[dict] = []
+        self._index: dict[str, int] = {}
+        self._heights: list[int] = []
+        self._offsets: list[int] = []
+        self._total = 0
+        self._width = 0
+        self._cache: OrderedDict[tuple[str, int], list[Strip]] = OrderedDict()
+        self._follow = True
+
+    # --- content ---
+
+    @property
+    def messages(self) -> list[dict]:
+        return self._msgs
+
+    def __len__(self) -> int:
+        return len(self._msgs)
+
+    def set_messages(self, msgs: Iterable[dict], key: str | None = None, more: bool = False) -> None:
+        """Show these messages (oldest first), scrolled to the newest."""
+        self.key, self.more = key, more
+        self._msgs = list(msgs)
+        self._cache.clear()
+        self.cursor = -1
+        self._follow = True
+        self._relayout()
+        self._to_end()
+
+    def append(self, msgs: list[dict]) -> None:
+        """Live messages at the bottom (already deduplicated by the store)."""
+        msgs = [m for m in msgs if m["id"] not in self._index]
+        if not msgs:
+            return
+        follow = self._follow or self.is_at_end()
+        if self._msgs and any(m["created_at"] < self._msgs[-1]["created_at"] for m in msgs):
+            merged = sorted(self._msgs + msgs, key=lambda m: m["created_at"])
+            self._msgs = merged
+            self._relayout()
+        else:
+            w = self._text_width()
+            for m in msgs:
+                self._index[m["id"]] = len(self._msgs)
+                self._msgs.append(m)
+                h = self._height(m, w)
+                self._heights.append(h)
+                self._offsets.append(self._total)
+                self._total += h
+            self._update_virtual()
+        if follow:
+            self._to_end()
+        self.refresh()
+
+    def prepend(self, msgs: list[dict], more: bool) -> None:
+        """An older page above; what is on screen stays where it is."""
+        self.more = more
+        if not msgs:
+            self.refresh()
+            return
+        added = sum(self._height(m, self._text_width()) for m in msgs)
+        self._msgs[:0] = msgs
+        y = self.scroll_y
+        self._relayout()
+        if self.cursor >= 0:
+            self.set_reactive(MessageList.cursor, self.cursor + len(msgs))
+        self.scroll_to(y=y + added, animate=False)
+        self.refresh()
+
+    def refresh_message(self, mid: str) -> None:
+        for key in [k for k in self._cache if k[0] == mid]:
+            del self._cache[key]
+        self.refresh()
+
+    def is_at_end(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    # --- layout ---
+
+    def _text_width(self) -> int:
+        return max(self.scrollable_content_region.width - INDENT, 8)
+
+    def _height(self, m: dict, width: int) -> int:
+        text = m.get("text") or ""
+        if "\n" not in text and len(text) <= width and text.isascii():
+            return 2 if text else 1
+        return 1 + len(wrap(text, width)) if text else 1
+
+    def _relayout(self) -> None:
+        w = self._text_width()
+        self._width = w
+        self._index = {m["id"]: i for i, m in enumerate(self._msgs)}
+        self._heights = [self._height(m, w) for m in self._msgs]
+        self._offsets = [0, *accumulate(self._heights)][:-1] if self._heights else []
+        self._total = sum(self._heights)
+        self._cache.clear()
+        self._update_virtual()
+
+    def _update_virtual(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, max(self._total, 1))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._text_width() != self._width:
+            end = self._follow or self.is_at_end()
+            self._relayout()
+            if end:
+                self._to_end()
+
+    def _to_end(self) -> None:
+        self._follow = True
+        self.scroll_to(y=self.max_scroll_y, animate=False)
+        self.call_after_refresh(self._settle_end)
+
+    def _settle_end(self) -> None:
+        if self._follow:
+            self.scroll_to(y=self.max_scroll_y, animate=False)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new < old:
+            self._follow = False
+        if new >= self.max_scroll_y - 1:
+            self._follow = True
+        if self.more and not self.loading and self.key and new <= self.scrollable_content_region.height:
+            self.loading = True
+            self.post_message(LoadOlder(self.key))
+
+    # --- drawing ---
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"message-list--{name}")
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        line = int(self.scroll_y) + y
+        if not self._msgs:
+            if y == 0:
+                text = "  loading…" if self.loading else f"  {self.empty}"
+                return Strip([Segment(text, base + self._style("empty"))]).extend_cell_length(width, base).crop(0, width)
+            return Strip.blank(width, base)
+        if line >= self._total or line < 0:
+            return Strip.blank(width, base)
+        i = bisect_right(self._offsets, line) - 1
+        strips = self._render(i, width)
+        row = line - self._offsets[i]
+        strip = strips[row] if row < len(strips) else Strip.blank(width, base)
+        if i == self.cursor:
+            strip = strip.apply_style(self._style("cursor"))
+        return strip
+
+    def _render(self, i: int, width: int) -> list[Strip]:
+        m = self._msgs[i]
+        key = (m["id"], width)
+        got = self._cache.get(key)
+        if got is not None:
+            self._cache.move_to_end(key)
+            return got
+        strips = self._draw(m, width)
+        self._cache[key] = strips
+        if len(self._cache) > CACHE:
+            self._cache.popitem(last=False)
+        return strips
+
+    def _draw(self, m: dict, width: int) -> list[Strip]:
+        base = self.rich_style
+        notice = m.get("author") == SYSTEM
+        st = self._style
+        segs: list[Segment] = []
+        text_style = base + (st("notice-text") if notice else Style())
+        if notice:
+            head = base + st("notice")
+            segs.append(Segment(f"⚙ system.ygg · {m.get('notice') or 'notice'}", head))
+            if m.get("to"):
+                segs.append(Segment(" → " + ", ".join(self.namer(p) for p in m["to"]), head))
+        else:
+            author = m.get("author", "")
+            who = "me" if author == self.me else "agent" if self.kinds.get(author) == "agent" else "author"
+            segs.append(Segment(self.namer(author), base + st(who)))
+            if m.get("to"):
+                segs.append(Segment(" → " + ", ".join(self.namer(p) for p in m["to"]), base + st("meta")))
+            mtype = m.get("type") or "inform"
+            segs.append(Segment("  "))
+            segs.append(Segment(mtype, base + st(mtype if mtype in ("request", "response", "inform") else "meta")))
+            state = m.get("state")
+            if state:
+                segs.append(Segment(f" {STATE_MARK.get(state, '')} {state}", base + st("state")))
+            if m.get("in_reply_to"):
+                segs.append(Segment("  ↳ reply", base + st("reply")))
+        woke = self.woke.get(m["id"])
+        if woke:
+            segs.append(Segment("  ⚡ woke " + ", ".join(self.namer(p) for p in woke), base + st("woke")))
+        if m.get("malformed"):
+            segs.append(Segment("  (malformed: kept as an inform)", base + st("meta")))
+        if self.show_clock:
+            segs.append(Segment("  " + clock(m.get("created_at", "")), base + st("meta")))
+        fill = text_style if notice else base
+        head_strip = Strip(segs).crop(0, width).extend_cell_length(width, fill)
+        out = [head_strip]
+        text = m.get("text") or ""
+        if text:
+            for line in wrap(text, width - INDENT):
+                out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
+        return out
+
+    # --- moving ---
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh()
+        if 0 <= new < len(self._msgs):
+            top, h = self._offsets[new], self._heights[new]
+            view = self.scrollable_content_region.height
+            if top < self.scroll_y:
+                self.scroll_to(y=top, animate=False)
+            elif top + h > self.scroll_y + view:
+                self.scroll_to(y=top + h - view, animate=False)
+
+    @property
+    def selected(self) -> dict | None:
+        return self._msgs[self.cursor] if 0 <= self.cursor < len(self._msgs) else None
+
+    def select_id(self, mid: str) -> bool:
+        i = self._index.get(mid)
+        if i is None:
+            return False
+        self.cursor = i
+        return True
+
+    def action_cursor_down(self) -> None:
+        if not self._msgs:
+            return
+        if self.cursor < 0:
+            self.cursor = len(self._msgs) - 1
+        elif self.cursor < len(self._msgs) - 1:
+            self.cursor += 1
+        else:
+            self.scroll_end(animate=False)
+
+    def action_cursor_up(self) -> None:
+        if not self._msgs:
+            return
+        if self.cursor < 0:
+            self.cursor = len(self._msgs) - 1
+        elif self.cursor > 0:
+            self.cursor -= 1
+        else:
+            self.scroll_home(animate=False)
+
+    def action_first(self) -> None:
+        if self._msgs:
+            self.cursor = 0
+
+    def action_last(self) -> None:
+        if self._msgs:
+            self.cursor = len(self._msgs) - 1
+
+    def action_reply(self) -> None:
+        m = self.selected
+        if m is not None:
+            self.post_message(ReplyTo(m))
+
+    def on_click(self, event: events.Click) -> None:
+        line = int(self.scroll_y) + event.y
+        if 0 <= line < self._total:
+            self.cursor = bisect_right(self._offsets, line) - 1
+
+    def region_of(self, i: int) -> Region:
+        return Region(0, self._offsets[i], self.scrollable_content_region.width, self._heights[i])

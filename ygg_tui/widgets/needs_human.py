@@ -1,0 +1,41 @@
+"""The needs_human queue: topics waiting on a person, always on screen; one key jumps to the next."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..state import Store
+
+
+class NeedsHumanBar(Static):
+    DEFAULT_CSS = """
+    NeedsHumanBar { height: auto; max-height: 4; padding: 0 1; background: $boost; }
+    NeedsHumanBar.-waiting { background: $error 20%; }
+    """
+
+    def __init__(self, store: Store, **kw):
+        super().__init__("", **kw)
+        self.store = store
+
+    def rebuild(self) -> None:
+        s = self.store
+        queue = s.needs_human()
+        self.set_class(bool(queue), "-waiting")
+        if not queue:
+            self.update(Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim")))
+            return
+        t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"), ("  (h: next)", "dim"))
+        for topic in queue[:3]:
+            w = s.workspaces.get(topic["workspace"])
+            conv = s.conversation(topic["conversation"])
+            where = f"{w.name if w else '?'} › {s.conversation_name(conv) if conv else '?'}"
+            asking = [s.name(p) for p, m in (topic.get("members") or {}).items() if m.get("state") == "needs_human"]
+            t.append("\n  • ", "red")
+            t.append(topic.get("title") or "(untitled)", "bold")
+            t.append(f"  {where}", "dim")
+            if asking:
+                t.append(f"  asked by {', '.join(asking)}", "italic")
+        if len(queue) > 3:
+            t.append(f"  … and {len(queue) - 3} more", "dim")
+        self.update(t)

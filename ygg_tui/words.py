@@ -1,0 +1,65 @@
+"""What the TUI says: refusal reasons in words, states and statuses as short marks."""
+
+from __future__ import annotations
+
+REFUSALS: dict[str, str] = {
+    "topic_required": "The message named no topic. Pick a topic, or start a new one.",
+    "title_required": "A new topic needs a title before anyone can be asked anything in it.",
+    "topic_limit": "That agent already holds 3 open topics it opened; one of them must finish first.",
+    "topic_closed": "This topic is closed: nothing in it can wake anyone again. Start a new topic to go on.",
+    "credits_exhausted": "Out of credits: the agent (or the topic's budget) cannot pay for this message. Fund it to go on.",
+    "unknown_recipient": "Nobody by that name or @handle is in this workspace.",
+    "permission_denied": "Your role does not allow that here.",
+    "plan_limit": "Your organization's plan limit is reached for this.",
+    "unknown_conversation": "That conversation does not exist, or you cannot see it.",
+    "unknown_topic": "That topic does not exist in this conversation.",
+    "bad_amount": "Fund a whole, positive number of credits (within the allowed maximum).",
+    # transport-level answers
+    "unauthenticated": "You are not signed in (or your session expired).",
+    "not_found": "That does not exist, or you cannot see it.",
+    "forbidden": "Your role does not allow that here.",
+    "bad_frame": "The server could not understand that request.",
+    "internal": "The server failed on this; nothing was changed.",
+    "offline": "Not connected to the server; it will go out once the connection is back.",
+}
+
+
+def refusal_sentence(reason: str | None) -> str:
+    if not reason:
+        return "The server refused this."
+    return REFUSALS.get(reason, f"Refused: {reason.replace('_', ' ')}.")
+
+
+STATE_MARK = {
+    None: "·",
+    "working": "◐",
+    "waiting": "◷",
+    "needs_human": "⚑",
+    "done": "✓",
+}
+
+STATE_WORD = {
+    None: "—",
+    "working": "working",
+    "waiting": "waiting",
+    "needs_human": "needs a person",
+    "done": "done",
+}
+
+
+def topic_status(topic: dict) -> str:
+    """open, paused (needs_human or credits), or closed: the word shown for a topic."""
+    status = topic.get("status") or "open"
+    if status == "paused":
+        pause = topic.get("pause")
+        return "needs_human" if pause == "needs_human" else f"paused:{pause}" if pause else "paused"
+    return status
+
+
+STATUS_MARK = {
+    "open": "○",
+    "needs_human": "⚑",
+    "paused:credits": "$",
+    "paused": "‖",
+    "closed": "●",
+}
