@@ -1,0 +1,43 @@
+"""A complete Ygg agent that needs nothing but the `websockets` package.
+
+    python examples/echo_agent.py ws://127.0.0.1:8765/ YGG_API_KEY
+
+It answers every request it is woken for, once, and says it is done.
+"""
+
+import asyncio
+import json
+import sys
+
+import websockets
+
+
+async def main(url: str, api_key: str, max_wakes: int = 0) -> None:
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"op": "auth", "ref": "hi", "api_key": api_key}))
+        session = json.loads(await ws.recv())
+        assert session["op"] == "session", session
+        me, wakes = session["me"]["handle"], 0
+        async for raw in ws:
+            frame = json.loads(raw)
+            if frame["op"] != "deliver":
+                continue  # replies to our sends, acks, events
+            msg = frame["message"]
+            if frame["wake"]:
+                # a closure poll or a nudge from system.ygg is answered to system.ygg;
+                # a request is answered to whoever asked (the default recipient)
+                text = "done" if msg.get("notice") else f"{me} read: {msg['text'][:200]}"
+                await ws.send(json.dumps({
+                    "op": "send", "ref": frame["id"], "workspace": msg["workspace"],
+                    "conversation": msg["conversation"], "topic": msg["topic"],
+                    "type": "response", "in_reply_to": msg["id"], "state": "done", "text": text,
+                    "client_id": f"answer-{frame['id']}",  # a retry after a reconnect is stored once
+                }))
+                wakes += 1
+            await ws.send(json.dumps({"op": "ack", "ids": [frame["id"]]}))
+            if max_wakes and wakes >= max_wakes:
+                return
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0))

@@ -1,0 +1,256 @@
+"""Built-in offline agents: no model, no network, several personalities, rich enough for a demo.
+
+They read the wake as structured data (`TurnInput.event`, built by the bridge)
+and answer through the same interface as a model: a TurnOutput, with tool calls
+(search_corpus, send_message) run by the bridge between rounds. The bridge does
+the rulebook's bookkeeping for every backend (closure polls, nudges, resumes,
+credits); these only decide what to say.
+
+- researcher: answers from the bundled handbook (search_corpus), once, then done.
+- reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
+  goes to a person first with state needs_human, and the verdict follows their answer.
+- lead: delegates a request to its team (in the same topic, or in a side topic it
+  opens in General when asked in a direct conversation), then answers with what
+  came back and says done.
+- eager: keeps everyone posted and writes long answers; it spends its credits
+  until a person has to fund it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Callable
+
+from .. import corpus
+from ..types import ToolCall, TurnInput, TurnOutput
+from .base import Backend
+
+RISKY = re.compile(r"\b(deploy\w*|delet\w*|drop|production|prod|release|merg\w*|payment|pay|money|"
+                   r"invoice|secret\w*|password\w*|approv\w*|rm\s+-rf|migrat\w*)\b", re.I)
+YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.I)
+NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
+
+
+def clip(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: max(0, n - 1)].rstrip() + "…"
+
+
+def _results(inp: TurnInput, name: str) -> list[Any]:
+    """Decoded results of earlier calls to tool `name` in this turn, in order."""
+    out = []
+    for s in inp.steps:
+        for r in s.results:
+            if r.name == name:
+                try:
+                    out.append(json.loads(r.content))
+                except ValueError:
+                    out.append(r.content)
+    return out
+
+
+class Personality:
+    def __init__(self, options: dict[str, Any], corpus_path: str | None):
+        self.options = options
+        self.corpus_path = corpus_path
+
+    def length(self, ev: dict) -> int:
+        return int((ev.get("rulebook") or {}).get("length") or 800)
+
+    def search(self, inp: TurnInput, query: str) -> tuple[ToolCall | None, list[dict] | None]:
+        """Ask the bridge's search_corpus tool (if this agent has it), or search directly."""
+        done = _results(inp, "search_corpus")
+        if done:
+            return None, done[-1] if isinstance(done[-1], list) else []
+        if any(t.name == "search_corpus" for t in inp.tools):
+            return ToolCall(name="search_corpus", arguments={"query": query}, id="search"), None
+        return None, [{"title": s.title, "text": s.text} for _, s in corpus.search(query, self.corpus_path)]
+
+    def turn(self, inp: TurnInput) -> TurnOutput:
+        ev = inp.event
+        why = ev.get("why")
+        if why in ("request", "person"):
+            return self.on_request(inp, ev)
+        if why == "response":
+            return self.on_response(inp, ev)
+        return TurnOutput(text=None)
+
+    def on_request(self, inp: TurnInput, ev: dict) -> TurnOutput:
+        return TurnOutput(text="Noted.")
+
+    def on_response(self, inp: TurnInput, ev: dict) -> TurnOutput:
+        return TurnOutput(text=None)
+
+
+class Researcher(Personality):
+    def on_request(self, inp, ev):
+        query = ev["message"].get("text", "")
+        call, found = self.search(inp, query)
+        if call:
+            return TurnOutput(tool_calls=[call])
+        if not found:
+            return TurnOutput(text="I found nothing about that in the handbook; a person may know more.",
+                              type="response", state="done")
+        best = found[0]
+        more = f" (see also: {', '.join(f['title'] for f in found[1:3])})" if len(found) > 1 else ""
+        lead = f"From the Ygg handbook, “{best['title']}”: "
+        n = self.length(ev) - len(lead) - len(more)
+        return TurnOutput(text=lead + clip(best["text"], n) + more, type="response", state="done")
+
+
+class Reviewer(Personality):
+    def _person(self, ev: dict) -> str:
+        m = ev["message"]
+        if (m.get("author_kind") == "human") and m.get("author_name"):
+            return m["author_name"]
+        return ev.get("owner") or (ev.get("people") or ["@" + "owner"])[0]
+
+    def _open_human_asks(self, ev: dict) -> list[dict]:
+        return [a for a in ev.get("asked") or [] if a.get("open") and a.get("needs_human")]
+
+    def _verdict(self, ask: dict, answer: str, who: str) -> TurnOutput:
+        ok = bool(YES.search(answer)) and not NO.search(answer)
+        subject = clip(ask.get("parent_text") or ask.get("text", ""), 160)
+        text = (f"Approved: {who} said “{clip(answer, 200)}”. Go ahead with: {subject}" if ok else
+                f"Not approved: {who} said “{clip(answer, 200)}”. Hold off on: {subject}")
+        return TurnOutput(text=text, type="response", state="done", in_reply_to=ask.get("parent"),
+                          topic=ask.get("parent_topic"), conversation=ask.get("parent_conversation"))
+
+    def on_request(self, inp, ev):
+        m = ev["message"]
+        waiting = self._open_human_asks(ev)
+        if waiting and m.get("author_kind") == "human":  # a person's word on what I asked them
+            return self._verdict(waiting[0], m.get("text", ""), m.get("author_name") or "a person")
+        if _results(inp, "send_message"):
+            return TurnOutput(text=None)  # asked a person; the verdict waits for their answer
+        text = m.get("text", "")
+        risky = RISKY.findall(text)
+        if risky and self.options.get("ask_people", True):
+            person = self._person(ev)
+            ask = (f"{person}, before I sign off on “{clip(text, 200)}”: it touches "
+                   f"{', '.join(sorted({r.lower() for r in risky}))}. Do you approve? Answer yes or no.")
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id="ask", arguments={
+                "to": [person], "type": "request", "state": "needs_human", "text": ask})])
+        words = len(text.split())
+        notes = [f"scope is clear ({words} words)" if words < 80 else f"long ({words} words): split it up"]
+        notes.append("nothing risky (no deploys, deletions, payments or secrets)")
+        if "?" in text:
+            notes.append("it asks a question: make sure someone owns the answer")
+        return TurnOutput(text=clip("Reviewed — looks sound: " + "; ".join(notes) + ".", self.length(ev)),
+                          type="response", state="done")
+
+    def on_response(self, inp, ev):
+        m = ev["message"]
+        ask = next((a for a in ev.get("asked") or [] if a["id"] == m.get("in_reply_to")), None)
+        if ask and ask.get("needs_human"):
+            return self._verdict(ask, m.get("text", ""), m.get("author_name") or "a person")
+        return TurnOutput(text=None)
+
+
+class Lead(Personality):
+    VERBS = {"researcher": "Please find what our notes say about this",
+             "reviewer": "Please review this and flag any risk"}
+
+    def team(self, ev: dict) -> list[str]:
+        roster = set(ev.get("roster") or [])
+        me = ev["me"]["name"]
+        return [h for h in self.options.get("team", ["researcher", "reviewer"]) if h in roster and h != me]
+
+    def side(self, ev: dict) -> bool:
+        mode = self.options.get("side_topics", "dm")
+        return mode == "always" or (mode == "dm" and ev.get("conversation_kind") == "direct")
+
+    def on_request(self, inp, ev):
+        m = ev["message"]
+        team = self.team(ev)
+        if not team:
+            return TurnOutput(text="Nobody from my team is here to help, so I cannot take this on yet.",
+                              type="response", state="done")
+        sent = _results(inp, "send_message")
+        refused = [r for r in sent if isinstance(r, dict) and r.get("refused")]
+        if refused:
+            return TurnOutput(text=None)  # the bridge stops the turn on a refusal; nothing more to say
+        side = self.side(ev)
+        asker = m.get("author_name") or "you"
+        title = ev.get("topic", {}).get("title") or clip(m.get("text", ""), 40)
+        i = len(sent) - (1 if side and sent else 0)  # in side mode the first send is the heads-up
+        if side and not sent:
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id="heads-up", arguments={
+                "type": "inform", "state": "working", "to": [asker],
+                "text": f"On it: I am asking {', '.join(team)} in General and will answer here."})])
+        if i < len(team):
+            helper = team[i]
+            args: dict[str, Any] = {"to": [helper], "type": "request", "state": "waiting", "waiting_for": team,
+                                    "text": f"{self.VERBS.get(helper, 'Please help with this')} "
+                                            f"(asked by {asker}): {clip(m.get('text', ''), 600)}"}
+            if side:
+                first = sent[1] if len(sent) > 1 else None
+                if first and first.get("topic"):
+                    args["topic"] = first["topic"]
+                else:
+                    args.update(topic="new", title=clip(f"For {asker}: {title}", 80), conversation="general")
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id=f"ask-{helper}", arguments=args)])
+        return TurnOutput(text=None)  # everyone asked: the answer comes when they reply
+
+    def on_response(self, inp, ev):
+        m = ev["message"]
+        mine = {a["id"]: a for a in ev.get("asked_all") or ev.get("asked") or []}
+        ask = mine.get(m.get("in_reply_to"))
+        if not ask or not ask.get("parent"):
+            return TurnOutput(text=None)
+        group = [a for a in mine.values() if a.get("parent") == ask["parent"]]
+        if any(a.get("open") for a in group):
+            return TurnOutput(text=None)  # still waiting on someone
+        side_topic = ask.get("topic") if ask.get("topic") != ask.get("parent_topic") else None
+        if side_topic and not _results(inp, "send_message"):
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id="close-side", arguments={
+                "type": "inform", "state": "done", "topic": side_topic, "conversation": ask.get("conversation"),
+                "text": "Thank you both, that is everything I needed. Closing this on my side."})])
+        parts = []
+        for a in group:
+            for who, said in sorted((a.get("answers") or {}).items()):
+                parts.append(f"{who}: {clip(said, 300)}")
+        text = clip("Here is what the team found. " + " | ".join(parts), self.length(ev))
+        return TurnOutput(text=text, type="response", state="done", in_reply_to=ask["parent"],
+                          topic=ask.get("parent_topic"), conversation=ask.get("parent_conversation"))
+
+
+class Eager(Personality):
+    def on_request(self, inp, ev):
+        m = ev["message"]
+        sent = _results(inp, "send_message")
+        if len(sent) == 0:
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id="status-1", arguments={
+                "type": "inform", "state": "working", "text": f"On it! Looking into “{clip(m.get('text', ''), 80)}” "
+                                                             "right now, I will keep you posted."})])
+        if len(sent) == 1:
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id="status-2", arguments={
+                "type": "inform", "state": "working",
+                "text": "Still digging: I found several relevant notes and I am reading every one of them."})])
+        found = [s for _, s in corpus.search(m.get("text", ""), self.corpus_path, k=4)] or list(corpus.load(self.corpus_path)[:3])
+        body = "\n\n".join(f"{s.title}. {s.text}" for s in found)
+        return TurnOutput(text=f"Here is everything I could find, in full:\n\n{body}", type="response", state="done")
+
+
+PERSONALITIES: dict[str, Callable[[dict, str | None], Personality]] = {
+    "researcher": Researcher, "reviewer": Reviewer, "lead": Lead, "eager": Eager, "plain": Personality,
+}
+
+
+class BuiltinBackend(Backend):
+    name = "builtin"
+    native_tools = True
+
+    def __init__(self, personality: str = "researcher", options: dict | None = None, corpus_path: str | None = None):
+        if personality not in PERSONALITIES:
+            raise ValueError(f"builtin personality {personality!r}: one of {', '.join(PERSONALITIES)}")
+        self.personality = PERSONALITIES[personality](options or {}, corpus_path)
+        self.calls = 0
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        self.calls += 1
+        try:
+            return self.personality.turn(inp)
+        except Exception as e:  # a bug here is a failed turn, not a dead bridge
+            return TurnOutput(error=f"builtin: {type(e).__name__}: {e}")
