@@ -164,10 +164,18 @@ class Client:
     async def request(self, op: str, **fields) -> dict:
         """Send one frame and wait for the reply with the same ref."""
         await asyncio.wait_for(self.connected.wait(), self.timeout)
+        ws = self._ws
+        if ws is None:
+            raise ConnectionError("connection lost")
         ref = next(self._refs)
         fut = asyncio.get_running_loop().create_future()
         self._waiting[ref] = fut
-        await self._ws.send(json.dumps({"op": op, "ref": ref, **fields}))
+        try:
+            await ws.send(json.dumps({"op": op, "ref": ref, **fields}))
+        except websockets.ConnectionClosed as e:
+            self._waiting.pop(ref, None)
+            fut.cancel()
+            raise ConnectionError("connection lost") from e
         return await asyncio.wait_for(fut, self.timeout)
 
     async def call(self, op: str, **fields) -> dict:
