@@ -92,7 +92,7 @@ class Gateway:
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
             origins=origins, ping_interval=20, ping_timeout=20, process_request=None,
         )
-        asyncio.ensure_future(self._sweeper())
+        self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
 
     @property
@@ -100,6 +100,8 @@ class Gateway:
         return self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
+        if getattr(self, "_sweep", None):
+            self._sweep.cancel()
         if self._server:
             self._server.close()
             await self._server.wait_closed()
