@@ -73,8 +73,8 @@ class ServerThread:
 
 
 class Team:
-    """alice owns workspace 'team' (agents researcher and reviewer, 1000 credits each, pool 500);
-    bob is a member; carol is a viewer."""
+    """alice owns workspace 'team' (her agents researcher and reviewer, 1000 credits each; the pool
+    is empty); bob is a member; carol is a viewer."""
 
     def __init__(self, server: ServerThread, tmp: Path):
         self.server, self.tmp = server, tmp
@@ -90,7 +90,6 @@ class Team:
             out = server.admin(admin.add_agent, name, "alice", self.ws)
             self.keys[name], self.ids[name] = out["api_key"], out["id"]
             server.admin(admin.fund, name, 1000)
-        server.admin(admin.fund, None, 500, pool_ws=self.ws)
         self.clients: list[Client] = []
 
     @property
@@ -165,3 +164,68 @@ async def ready(pilot):
     await wait_for(pilot, lambda: not app.main.messages.loading, what="first page")
     await pilot.pause()
     return app.main
+
+
+def screen_text(app) -> str:
+    """What is on the screen, as plain text (the same render as an SVG screenshot)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+async def open_topic(team, opener, agent: str, title: str, text: str, conversation: str = "general") -> dict:
+    """`opener` (a person's client) asks `agent` in a new topic; returns the `sent` reply."""
+    sent = await opener.send(workspace=team.ws, conversation=conversation, topic="new", title=title,
+                             type="request", to=[agent], text=text)
+    assert sent["op"] == "sent", sent
+    return sent
+
+
+async def answer(team, agent_client, state: str = "working", text: str = "on it", **kw) -> dict:
+    """The agent takes its next wake and answers it."""
+    while True:
+        d = await agent_client.next_delivery(timeout=5)
+        await agent_client.ack([d["id"]])
+        if d["wake"]:
+            break
+    m = d["message"]
+    sent = await agent_client.send(workspace=team.ws, conversation=m["conversation"], topic=m["topic"],
+                                   type="response", in_reply_to=m["id"], state=state, text=text, **kw)
+    assert sent["op"] == "sent", sent
+    return sent
+
+
+async def read_all(team, handle: str = "alice", expect: int = 0) -> int:
+    """Another device of `handle` reads (acks) everything delivered so far."""
+    import asyncio
+
+    c = await team.person(handle)
+    n = 0
+    while True:
+        try:
+            d = await c.next_delivery(timeout=0.5 if n >= expect else 5)
+        except asyncio.TimeoutError:
+            return n
+        await c.ack([d["id"]])
+        n += 1
+
+
+async def wait_text(pilot, *texts: str, timeout: float = 8.0) -> str:
+    """Let the app run until every text is on the screen; return the screen."""
+    seen = {"screen": ""}
+
+    def shown():
+        seen["screen"] = screen_text(pilot.app)
+        return all(t in seen["screen"] for t in texts)
+
+    try:
+        await wait_for(pilot, shown, timeout=timeout, what=f"{texts} on screen")
+    except AssertionError:
+        raise AssertionError(f"not on screen: {texts}\n{seen['screen']}") from None
+    return seen["screen"]

@@ -120,7 +120,8 @@ class Composer(Vertical):
             yield Static("", id="meta-topic")
             yield Static("", id="meta-hint")
         yield OptionList(id="completions")
-        yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True)
+        yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True,
+                           placeholder="Write here… start with @name to address someone; ⏎ sends")
         yield Static("", id="refusal")
 
     def on_mount(self) -> None:
@@ -148,7 +149,7 @@ class Composer(Vertical):
     # --- meta line ---
 
     def _meta(self) -> None:
-        if not self.is_mounted:
+        if not self.children:
             return
         self.query_one("#meta-type", Static).update(Text.assemble(("type ", "dim"), (self.mtype, "bold")))
         st = self.state

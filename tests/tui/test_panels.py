@@ -1,0 +1,121 @@
+"""Left (conversations, unread, badges), middle (topics, states, messages), right (presence, credits)."""
+
+from ygg_server import admin
+
+from ygg_tui.widgets.message_list import MessageList
+from ygg_tui.widgets.participants import ParticipantsPanel
+from ygg_tui.widgets.sidebar import Sidebar
+from ygg_tui.widgets.topics import TopicList
+
+from .conftest import SIZE, answer, open_topic, read_all, ready, screen_text, wait_for, wait_text
+
+
+def option_texts(ol) -> list[str]:
+    return [str(ol.get_option_at_index(i).prompt) for i in range(ol.option_count)]
+
+
+async def test_conversations_unread_and_badges(team):
+    bob = await team.person("bob")
+    researcher = await team.agent("researcher")
+    # a group-less direct conversation between bob and alice, with a message alice has not read
+    dm = await bob.send(workspace=team.ws, conversation=f"dm:@alice", topic="new", title="Lunch?",
+                        type="request", to=["@alice"], text="Lunch at noon?")
+    assert dm["op"] == "sent", dm
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        sidebar = app.main.query_one(Sidebar)
+        texts = option_texts(sidebar)
+        assert any("team" in t for t in texts) and any("General" in t for t in texts)
+        dm_line = next(t for t in texts if "@bob" in t)
+        assert dm_line.rstrip().endswith("1"), dm_line  # one unread
+        # a topic that waits on a person: a ⚑ badge on General
+        alice2 = await team.person("alice")
+        await open_topic(team, alice2, "researcher", "Deploy?", "Shall we deploy?")
+        await answer(team, researcher, state="needs_human", text="I need a person to decide.")
+        await wait_for(pilot, lambda: any("General" in t and "⚑1" in t for t in option_texts(sidebar)),
+                       what="needs_human badge")
+        # opening the direct conversation reads it: the count goes, and the server has the ack
+        dm_cid = dm["message"]["conversation"]
+        main.open_conversation(dm_cid)
+        await wait_for(pilot, lambda: not any("@bob" in t and t.rstrip().endswith("1") for t in option_texts(sidebar)),
+                       what="unread cleared")
+        await wait_for(pilot, lambda: len(main.messages) == 1)
+        await wait_text(pilot, "Lunch at noon?")
+    # a fresh start: nothing unread in the direct conversation any more (acked on the server)
+    app2 = team.app()
+    async with app2.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.pause(0.2)
+        assert app2.store.unread_by_conv.get(dm_cid, 0) == 0
+
+
+async def test_topics_states_messages_and_notices(team):
+    researcher = await team.agent("researcher")
+    alice2 = await team.person("alice")
+    sent = await open_topic(team, alice2, "researcher", "Summarize the paper", "Please summarize it.")
+    await answer(team, researcher, state="done", text="Summary: short.")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        topics = main.query_one(TopicList)
+        line = next(t for t in option_texts(topics) if "Summarize the paper" in t)
+        assert "researcher ✓ done" in line and "open" in line  # the topic, its status, each one's state
+        await wait_text(pilot, "@alice → researcher  request", "researcher → @alice  response ✓ done  ↳ reply")
+        # the closure poll (a system notice) reaches alice: shown apart, as system.ygg
+        text = await wait_text(pilot, "⚙ system.ygg · closure_poll")
+        notice_row = next(i for i, m in enumerate(main.messages.messages) if m.get("notice"))
+        strip = main.messages._render(notice_row, main.messages.scrollable_content_region.width)[0]
+        assert any(seg.style and seg.style.italic for seg in strip), "notices look different"
+        # whether a message woke anyone: the response woke alice
+        resp = next(m for m in main.messages.messages if m["type"] == "response")
+        assert app.store.woke.get(resp["id"]) == [team.alice]
+        assert "⚡ woke @alice" in text
+        assert sent["message"]["topic"] == main.topic
+
+
+async def test_history_pages_load_as_you_scroll_up(team):
+    bob = await team.person("bob")
+    first = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Long thread",
+                           type="inform", text="message 0")
+    tid = first["message"]["topic"]
+    for i in range(1, 260):
+        r = await bob.send(workspace=team.ws, conversation="general", topic=tid, type="inform", text=f"message {i}")
+        assert r["op"] == "sent"
+    await read_all(team, "alice", expect=260)  # read elsewhere: only history brings them now
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        ml = main.messages
+        assert len(ml) == 100  # one page
+        assert ml.messages[-1]["text"] == "message 259"
+        ml.focus()
+        for _ in range(3):
+            await pilot.press("home")
+            await wait_for(pilot, lambda: not ml.loading, what="older page")
+            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: len(ml) == 260, what="every page")
+        assert [m["text"] for m in ml.messages[:2]] == ["message 0", "message 1"]
+        assert len({m["id"] for m in ml.messages}) == 260  # nothing twice
+        # the row on screen stayed the one the cursor was on while pages went in above
+        assert ml.selected is not None
+
+
+async def test_presence_and_live_balances(team):
+    researcher = await team.agent("researcher")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        panel = main.query_one(ParticipantsPanel)
+        text = str(panel.render())
+        assert "● researcher" in text and "○ reviewer" in text and "● @alice" in text
+        assert "researcher  1000" in text
+        # an agent spends: the balance event updates the panel
+        alice2 = await team.person("alice")
+        await open_topic(team, alice2, "researcher", "Spend", "go")
+        await answer(team, researcher, text="x" * 2500)  # 3 credits
+        await wait_for(pilot, lambda: "researcher  997" in str(panel.render()), what="live balance")
+        # funding from elsewhere shows too
+        reply = await alice2.call("fund", workspace=team.ws, agent="reviewer", amount=5)
+        assert reply["balance"] == 1005
+        await wait_for(pilot, lambda: "reviewer  1005" in str(panel.render()), what="funded balance")
