@@ -70,16 +70,22 @@ class Personality:
     def turn(self, inp: TurnInput) -> TurnOutput:
         ev = inp.event
         why = ev.get("why")
-        if why in ("request", "person"):
+        if why == "request":
             return self.on_request(inp, ev)
         if why == "response":
             return self.on_response(inp, ev)
+        if why == "person":
+            return self.on_person(inp, ev)
         return TurnOutput(text=None)
 
     def on_request(self, inp: TurnInput, ev: dict) -> TurnOutput:
         return TurnOutput(text="Noted.")
 
     def on_response(self, inp: TurnInput, ev: dict) -> TurnOutput:
+        return TurnOutput(text=None)
+
+    def on_person(self, inp: TurnInput, ev: dict) -> TurnOutput:
+        """A person wrote to us without a request (say, an answer to something we did not ask)."""
         return TurnOutput(text=None)
 
 
@@ -119,9 +125,6 @@ class Reviewer(Personality):
 
     def on_request(self, inp, ev):
         m = ev["message"]
-        waiting = self._open_human_asks(ev)
-        if waiting and m.get("author_kind") == "human":  # a person's word on what I asked them
-            return self._verdict(waiting[0], m.get("text", ""), m.get("author_name") or "a person")
         if _results(inp, "send_message"):
             return TurnOutput(text=None)  # asked a person; the verdict waits for their answer
         text = m.get("text", "")
@@ -142,9 +145,16 @@ class Reviewer(Personality):
 
     def on_response(self, inp, ev):
         m = ev["message"]
-        ask = next((a for a in ev.get("asked") or [] if a["id"] == m.get("in_reply_to")), None)
+        ask = next((a for a in ev.get("asked_all") or [] if a["id"] == m.get("in_reply_to")), None)
         if ask and ask.get("needs_human"):
             return self._verdict(ask, m.get("text", ""), m.get("author_name") or "a person")
+        return TurnOutput(text=None)
+
+    def on_person(self, inp, ev):
+        waiting = self._open_human_asks(ev)
+        if waiting:
+            m = ev["message"]
+            return self._verdict(waiting[0], m.get("text", ""), m.get("author_name") or "a person")
         return TurnOutput(text=None)
 
 
