@@ -1,0 +1,118 @@
+"""The composer: Enter sends, ctrl+j is a newline, type and state, @ and group: completion,
+new topics ask for a title, replies set in_reply_to, refusals show inline in words."""
+
+from ygg_server import admin
+
+from ygg_tui.words import REFUSALS
+
+from .conftest import SIZE, answer, open_topic, ready, wait_for, wait_text
+
+
+async def test_enter_sends_ctrl_j_newline_type_state_title(team):
+    researcher = await team.agent("researcher")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        c = main.composer
+        await pilot.press(*"@researcher first line", "ctrl+j", *"second line")
+        assert c.text == "@researcher first line\nsecond line"
+        await pilot.press("ctrl+t", "ctrl+t")  # request -> response -> inform
+        assert c.mtype == "inform"
+        await pilot.press("ctrl+t")  # back to request
+        assert c.mtype == "request"
+        await pilot.press("ctrl+g")  # no state -> working
+        assert c.state == "working"
+        await pilot.press("enter")
+        # no topic yet: it asks for a title (suggested from the text) and opens the topic
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TitlePrompt", what="title prompt")
+        inp = app.screen.query_one("Input")
+        assert inp.value == "first line"
+        inp.value = "Two lines"
+        await pilot.press("enter")
+        d = await researcher.next_delivery(timeout=5)
+        m = d["message"]
+        assert m["text"] == "@researcher first line\nsecond line"
+        assert m["type"] == "request" and m["state"] == "working" and m["to"] == [team.ids["researcher"]]
+        assert d["wake"] is True
+        await wait_for(pilot, lambda: main.topic == m["topic"], what="the new topic is open")
+        assert c.text == ""
+        await wait_text(pilot, "Two lines", "first line", "second line")
+
+
+async def test_completion_of_participants_and_groups(team):
+    # a group with a conversation, so that its name is known
+    team.server.conn.execute("INSERT INTO groups (workspace, name, members) VALUES (?,?,?)",
+                             (team.ws, "reviewers", f'["{team.ids["reviewer"]}"]'))
+    bob = await team.person("bob")
+    r = await bob.send(workspace=team.ws, conversation="group:reviewers", topic="new", title="Review",
+                       type="request", to=["group:reviewers"], text="please review")
+    assert r["op"] == "sent", r
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        c = main.composer
+        await pilot.press(*"@res")
+        assert c.completing
+        await pilot.press("tab")
+        assert c.text == "@researcher "
+        await pilot.press(*"and @b")
+        assert c.completing
+        await pilot.press("enter")  # enter takes the completion, it does not send
+        assert c.text == "@researcher and @bob "
+        c.area.load_text("")
+        await pilot.press(*"group:re")
+        assert c.completing
+        await pilot.press("down", "up", "tab")
+        assert c.text == "group:reviewers "
+        await pilot.press("escape")
+        assert not c.completing
+
+
+async def test_reply_sets_in_reply_to_and_refusals_in_words(team):
+    researcher = await team.agent("researcher")
+    alice2 = await team.person("alice")
+    await open_topic(team, researcher_client := alice2, "researcher", "Question", "What is 2+2?")
+    # the researcher asks alice back, with a request she must answer
+    d = await researcher.next_delivery(timeout=5)
+    await researcher.ack([d["id"]])
+    ask = await researcher.send(workspace=team.ws, conversation="general", topic=d["message"]["topic"],
+                                type="request", to=["@alice"], state="waiting", waiting_for=["@alice"],
+                                text="Do you mean in base 10?")
+    assert ask["op"] == "sent", ask
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_for(pilot, lambda: any(m["id"] == ask["message"]["id"] for m in main.messages.messages))
+        main.messages.focus()
+        await pilot.press("k")  # the cursor on the last message
+        assert main.messages.selected["id"] == ask["message"]["id"]
+        await pilot.press("r")
+        c = main.composer
+        assert c.reply_to["id"] == ask["message"]["id"] and c.mtype == "response"
+        await wait_text(pilot, "↳ replying to researcher")
+        await pilot.press(*"yes, base 10", "enter")
+        got = await researcher.next_delivery(timeout=5)
+        assert got["message"]["in_reply_to"] == ask["message"]["id"]
+        assert got["message"]["type"] == "response" and got["wake"] is True
+        await wait_for(pilot, lambda: c.reply_to is None)
+
+        # refusals, in words: an unknown recipient
+        await pilot.press(*"@nobody hello?", "enter")
+        await wait_text(pilot, "refused (unknown_recipient)", REFUSALS["unknown_recipient"])
+        assert c.text == "@nobody hello?"  # kept, to fix and resend
+        c.clear()
+        # a closed topic
+        tid = main.topic
+        s = await alice2.send(workspace=team.ws, conversation="general", topic=tid, type="inform", state="done",
+                              text="done here")
+        assert s["op"] == "sent"
+        await answer(team, researcher, state="done", text="4")
+        await wait_for(pilot, lambda: app.store.topics[tid]["status"] == "closed", what="closed topic")
+        await pilot.press(*"one more thing", "enter")
+        await wait_text(pilot, "refused (topic_closed)", "This topic is closed")
+
+
+def test_every_refusal_has_words():
+    for reason in ("topic_required", "title_required", "topic_limit", "topic_closed", "credits_exhausted",
+                   "unknown_recipient", "permission_denied", "plan_limit", "unknown_conversation", "unknown_topic"):
+        assert REFUSALS[reason].endswith(".") and "_" not in REFUSALS[reason]
