@@ -150,6 +150,7 @@ class Gateway:
         header = conn.ws.request.headers.get("Authorization", "") if conn.ws.request else ""
         if header.startswith("Bearer "):
             return await self._session(conn, {"token": header[7:]}, None, quiet=True)
+        deadline = time.monotonic() + self.limits.auth_timeout  # a deadline: other frames do not extend it
         try:
             raw = await asyncio.wait_for(conn.ws.recv(), self.limits.auth_timeout)
         except TimeoutError:
@@ -167,7 +168,7 @@ class Gateway:
             elif op is not None:
                 conn.push(protocol.error(ref, "unauthenticated", "authenticate first"))
             try:
-                raw = await asyncio.wait_for(conn.ws.recv(), self.limits.auth_timeout)
+                raw = await asyncio.wait_for(conn.ws.recv(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
                 await conn.ws.close(1008, "authenticate first")
                 return False
