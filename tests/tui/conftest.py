@@ -229,3 +229,12 @@ async def wait_text(pilot, *texts: str, timeout: float = 8.0) -> str:
     except AssertionError:
         raise AssertionError(f"not on screen: {texts}\n{seen['screen']}") from None
     return seen["screen"]
+
+
+async def delivery_with(client, text: str, timeout: float = 5.0) -> dict:
+    """The client's next delivery whose message has this text (others are acked and skipped)."""
+    while True:
+        d = await client.next_delivery(timeout=timeout)
+        await client.ack([d["id"]])
+        if d["message"].get("text") == text:
+            return d

@@ -1,0 +1,101 @@
+"""needs_human: a queue always on screen, h jumps to the next, answering resumes the topic.
+Credits: live balances, a funding request names who ran out, funding from the TUI."""
+
+from ygg_server import admin
+
+from ygg_tui.screens.dialogs import FundScreen
+from ygg_tui.widgets.needs_human import NeedsHumanBar
+from ygg_tui.widgets.participants import ParticipantsPanel
+
+from .conftest import SIZE, delivery_with, answer, open_topic, ready, wait_for, wait_text
+
+
+async def test_needs_human_queue_jump_and_resume(team):
+    researcher = await team.agent("researcher")
+    reviewer = await team.agent("reviewer")
+    alice2 = await team.person("alice")
+    await open_topic(team, alice2, "researcher", "Deploy plan", "Can we deploy on Friday?")
+    await answer(team, researcher, state="needs_human", text="A person must approve a Friday deploy.")
+    await open_topic(team, alice2, "reviewer", "Budget", "Is the budget fine?")
+    await answer(team, reviewer, state="needs_human", text="Needs a decision on the budget.")
+    await open_topic(team, alice2, "researcher", "Other work", "Something else")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        bar = main.query_one(NeedsHumanBar)
+        await wait_text(pilot, "2 waiting on a person", "Deploy plan", "Budget")
+        main.messages.focus()
+        await pilot.press("h")
+        first = main.topic
+        assert app.store.topics[first]["title"] == "Deploy plan"  # oldest first
+        assert main.composer.area.has_focus  # ready to answer
+        main.messages.focus()
+        await pilot.press("h")
+        assert app.store.topics[main.topic]["title"] == "Budget"
+        main.messages.focus()
+        await pilot.press("h")
+        assert main.topic == first  # it wraps around
+        # answering resumes the topic, and the queue shrinks
+        await pilot.press(*"@researcher yes, go ahead", "enter")
+        d = await delivery_with(researcher, "@researcher yes, go ahead")
+        assert d["wake"]
+        await wait_for(pilot, lambda: app.store.topics[first]["status"] == "open", what="resumed")
+        await wait_text(pilot, "1 waiting on a person")
+        assert "Deploy plan" not in str(bar.render())
+
+
+async def test_funding_request_and_fund_from_the_tui(team):
+    # scout has no wallet and the pool is empty: its first message is refused and alice is asked to fund
+    out = team.server.admin(admin.add_agent, "scout", "alice", team.ws)
+    scout_id = out["id"]
+    team.keys["scout"] = out["api_key"]
+    scout = await team.agent("scout")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        alice2 = await team.person("alice")
+        await open_topic(team, alice2, "scout", "Scout around", "Look around, please")
+        d = await scout.next_delivery(timeout=5)
+        await scout.ack([d["id"]])
+        m = d["message"]
+        refused = await scout.send(workspace=team.ws, conversation="general", topic=m["topic"], type="response",
+                                   in_reply_to=m["id"], text="found things")
+        assert refused["op"] == "refused" and refused["reason"] == "credits_exhausted"
+        panel = main.query_one(ParticipantsPanel)
+        await wait_for(pilot, lambda: scout_id in app.store.funding, what="funding request")
+        await wait_text(pilot, "scout ran out of credits")
+        assert any("$1" in str(o.prompt) for o in main.query_one("#sidebar")._options), "a $ badge on General"
+        # fund it from the TUI: f, the agent is preselected, type an amount, enter
+        main.messages.focus()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FundScreen), what="fund dialog")
+        assert app.screen.query_one("#account").value == scout_id
+        inp = app.screen.query_one("#amount")
+        inp.value = "50"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.store.workspaces[team.ws].balances.get(scout_id) == 50, what="funded")
+        await wait_for(pilot, lambda: scout_id not in app.store.funding, what="request cleared")
+        await wait_text(pilot, "scout  50")
+        # the scout is woken to resend
+        woke = await scout.next_delivery(timeout=5)
+        assert woke["message"].get("notice") == "credits_refilled"
+        # the pool, too
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FundScreen))
+        app.screen.query_one("#account").value = FundScreen.POOL
+        app.screen.query_one("#amount").value = "25"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.store.workspaces[team.ws].pool == 25, what="pool funded")
+
+
+async def test_a_member_funds_only_where_allowed(team):
+    app = team.app("carol")  # a viewer: no funding at all
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.open_conversation(next(c for c in app.store.workspaces[team.ws].conversations
+                                    if app.store.workspaces[team.ws].conversations[c]["kind"] == "general"))
+        main.messages.focus()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: any("does not let you fund" in n.message for n in app._notifications),
+                       what="told no")
+        assert not isinstance(app.screen, FundScreen)
