@@ -69,6 +69,7 @@ class Conn:
                 batch.append(self.queue.get_nowait())
             for f in batch:
                 await self.ws.send(protocol.encode(f))
+                self.queue.task_done()
 
 
 class Gateway:
@@ -146,6 +147,14 @@ class Gateway:
         while not conn.queue.empty():
             await asyncio.sleep(0.01)
 
+    async def _close(self, conn: Conn, code: int, reason: str) -> None:
+        """Close once the frames already queued (the error saying why) went out."""
+        try:
+            await asyncio.wait_for(conn.queue.join(), 1.0)
+        except TimeoutError:
+            pass
+        await conn.ws.close(code, reason)
+
     async def _authenticate(self, conn: Conn) -> bool:
         header = conn.ws.request.headers.get("Authorization", "") if conn.ws.request else ""
         if header.startswith("Bearer "):
@@ -170,7 +179,7 @@ class Gateway:
             try:
                 raw = await asyncio.wait_for(conn.ws.recv(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
-                await conn.ws.close(1008, "authenticate first")
+                await self._close(conn, 1008, "authenticate first")
                 return False
 
     async def _session(self, conn: Conn, frame: dict, ref: Any, quiet: bool = False) -> bool:
@@ -178,7 +187,7 @@ class Gateway:
         if res is None:
             conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid"))
             if quiet:
-                await conn.ws.close(1008, "unauthenticated")
+                await self._close(conn, 1008, "unauthenticated")
             return False
         pid, kind, handle, token, expires = res
         if token is None:
@@ -241,7 +250,7 @@ class Gateway:
             return
         if conn.expires_at <= time.time_ns() // 1000:
             conn.push(protocol.error(ref, "unauthenticated", "the session expired; authenticate again"))
-            await conn.ws.close(1008, "session expired")
+            await self._close(conn, 1008, "session expired")
             return
         try:
             handler = getattr(self, "_op_" + op, None)
@@ -380,7 +389,8 @@ class Gateway:
             for conns in list(self.conns.values()):
                 for c in list(conns):
                     if c.expires_at <= now:
-                        await c.ws.close(1008, "session expired")
+                        c.push(protocol.error(None, "unauthenticated", "the session expired; authenticate again"))
+                        asyncio.ensure_future(self._close(c, 1008, "session expired"))
 
 
 def _auth(conn: sqlite3.Connection, frame: dict):

@@ -1,0 +1,231 @@
+"""Sessions, the handshake and the connection's bounds, over real websockets (issue 3).
+
+Each test quotes the sentence of seed 003 or of PROTOCOL.md / docs/protocol.md it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+
+import pytest
+import websockets
+from websockets.exceptions import InvalidStatus
+
+from ygg_server import admin, auth
+from ygg_server.engine import Engine
+from ygg_server.net.gateway import Gateway, Limits
+from ygg_server.store import sqlite as db
+
+from .conftest import Server
+
+PW = "pw-" + "x" * 8
+
+
+@contextlib.asynccontextmanager
+async def serving(tmp_path, **limits):
+    """A server like the `server` fixture, with the Limits a test needs."""
+    path = db.db_path(tmp_path)
+    gw = Gateway(Engine(path), Limits(**limits))
+    await gw.start("127.0.0.1", 0)
+    s = Server(path, gw)
+    try:
+        yield s
+    finally:
+        for c in s.clients:
+            await c.close()
+        await gw.close()
+        s.conn.close()
+
+
+async def ask(ws, frame: dict) -> dict:
+    await ws.send(json.dumps(frame))
+    return json.loads(await asyncio.wait_for(ws.recv(), 5))
+
+
+async def closed_with(ws, timeout: float = 5) -> int:
+    """Read until the server closes; return its close code."""
+    with pytest.raises(websockets.ConnectionClosed):
+        while True:
+            await asyncio.wait_for(ws.recv(), timeout)
+    return ws.close_code
+
+
+# --- credentials ---
+
+async def test_api_key_is_exchanged_for_a_session_token_that_resumes(team):
+    """Seed 003: "an agent instead has a long-lived API key that it exchanges for a short-lived session token before doing anything else"."""
+    key = team.keys["researcher"]
+    async with websockets.connect(team.url) as ws:
+        s = await ask(ws, {"op": "auth", "ref": 1, "api_key": key})
+    assert s["op"] == "session" and s["ref"] == 1 and s["me"]["kind"] == "agent" and s["me"]["handle"] == "researcher"
+    token = s["token"]
+    assert token.startswith("yggs_") and token != key
+    lifetime = auth.AGENT_SESSION / 1e6
+    expires = time.mktime(time.strptime(s["expires_at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert abs(expires - time.time() - lifetime) < 60, "an agent's session is short-lived (an hour)"
+    async with websockets.connect(team.url) as ws:
+        again = await ask(ws, {"op": "auth", "ref": 2, "token": token})
+        assert again["op"] == "session" and again["me"] == s["me"] and again["token"] == token
+        assert (await ask(ws, {"op": "whoami", "ref": 3}))["id"] == s["me"]["id"]
+
+
+async def test_api_key_is_never_a_session_token(team):
+    """Seed 003: "The key is never used directly as the credential of an ordinary request"."""
+    key = team.keys["researcher"]
+    async with websockets.connect(team.url) as ws:
+        err = await ask(ws, {"op": "auth", "ref": 1, "token": key})
+        assert err == {"op": "error", "ref": 1, "code": "unauthenticated", "detail": err["detail"]}
+        err = await ask(ws, {"op": "whoami", "ref": 2})
+        assert err["code"] == "unauthenticated", "still not signed in"
+    # nor on the upgrade request
+    async with websockets.connect(team.url, additional_headers={"Authorization": f"Bearer {key}"}) as ws:
+        err = json.loads(await asyncio.wait_for(ws.recv(), 5))
+        assert err["op"] == "error" and err["code"] == "unauthenticated"
+        assert await closed_with(ws) == 1008
+
+
+async def test_session_token_is_not_an_api_key(team):
+    """PROTOCOL.md: "The API key is accepted only by `auth`; it is never a session token"."""
+    async with websockets.connect(team.url) as ws:
+        token = (await ask(ws, {"op": "auth", "ref": 1, "api_key": team.keys["reviewer"]}))["token"]
+    async with websockets.connect(team.url) as ws:
+        err = await ask(ws, {"op": "auth", "ref": 1, "api_key": token})
+        assert err["op"] == "error" and err["code"] == "unauthenticated"
+
+
+def _off_by_one(secret: str, at: int) -> str:
+    c = secret[at]
+    return secret[:at] + ("A" if c != "A" else "B") + secret[at + 1:]
+
+
+async def test_wrong_password_or_key_one_character_off_is_unauthenticated(team):
+    """PROTOCOL.md: "or `{"op":"error","ref":1,"code":"unauthenticated"}`" for credentials that are not valid."""
+    key = team.keys["researcher"]
+    attempts = [
+        {"handle": "alice", "password": PW + "!"},
+        {"handle": "alice", "password": PW[:-1]},
+        {"handle": "nobody", "password": PW},
+        {"handle": "alice", "password": 5},
+        {"api_key": _off_by_one(key, len(key) - 1)},  # the secret
+        {"api_key": _off_by_one(key, 6)},  # the key id
+        {"api_key": key[:-1]},
+        {"api_key": key + "x"},
+        {"api_key": ["not", "a", "key"]},
+        {"token": "yggs_" + "A" * 43},
+    ]
+    for i, creds in enumerate(attempts):
+        async with websockets.connect(team.url) as ws:
+            err = await ask(ws, {"op": "auth", "ref": i, **creds})
+            assert err["op"] == "error" and err["code"] == "unauthenticated" and err["ref"] == i, (creds, err)
+            if i == 0:
+                ok = await ask(ws, {"op": "auth", "ref": "again", "handle": "alice", "password": PW})
+                assert ok["op"] == "session", "the connection stayed usable"
+
+
+async def test_expired_token_is_refused(team):
+    """docs/protocol.md: "An expired session gets `unauthenticated` and the connection closes with 1008"."""
+    now = time.time_ns() // 1000
+    dead, _ = auth.new_session(team.conn, team.alice, now, -1)
+    async with websockets.connect(team.url) as ws:
+        err = await ask(ws, {"op": "auth", "ref": 1, "token": dead})
+        assert err["code"] == "unauthenticated"
+    async with websockets.connect(team.url, additional_headers={"Authorization": f"Bearer {dead}"}) as ws:
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "unauthenticated"
+        assert await closed_with(ws) == 1008
+    # a session that expires while its connection is open
+    short, _ = auth.new_session(team.conn, team.alice, now, 1_500_000)
+    async with websockets.connect(team.url) as ws:
+        assert (await ask(ws, {"op": "auth", "ref": 1, "token": short}))["op"] == "session"
+        assert (await ask(ws, {"op": "ping", "ref": 2}))["op"] == "pong"
+        await asyncio.sleep(max(0.0, (now + 1_600_000) / 1e6 - time.time()))
+        await ws.send(json.dumps({"op": "ping", "ref": 3}))
+        err = json.loads(await asyncio.wait_for(ws.recv(), 5))
+        assert err["code"] == "unauthenticated" and err["ref"] in (3, None)  # None: the sweeper said it first
+        assert await closed_with(ws) == 1008 and ws.close_reason == "session expired"
+
+
+async def test_bearer_header_on_the_upgrade_authenticates(team):
+    """PROTOCOL.md: "The first frame, or the header `Authorization: Bearer <session token>` on the upgrade request"."""
+    alice = await team.person("alice")
+    headers = {"Authorization": f"Bearer {alice.token}"}
+    async with websockets.connect(team.url, additional_headers=headers) as ws:
+        s = json.loads(await asyncio.wait_for(ws.recv(), 5))
+        assert s["op"] == "session" and s["me"]["handle"] == "alice" and s["token"] == alice.token
+        who = await ask(ws, {"op": "whoami", "ref": 1})
+        assert who["id"] == team.alice and who["kind"] == "human"
+        sent = await ask(ws, {"op": "send", "ref": 2, "workspace": team.ws, "topic": "new", "title": "Hi",
+                              "type": "inform", "to": ["@bob"], "text": "via header"})
+        assert sent["op"] == "sent", sent
+
+
+# --- the handshake and the connection's bounds ---
+
+async def test_browser_origin_refused_unless_allowed(tmp_path):
+    """docs/protocol.md: "Browser `Origin` headers are refused unless the server was started with `--origin URL`"."""
+    async with serving(tmp_path, origins=("https://app.example",)) as s:
+        s.admin(admin.add_person, "alice", PW)
+        with pytest.raises(InvalidStatus) as e:
+            async with websockets.connect(s.url, origin="https://evil.example"):
+                pass
+        assert e.value.response.status_code == 403
+        async with websockets.connect(s.url, origin="https://app.example") as ws:
+            assert (await ask(ws, {"op": "auth", "ref": 1, "handle": "alice", "password": PW}))["op"] == "session"
+        async with websockets.connect(s.url) as ws:  # scripts and agents send no Origin
+            assert (await ask(ws, {"op": "auth", "ref": 1, "handle": "alice", "password": PW}))["op"] == "session"
+    async with serving(tmp_path / "plain") as s:
+        with pytest.raises(InvalidStatus) as e:
+            async with websockets.connect(s.url, origin="https://app.example"):
+                pass
+        assert e.value.response.status_code == 403
+
+
+async def test_no_auth_within_the_auth_timeout_closes(tmp_path):
+    """docs/protocol.md: "10 s to authenticate after it (then close 1008)"."""
+    async with serving(tmp_path, auth_timeout=0.5) as s:
+        started = time.monotonic()
+        async with websockets.connect(s.url) as ws:
+            assert await closed_with(ws) == 1008
+        assert time.monotonic() - started < 3
+
+
+async def test_frames_without_auth_do_not_extend_the_auth_timeout(tmp_path):
+    """docs/protocol.md: "10 s to authenticate after it (then close 1008)": a deadline, however chatty the client."""
+    async with serving(tmp_path, auth_timeout=1.0) as s:
+        started = time.monotonic()
+        async with websockets.connect(s.url) as ws:
+            with pytest.raises(websockets.ConnectionClosed):
+                while time.monotonic() - started < 6:
+                    await ws.send(json.dumps({"op": "ping", "ref": 1}))
+                    assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "unauthenticated"
+                    await asyncio.sleep(0.2)
+            assert ws.close_code == 1008
+        assert time.monotonic() - started < 3
+
+
+async def test_oversized_frame_closes_with_1009(team):
+    """docs/protocol.md: "Frames larger than 1 MiB close the connection with code **1009**"."""
+    alice = await team.person("alice")
+    async with websockets.connect(team.url) as ws:
+        assert (await ask(ws, {"op": "auth", "ref": 1, "token": alice.token}))["op"] == "session"
+        await ws.send(json.dumps({"op": "send", "ref": 2, "workspace": team.ws, "text": "x" * (1 << 20)}))
+        assert await closed_with(ws) == 1009
+    async with websockets.connect(team.url) as ws:  # before authenticating too
+        await ws.send("x" * ((1 << 20) + 1))
+        assert await closed_with(ws) == 1009
+
+
+async def test_idle_connection_is_closed(tmp_path):
+    """docs/protocol.md: "10 minutes without a frame (close 1000 "idle"; the client library reconnects)"."""
+    async with serving(tmp_path, idle_timeout=0.6) as s:
+        s.admin(admin.add_person, "alice", PW)
+        async with websockets.connect(s.url) as ws:
+            assert (await ask(ws, {"op": "auth", "ref": 1, "handle": "alice", "password": PW}))["op"] == "session"
+            for i in range(4):  # frames keep it open
+                await asyncio.sleep(0.3)
+                assert (await ask(ws, {"op": "ping", "ref": i}))["op"] == "pong"
+            started = time.monotonic()
+            assert await closed_with(ws) == 1000
+            assert ws.close_reason == "idle" and time.monotonic() - started < 2
