@@ -77,6 +77,8 @@ class AgentConfig:
     corpus: str | None = None  # a markdown file of "## " sections for search_corpus (default: the handbook)
     max_steps: int = 4  # tool rounds in one turn
     on_failure: str = "inform"  # inform | silent: what a failed turn does besides logging
+    retry_failed_after: float = 30.0  # seconds before a failed turn on an owed request is tried again
+    failed_retries: int = 2  # how many times
     closure_polls: str = "auto"  # auto: the bridge answers polls from memory | model: ask the backend
 
     def ygg_key(self) -> str:

@@ -5,8 +5,9 @@ requests it made and the answers they got, a short transcript per topic, and
 notes it chose to remember. Journal (the bridge's): for each wake not yet
 acked, the wake itself and every round of the turn already computed, so a
 retried turn after a reconnect or a restart replays instead of asking the
-model again; sends that did not go through (credits, topic limit); and the
-wakes already acked, so a copy offered again is skipped.
+model again; turns stopped by a refusal (credits, topic limit), replayed when
+the agent may go on; and the wakes already acked, so a copy offered again is
+skipped.
 
 Written atomically (temp file + rename) after every change.
 """
@@ -29,7 +30,7 @@ class AgentState:
         self.path = self.dir / "state.json"
         self.data: dict[str, Any] = {
             "owed": {}, "asked": {}, "transcript": {}, "topics": {}, "notes": [], "scratch": {},
-            "journal": {}, "unsent": [], "broke": False, "done_ids": [],
+            "journal": {}, "broke": False, "done_ids": [], "answered": [],
         }
         if self.path.exists():
             try:
@@ -104,16 +105,26 @@ class AgentState:
                 a["open"] = False
 
     # --- journal ---
+    # Keys: str(delivery id) for the turn a wake starts; "{delivery}.{request id}" for the turns a
+    # notice (poll, nudge, resume) runs to answer owed requests. Each entry keeps the wake, why, the
+    # message answered, every round computed so far, and whether it is complete or deferred.
 
-    def entry(self, delivery_id: int) -> dict | None:
-        return self.data["journal"].get(str(delivery_id))
+    def journal_entry(self, key: str) -> dict:
+        return self.data["journal"].get(key) or {}
 
-    def begin(self, frame: dict) -> dict:
-        e = self.data["journal"].setdefault(str(frame["id"]), {"frame": frame, "steps": [], "deferred": False})
-        return e
+    def begin(self, key: str, frame: dict, why: str, target: dict) -> dict:
+        return self.data["journal"].setdefault(
+            key, {"key": key, "frame": frame, "why": why, "target": target, "steps": [], "deferred": False})
+
+    def drop(self, key: str) -> None:
+        self.data["journal"].pop(key, None)
 
     def finish(self, delivery_id: int) -> None:
-        self.data["journal"].pop(str(delivery_id), None)
+        """The wake is acked: forget its turns, except deferred ones (they wait for credits or a slot)."""
+        prefix = f"{delivery_id}."
+        for key, e in list(self.data["journal"].items()):
+            if (key == str(delivery_id) or key.startswith(prefix)) and not e.get("deferred"):
+                del self.data["journal"][key]
         done = self.data["done_ids"]
         if delivery_id not in done:
             done.append(delivery_id)
@@ -124,7 +135,7 @@ class AgentState:
 
     def deferred(self) -> list[dict]:
         es = [e for e in self.data["journal"].values() if e.get("deferred")]
-        return sorted(es, key=lambda e: e["frame"]["id"])
+        return sorted(es, key=lambda e: (e["frame"]["id"], e["key"]))
 
     @property
     def broke(self) -> bool:
@@ -134,6 +145,3 @@ class AgentState:
     def broke(self, v: bool) -> None:
         self.data["broke"] = bool(v)
 
-    @property
-    def unsent(self) -> list[dict]:
-        return self.data["unsent"]

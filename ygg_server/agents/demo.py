@@ -1,0 +1,129 @@
+"""The offline demo team: four built-in agents created on a data dir and run in-process.
+
+    demo = await start_demo("ws://127.0.0.1:8765/", data_dir=DIR, workspace="team", owner="alice")
+    ...
+    await demo.stop()
+
+The agents are made with `ygg_server.admin` directly on the data dir's
+database (this works whether or not a server is serving it), pinned to the
+workspace, funded once when created, and their keys kept in
+`DIR/agents/demo-keys.json` (mode 0600) so a second start reuses them. Each
+agent's own files (persona, memory, journal, turn log) live in
+`DIR/agents/<name>/`. The bridges start one at a time, each connected before
+the next, as asyncio tasks of the caller's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import admin
+from ..store import sqlite as db
+from .bridge import Bridge, Supervisor
+from .config import AgentConfig, BackendConfig
+
+DEMO_AGENTS: dict[str, dict[str, Any]] = {
+    "lead": {
+        "role": "Coordinator. Takes a person's request, delegates the parts to the team, and answers with what "
+                "comes back.",
+        "persona": "Calm and organised. Says who is doing what, never does a colleague's part, and closes what "
+                   "it opens.",
+        "personality": "lead", "fund": 200,
+        "tools": ["send_message", "persona_read", "persona_write", "remember"],
+    },
+    "researcher": {
+        "role": "Answers questions from the Ygg handbook, quoting it.",
+        "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
+        "personality": "researcher", "fund": 200,
+        "tools": ["search_corpus", "persona_read", "persona_write", "remember"],
+    },
+    "reviewer": {
+        "role": "Reviews plans and changes; anything risky goes to a person first.",
+        "persona": "Careful and brief. Flags risk plainly and asks a person before approving anything that "
+                   "deploys, deletes, pays or touches secrets.",
+        "personality": "reviewer", "fund": 200,
+        "tools": ["send_message", "persona_read", "persona_write", "remember"],
+    },
+    "eager": {
+        "role": "An enthusiastic helper that keeps everyone posted.",
+        "persona": "Enthusiastic, thorough to a fault, and chatty: posts a status for every step and answers "
+                   "at length.",
+        "personality": "eager", "fund": 5,
+        "tools": ["send_message", "search_corpus", "persona_read", "persona_write"],
+    },
+}
+
+
+@dataclass
+class Demo:
+    supervisor: Supervisor
+    agents: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {"id", "api_key", "data_dir"}
+
+    @property
+    def bridges(self) -> dict[str, Bridge]:
+        return {b.cfg.name: b for b in self.supervisor.bridges}
+
+    async def stop(self) -> None:
+        await self.supervisor.stop()
+
+
+def _provision(data_dir: Path, workspace: str, owner: str, names: list[str], funds: dict[str, int]) -> dict[str, dict]:
+    keys_path = data_dir / "agents" / "demo-keys.json"
+    keys: dict[str, dict] = json.loads(keys_path.read_text()) if keys_path.exists() else {}
+    conn = db.connect(db.db_path(data_dir))
+    try:
+        ws = admin.workspace(conn, workspace)
+        for name in names:
+            known = keys.get(name)
+            if known and known.get("workspace") == ws and conn.execute(
+                    "SELECT 1 FROM agents WHERE id = ? AND revoked = 0", (known["id"],)).fetchone():
+                continue
+            made = admin.add_agent(conn, name, owner, ws)
+            keys[name] = {"id": made["id"], "api_key": made["api_key"], "workspace": ws}
+            if funds.get(name):
+                admin.fund(conn, made["id"], funds[name])
+    finally:
+        conn.close()
+    keys_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = keys_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(keys, indent=2))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, keys_path)
+    return keys
+
+
+def demo_configs(url: str, data_dir: str | os.PathLike, keys: dict[str, dict],
+                 agents: dict[str, dict[str, Any]] | None = None) -> list[AgentConfig]:
+    agents = agents or DEMO_AGENTS
+    out = []
+    for name, spec in agents.items():
+        out.append(AgentConfig(
+            name=name, url=url, api_key=keys[name]["api_key"], data_dir=str(Path(data_dir) / "agents" / name),
+            role=spec["role"], persona=spec["persona"], tools=list(spec["tools"]),
+            backend=BackendConfig(kind="builtin", personality=spec["personality"], options=spec.get("options", {})),
+            max_steps=6,
+        ))
+    return out
+
+
+async def start_demo(url: str, *, data_dir: str | os.PathLike, workspace: str, owner: str,
+                     agents: dict[str, dict[str, Any]] | None = None, connect_timeout: float = 30.0) -> Demo:
+    """Create (once) and start the demo agents of `owner` in `workspace` on the server at `url`.
+
+    `data_dir` is the server's data dir (its SQLite database is used directly);
+    `workspace` is a workspace id or name `owner` (a person's handle) belongs to.
+    Returns once every bridge is connected (or timed out); `await demo.stop()` ends them.
+    """
+    agents = agents or DEMO_AGENTS
+    data_dir = Path(data_dir)
+    funds = {n: int(s.get("fund", 0)) for n, s in agents.items()}
+    keys = await asyncio.to_thread(_provision, data_dir, workspace, owner, list(agents), funds)
+    bridges = [Bridge(cfg) for cfg in demo_configs(url, data_dir, keys, agents)]
+    sup = Supervisor(bridges, connect_timeout=connect_timeout)
+    await sup.start()
+    return Demo(sup, {n: {**keys[n], "data_dir": str(data_dir / "agents" / n)} for n in agents})
