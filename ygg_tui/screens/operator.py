@@ -44,16 +44,20 @@ class OperatorScreen(Screen):
         self._scheduled = False
         self.ready = False
 
-    def compose(self) -> ComposeResult:
+    def _conversation_options(self) -> list[tuple[str, str]]:
         s = self.store
         w = s.workspaces[self.workspace]
         convs = sorted(w.conversations.values(), key=lambda c: ({"general": 0, "group": 1}.get(c["kind"], 2),
                                                                 s.conversation_name(c)))
+        return [("every conversation", ALL)] + [(s.conversation_name(c), c["id"]) for c in convs]
+
+    def compose(self) -> ComposeResult:
+        s = self.store
+        w = s.workspaces[self.workspace]
         people = sorted(w.members.values(), key=lambda m: (m["kind"] != "agent", m["name"]))
         yield Header(icon="ᛉ")
         with Horizontal(id="op-filters"):
-            yield Select([("every conversation", ALL)] + [(s.conversation_name(c), c["id"]) for c in convs],
-                         value=ALL, allow_blank=False, id="f-conversation")
+            yield Select(self._conversation_options(), value=ALL, allow_blank=False, id="f-conversation")
             yield Select([("every participant", ALL)] + [(s.name(m["id"]), m["id"]) for m in people],
                          value=ALL, allow_blank=False, id="f-participant")
             yield Select([("every type", ALL)] + [(t, t) for t in TYPES], value=ALL, allow_blank=False, id="f-type")
@@ -157,10 +161,26 @@ class OperatorScreen(Screen):
             self._dirty |= {"topics", "agents", "feed-title"}
         if ch.topics:
             self._dirty.add("topics")
+        if self.workspace in ch.unknown_conversations or self.workspace in ch.conversations:
+            self._reload_conversations()
         if self.workspace in ch.balances:
             self._dirty.add("agents")
         if self._dirty:
             self._schedule()
+
+    @work(group="op-conversations")
+    async def _reload_conversations(self) -> None:
+        await self.app.session.reload_conversations(self.workspace)
+        select = self.query_one("#f-conversation", Select)
+        value = select.value
+        select.set_options(self._conversation_options())
+        select.value = value if value in {v for _, v in self._conversation_options()} else ALL
+        self._dirty |= {"topics", "feed"}
+        self._schedule()
+
+    def refresh_all(self) -> None:
+        self._dirty |= {"topics", "agents", "feed"}
+        self._schedule()
 
     def _schedule(self) -> None:
         if not self._scheduled:
