@@ -204,7 +204,7 @@ class Bridge:
             await self._turn(frame, "closure_poll", poll, str(did))
             return
         if not self.state.broke:
-            for oid, o in list(self.state.owed_in(topic)):
+            for oid, o in self._runnable_owed(topic):
                 await self._turn(frame, "request", o["message"], f"{did}.{oid}")
                 if self._halt:
                     break
@@ -236,12 +236,12 @@ class Bridge:
             return
         if self.state.broke:
             return
-        owed = self.state.owed_in(topic)
+        owed = self._runnable_owed(topic)
         for oid, o in owed:
             await self._turn(frame, "request", o["message"], f"{did}.{oid}")
             if self._halt:
                 return
-        if not owed and notice == "nudge":
+        if not self.state.owed_in(topic) and notice == "nudge":
             waiting = self.state.open_asks(topic)
             text = ("I owe nothing here that I know of; I am waiting on "
                     f"{', '.join(sorted({n for _, a in waiting for n in a.get('to') or []}))}." if waiting else
@@ -249,6 +249,11 @@ class Bridge:
             await self._send({"workspace": msg["workspace"], "conversation": msg["conversation"], "topic": topic,
                               "type": "inform", "state": "waiting" if waiting else "done", "text": text},
                              f"{did}:status")
+
+    def _runnable_owed(self, topic: str | None) -> list[tuple[str, dict]]:
+        """Owed requests with no turn in progress: one whose turn asked someone else waits for that answer."""
+        busy = {a.get("parent") for _, a in self.state.open_asks()}
+        return [(i, o) for i, o in self.state.owed_in(topic) if i not in busy]
 
     async def _refilled(self, frame: dict) -> None:
         self.state.broke = False

@@ -37,6 +37,12 @@ def clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: max(0, n - 1)].rstrip() + "…"
 
 
+def quoted(text: str) -> str:
+    """The part of a delegated request in “…” (what the person asked), else the whole text."""
+    m = re.search(r"“(.+)”", text, re.S)
+    return m.group(1) if m else text
+
+
 def _results(inp: TurnInput, name: str) -> list[Any]:
     """Decoded results of earlier calls to tool `name` in this turn, in order."""
     out = []
@@ -117,7 +123,7 @@ class Reviewer(Personality):
 
     def _verdict(self, ask: dict, answer: str, who: str) -> TurnOutput:
         ok = bool(YES.search(answer)) and not NO.search(answer)
-        subject = clip(ask.get("parent_text") or ask.get("text", ""), 160)
+        subject = clip(quoted(ask.get("parent_text") or ask.get("text", "")), 160)
         text = (f"Approved: {who} said “{clip(answer, 200)}”. Go ahead with: {subject}" if ok else
                 f"Not approved: {who} said “{clip(answer, 200)}”. Hold off on: {subject}")
         return TurnOutput(text=text, type="response", state="done", in_reply_to=ask.get("parent"),
@@ -127,7 +133,7 @@ class Reviewer(Personality):
         m = ev["message"]
         if _results(inp, "send_message"):
             return TurnOutput(text=None)  # asked a person; the verdict waits for their answer
-        text = m.get("text", "")
+        text = quoted(m.get("text", ""))
         risky = RISKY.findall(text)
         if risky and self.options.get("ask_people", True):
             person = self._person(ev)
@@ -192,8 +198,8 @@ class Lead(Personality):
         if i < len(team):
             helper = team[i]
             args: dict[str, Any] = {"to": [helper], "type": "request", "state": "waiting", "waiting_for": team,
-                                    "text": f"{self.VERBS.get(helper, 'Please help with this')} "
-                                            f"(asked by {asker}): {clip(m.get('text', ''), 600)}"}
+                                    "text": f"{self.VERBS.get(helper, 'Please help with this')}, for {asker}: "
+                                            f"“{clip(m.get('text', ''), 600)}”"}
             if side:
                 first = sent[1] if len(sent) > 1 else None
                 if first and first.get("topic"):

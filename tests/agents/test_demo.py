@@ -1,0 +1,57 @@
+"""start_demo: the offline team created on a data dir and run in-process, end to end with a person."""
+
+from __future__ import annotations
+
+import json
+
+from ygg_server.agents.demo import DEMO_AGENTS, start_demo
+
+from .conftest import history, topic_status, until
+
+
+async def test_demo_team_handles_a_request_that_needs_a_person(server):
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        assert demo.supervisor.order == list(DEMO_AGENTS)
+        balances = (await (await server.person("bob")).call("balances", workspace=server.ws))["agents"]
+        assert balances[demo.agents["eager"]["id"]] == 5 and balances[demo.agents["lead"]["id"]] == 200
+
+        alice = await server.person("alice")
+        sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title="Gateway rollout",
+                                type="request", to=["lead"],
+                                text="We want to deploy the new gateway to production. What do our notes say about credits?")
+        q = sent["message"]
+
+        async def question_for_alice():
+            msgs = await history(alice, server.ws, q["topic"])
+            return next((m for m in msgs if m["state"] == "needs_human" and m["to"] == [alice.me["id"]]), None)
+
+        ask = await until(question_for_alice)
+        assert (await topic_status(alice, server.ws, q["topic"]))["status"] == "paused"
+        await alice.send(workspace=server.ws, conversation="general", topic=q["topic"], type="response",
+                         in_reply_to=ask["id"], text="Yes, approved.")
+
+        async def final():
+            msgs = await history(alice, server.ws, q["topic"])
+            return next((m for m in msgs if m["type"] == "response" and m["in_reply_to"] == q["id"]), None)
+
+        answer = await until(final)
+        assert "researcher:" in answer["text"] and "reviewer: Approved" in answer["text"]
+        await alice.send(workspace=server.ws, conversation="general", topic=q["topic"], type="inform", state="done",
+                         text="Great, thanks all.")
+        t = await topic_status(alice, server.ws, q["topic"])
+        assert t["status"] == "closed", t
+        msgs = await history(alice, server.ws, q["topic"])
+        asks = [m for m in msgs if m["state"] == "needs_human"]
+        assert len(asks) == 1  # the reviewer asked once, even when polled while waiting
+    finally:
+        await demo.stop()
+
+    # A second start reuses the agents and keys kept in the data dir.
+    keys = json.loads((server.tmp / "agents" / "demo-keys.json").read_text())
+    again = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        assert {n: a["id"] for n, a in again.agents.items()} == {n: k["id"] for n, k in keys.items()}
+        assert all(b.connected.is_set() for b in again.bridges.values())
+    finally:
+        await again.stop()

@@ -1,0 +1,74 @@
+"""Persona documents: read and rewritten through tools; a sudden large shrink is refused, not applied."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ygg_server.agents.backends import Backend
+from ygg_server.agents.bridge import Bridge
+from ygg_server.agents.persona import PersonaRefused, PersonaStore
+from ygg_server.agents.types import ToolCall, TurnInput, TurnOutput
+
+from .conftest import until
+
+LONG = "I am careful and kind. " * 20  # 460 characters
+
+
+def test_store_refuses_a_sudden_large_shrink(tmp_path):
+    p = PersonaStore(tmp_path, initial=LONG)
+    assert p.read() == LONG
+    with pytest.raises(PersonaRefused) as e:
+        p.write("Be terse.")
+    assert "less than half" in str(e.value) and p.read() == LONG  # not applied
+    p.write(LONG[:240])  # a shrink to more than half is fine
+    p.write(LONG[:130])  # and so, step by step, is a persona under the floor
+    p.write("Short.")  # 130 characters is under 200: rewritten freely
+    with pytest.raises(PersonaRefused):
+        p.write("   ")
+    lines = [json.loads(x) for x in p.history.read_text().splitlines()]
+    assert [x["length"] for x in lines] == [len(LONG), 240, 130, 6]
+    assert PersonaStore(tmp_path, initial="ignored").read() == "Short."  # the initial text is only a seed
+
+
+class Scripted(Backend):
+    """Answers each round from a list of TurnOutputs and keeps what it was given."""
+
+    def __init__(self, rounds):
+        self.rounds, self.inputs = list(rounds), []
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        self.inputs.append(inp)
+        return self.rounds.pop(0)
+
+
+async def test_agent_reads_and_rewrites_its_persona_through_tools(server):
+    server.agent("researcher")
+    rewrite = LONG + "I also love maps."
+    backend = Scripted([
+        TurnOutput(tool_calls=[ToolCall(id="1", name="persona_read"),
+                               ToolCall(id="2", name="persona_write", arguments={"text": "Terse."})]),
+        TurnOutput(tool_calls=[ToolCall(id="3", name="persona_write", arguments={"text": rewrite, "why": "maps"})]),
+        TurnOutput(text="Updated who I am.", type="response", state="done"),
+        TurnOutput(text="Second answer.", type="response", state="done"),
+    ])
+    b = await server.run(Bridge(server.config("researcher", persona=LONG), backend))
+    alice = await server.person("alice")
+    await alice.send(workspace=server.ws, conversation="general", topic="new", title="P", type="request",
+                     to=["researcher"], text="Please add that you love maps to your persona.")
+    await until(lambda: b.stats["acked"] >= 1)
+
+    read, shrink = backend.inputs[1].steps[0].results
+    assert read.content == LONG and not read.is_error
+    assert shrink.is_error and "less than half" in shrink.content
+    accepted = backend.inputs[2].steps[1].results[0]
+    assert not accepted.is_error and "persona saved" in accepted.content
+    assert b.persona.read() == rewrite and b.stats["persona_refused"] == 1
+    # within the turn the stable part did not move; the next turn carries the new persona
+    assert backend.inputs[0].directive.stable == backend.inputs[2].directive.stable
+    await alice.send(workspace=server.ws, conversation="general", topic="new", title="P2", type="request",
+                     to=["researcher"], text="Anything else?")
+    await until(lambda: b.stats["acked"] >= 2)
+    assert "I also love maps." in backend.inputs[3].directive.stable[0]
+    assert "I also love maps." not in backend.inputs[0].directive.stable[0]
