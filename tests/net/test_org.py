@@ -1,0 +1,348 @@
+"""Agents, organizations, roles, permissions and plans (seed 002; seed 003 §19-20, §65-66), over real websockets.
+
+Each test quotes the sentence of the seed it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from ygg_server import admin
+from ygg_server.engine import now_us
+
+DAY = 86_400_000_000
+
+
+def count(server, sql: str, *args) -> int:
+    return server.conn.execute(sql, args).fetchone()[0]
+
+
+def messages(server) -> int:
+    return count(server, "SELECT count(*) FROM messages")
+
+
+def month() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m")
+
+
+def set_usage(server, ws: str, n: int) -> None:
+    org = server.conn.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
+    server.conn.execute(
+        "INSERT INTO usage (org, month, count) VALUES (?,?,?) ON CONFLICT (org, month) DO UPDATE SET count = excluded.count",
+        (org, month(), n),
+    )
+
+
+def usage(server, ws: str) -> int:
+    org = server.conn.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
+    row = server.conn.execute("SELECT count FROM usage WHERE org = ? AND month = ?", (org, month())).fetchone()
+    return row[0] if row else 0
+
+
+def set_membership(server, ws: str, pid: str, **cols) -> None:
+    for col, value in cols.items():
+        if isinstance(value, (list, tuple)):
+            value = json.dumps(list(value))
+        server.conn.execute(f"UPDATE memberships SET {col} = ? WHERE workspace = ? AND participant = ?", (value, ws, pid))
+
+
+async def balance(client, ws: str, agent_id: str) -> int | None:
+    return (await client.call("balances", workspace=ws))["agents"][agent_id]
+
+
+async def no_delivery(client, timeout: float = 0.3) -> None:
+    with pytest.raises(asyncio.TimeoutError):
+        d = await client.next_delivery(timeout=timeout)
+        print("unexpected", d)
+
+
+# --- agents belong to a person ---
+
+async def test_agent_names_are_unique_per_owner(team):
+    """Seed 002: "An agent belongs to a person. Its name is unique among that person's agents, and it has one token"."""
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_agent, "researcher", "alice")
+    assert e.value.code == "name_taken"
+    theirs = team.admin(admin.add_agent, "researcher", "bob")  # another person's agent may share the name
+    assert theirs["api_key"] and theirs["id"] not in (team.keys["researcher"],)
+    a = await team.client(api_key=team.keys["researcher"])
+    b = await team.client(api_key=theirs["api_key"])
+    assert a.me["id"] != b.me["id"] and a.me["handle"] == b.me["handle"] == "researcher"
+
+
+async def test_same_named_agents_are_told_apart_by_the_owners_handle(team):
+    """Seed 002: "Two people may both have an agent called builder; agents tell them apart by the owner's handle, the person field in list_agents"."""
+    mine = team.admin(admin.add_agent, "builder", "alice")
+    bobs = team.admin(admin.add_agent, "builder", "bob")  # bob is a member of team: his agent comes along
+    alice = await team.person("alice")
+    agents = (await alice.call("list_agents", workspace=team.ws))["agents"]
+    builders = {a["person"]: a["id"] for a in agents if a["name"] == "builder"}
+    assert builders == {"alice": mine["id"], "bob": bobs["id"]}
+    before = messages(team)
+    r = await alice.send(workspace=team.ws, topic="new", title="Build", to=["builder"], text="which one?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_recipient", r
+    assert "builder@alice" in r["detail"] and "builder@bob" in r["detail"]
+    assert messages(team) == before
+    builder = await team.client(api_key=bobs["api_key"])
+    sent = await alice.send(workspace=team.ws, topic="new", title="Build", to=["builder@bob"], text="you, bob's")
+    assert sent["op"] == "sent" and [d["to"] for d in sent["deliveries"] if d["wake"]] == [bobs["id"]]
+    d = await builder.next_delivery(timeout=5)
+    assert d["wake"] and d["message"]["text"] == "you, bob's"
+
+
+async def test_every_person_has_a_person_entry(team):
+    """Seed 002: "Every person also has a person agent, named after their handle and in every workspace they can reach"."""
+    alice = await team.person("alice")
+    for w in (await alice.call("list_workspaces"))["workspaces"]:
+        agents = (await alice.call("list_agents", workspace=w["id"]))["agents"]
+        people = {a["name"]: a for a in agents if a["kind"] == "person"}
+        assert "alice" in people and people["alice"]["id"] == team.alice and people["alice"]["person"] == "alice"
+        if w["id"] == team.ws:
+            assert set(people) == {"alice", "bob"}
+            assert {a["name"] for a in agents if a["kind"] == "agent"} == {"researcher", "reviewer"}
+            assert all(a["person"] == "alice" for a in agents if a["kind"] == "agent")
+
+
+async def test_everyone_gets_an_organization_and_one_personal_workspace(team):
+    """Seed 002: "Everyone gets their own organization on first sign-in and can create or join more".
+
+    Seed 003: "Every person automatically gets exactly one personal workspace, created once"."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    mine = (await alice.call("list_workspaces"))["workspaces"]
+    theirs = (await bob.call("list_workspaces"))["workspaces"]
+    personal_a = [w for w in mine if w["personal"]]
+    personal_b = [w for w in theirs if w["personal"]]
+    assert len(personal_a) == 1 and len(personal_b) == 1
+    assert personal_a[0]["role"] == personal_b[0]["role"] == "owner"
+    assert personal_a[0]["org"] != personal_b[0]["org"], "each person has their own organization"
+    team_ws = [w for w in mine if w["id"] == team.ws][0]
+    assert team_ws["org"] == personal_a[0]["org"] and not team_ws["personal"]
+    assert [w["role"] for w in theirs if w["id"] == team.ws] == ["member"]
+    assert count(team, "SELECT count(*) FROM orgs WHERE owner = ?", team.alice) == 1
+    assert count(team, "SELECT count(*) FROM workspaces WHERE personal_of = ?", team.alice) == 1
+    # a person's own personal workspace is not visible to anyone else
+    err = await bob.request("list_members", workspace=personal_a[0]["id"])
+    assert err["op"] == "error" and err["code"] == "not_found"
+
+
+# --- roles ---
+
+async def test_viewer_cannot_send_and_nothing_is_charged(team):
+    """Seed 002: "People are admin or member of an organization or workspace" (and a viewer only reads): a viewer's send is refused."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    team.admin(admin.add_member, team.ws, "carol", "viewer")
+    carol = await team.client(handle="carol", password="pw-" + "x" * 8)
+    before, used = messages(team), usage(team, team.ws)
+    r = await carol.send(workspace=team.ws, topic="new", title="Hi", to=["researcher"], text="may I?")
+    assert r["op"] == "refused" and r["reason"] == "permission_denied", r
+    assert messages(team) == before and usage(team, team.ws) == used
+    h = await carol.call("history", workspace=team.ws, conversation="general")  # a viewer still reads
+    assert h["op"] == "history"
+
+
+async def test_members_fund_only_their_own_agents_admins_fund_any(team):
+    """Seed 002: "Admins manage everything in it; members add and change only their own agents"."""
+    bobs = team.admin(admin.add_agent, "helper", "bob")
+    alice, bob = await team.person("alice"), await team.person("bob")
+    researcher = (await team.client(api_key=team.keys["researcher"])).me["id"]
+    r = await bob.request("fund", workspace=team.ws, agent="researcher", amount=5)
+    assert r["op"] == "refused" and r["reason"] == "permission_denied"
+    r = await bob.request("fund", workspace=team.ws, pool=True, amount=5)
+    assert r["op"] == "refused" and r["reason"] == "permission_denied"
+    assert (await bob.call("fund", workspace=team.ws, agent="helper", amount=5))["balance"] == 5
+    assert (await alice.call("fund", workspace=team.ws, agent="helper", amount=5))["balance"] == 10
+    team.admin(admin.add_member, team.ws, "bob", "admin")
+    assert (await bob.call("fund", workspace=team.ws, agent="researcher", amount=5))["balance"] == 1005
+    assert (await bob.call("fund", workspace=team.ws, pool=True, amount=5))["balance"] == 5
+    assert await balance(alice, team.ws, researcher) == 1005 and await balance(alice, team.ws, bobs["id"]) == 10
+
+
+# --- per-membership permissions ---
+
+async def _agents(team):
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    return researcher, reviewer
+
+
+async def _refused_uncharged(team, sender, to, payer_id, reason="permission_denied"):
+    before, used = messages(team), usage(team, team.ws)
+    wallet = await balance(sender, team.ws, payer_id)
+    r = await sender.send(workspace=team.ws, topic="new", title="Perm", type="request", to=to, text="hello")
+    assert r["op"] == "refused" and r["reason"] == reason, r
+    assert messages(team) == before and usage(team, team.ws) == used
+    assert await balance(sender, team.ws, payer_id) == wallet
+    return r
+
+
+async def test_membership_without_send_is_refused_uncharged(team):
+    """Seed 002: "send lets it call send_message"."""
+    researcher, reviewer = await _agents(team)
+    rid = researcher.me["id"]
+    set_membership(team, team.ws, rid, send=0)
+    await _refused_uncharged(team, researcher, ["reviewer"], rid)
+    await no_delivery(reviewer)
+    set_membership(team, team.ws, rid, send=1)
+    r = await researcher.send(workspace=team.ws, topic="new", title="Perm", to=["reviewer"], text="now")
+    assert r["op"] == "sent" and r["cost"] == 1
+
+
+async def test_recipient_without_receive_is_refused_uncharged(team):
+    """Seed 002: "receive lets it call check_inbox, subscribe and search_messages": without it nobody reaches it."""
+    researcher, reviewer = await _agents(team)
+    set_membership(team, team.ws, reviewer.me["id"], receive=0)
+    r = await _refused_uncharged(team, researcher, ["reviewer"], researcher.me["id"])
+    assert "reviewer" in r["detail"]
+    await no_delivery(reviewer)
+
+
+async def test_can_message_limits_whom_an_agent_sends_to(team):
+    """Seed 002: "Can message: the agents it may send to. Empty means anyone in the workspace"."""
+    researcher, reviewer = await _agents(team)
+    rid = researcher.me["id"]
+    set_membership(team, team.ws, rid, can_message=[team.alice])
+    await _refused_uncharged(team, researcher, ["reviewer"], rid)
+    await no_delivery(reviewer)
+    ok = await researcher.send(workspace=team.ws, topic="new", title="Perm", type="inform", to=["@alice"], text="hi")
+    assert ok["op"] == "sent", ok
+    set_membership(team, team.ws, rid, can_message=None)
+    ok = await researcher.send(workspace=team.ws, topic="new", title="Perm", type="inform", to=["reviewer"], text="hi")
+    assert ok["op"] == "sent", ok
+
+
+async def test_takes_from_limits_who_reaches_an_agent(team):
+    """Seed 002: "Takes messages from: the agents that may send to it (ADR 0028). Empty means anyone"."""
+    researcher, reviewer = await _agents(team)
+    set_membership(team, team.ws, reviewer.me["id"], takes_from=[team.alice])
+    await _refused_uncharged(team, researcher, ["reviewer"], researcher.me["id"])
+    await no_delivery(reviewer)
+    alice = await team.person("alice")
+    ok = await alice.send(workspace=team.ws, topic="new", title="Perm", to=["reviewer"], text="from alice")
+    assert ok["op"] == "sent" and ok["deliveries"][0]["wake"], ok
+    d = await reviewer.next_delivery(timeout=5)
+    assert d["message"]["text"] == "from alice"
+
+
+# --- plans ---
+
+async def test_free_plan_301st_message_of_the_month_is_refused(team):
+    """Seed 002: "An organization's plan sets how many messages it can send a month" (Free: 300).
+
+    Seed 002: "A message to several agents counts once per recipient"."""
+    team.admin(admin.set_plan, "alice", "free")
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    set_usage(team, team.ws, 298)
+    topic = (await alice.send(workspace=team.ws, topic="new", title="Plan", type="inform", to=["researcher"],
+                              text="299th"))["message"]["topic"]
+    two = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher", "reviewer"], text="2 more")
+    assert two["op"] == "refused" and two["reason"] == "plan_limit", "two recipients count twice"
+    ok = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="300th")
+    assert ok["op"] == "sent" and usage(team, team.ws) == 300
+    before = messages(team)
+    wallet = await balance(alice, team.ws, researcher.me["id"])
+    r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="301st")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="301st")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    assert messages(team) == before and usage(team, team.ws) == 300
+    assert await balance(alice, team.ws, researcher.me["id"]) == wallet, "nothing charged"
+    team.admin(admin.set_plan, "alice", "team")
+    r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="licensed")
+    assert r["op"] == "sent"
+
+
+async def test_free_plan_connects_five_agents(team):
+    """Seed 002: "how many agents it can connect" (Free: 5) ... "An agent counts once per organization it is in, while its token is valid"."""
+    team.admin(admin.set_plan, "alice", "free")
+    for name in ("a3", "a4", "a5"):
+        team.admin(admin.add_agent, name, "alice")
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_agent, "a6", "alice")
+    assert e.value.code == "plan_limit"
+    team.admin(admin.revoke_agent, "a5@alice")  # a revoked token no longer counts
+    team.admin(admin.add_agent, "a6", "alice")
+    team.admin(admin.set_plan, "alice", "team")
+    team.admin(admin.add_agent, "a7", "alice")
+
+
+async def test_free_plan_workspaces_limit(team):
+    """Seed 002: "how many workspaces it can have" (Free: 1, Team: unlimited)."""
+    team.admin(admin.set_plan, "alice", "free")
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_workspace, "second", "alice")
+    assert e.value.code == "plan_limit"
+    for i in range(3):
+        team.admin(admin.add_workspace, f"bob-{i}", "bob")  # bob's organization is on Team
+
+
+async def test_history_past_the_plans_window_is_not_searchable(team):
+    """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
+    alice = await team.person("alice")
+    engine = team.gw.engine
+    engine.clock = lambda: now_us() - 8 * DAY  # this message was written 8 days ago
+    try:
+        old = await alice.send(workspace=team.ws, topic="new", title="Old", type="inform", to=["researcher"],
+                               text="the zeppelin plan")
+    finally:
+        engine.clock = now_us
+    assert old["op"] == "sent"
+    new = await alice.send(workspace=team.ws, topic="new", title="New", type="inform", to=["researcher"],
+                           text="the zeppelin budget")
+
+    async def found(query):
+        return [m["id"] for m in (await alice.call("search_messages", workspace=team.ws, query=query))["messages"]]
+
+    async def shown():
+        return [m["id"] for m in (await alice.call("history", workspace=team.ws, conversation="general"))["messages"]]
+
+    assert await found("zeppelin") == [new["message"]["id"], old["message"]["id"]]
+    assert old["message"]["id"] in await shown()
+    team.admin(admin.set_plan, "alice", "free")
+    assert await found("zeppelin") == [new["message"]["id"]]
+    assert await found("zeppelin plan") == []
+    assert old["message"]["id"] not in await shown()
+
+
+# --- seed 003: where an agent appears ---
+
+async def test_agent_goes_with_its_person_into_every_workspace_unless_pinned(team):
+    """Seed 003: "once made it goes with you into every workspace you are a member of. You can restrict it by pinning it to chosen workspaces"."""
+    later = team.admin(admin.add_workspace, "later", "alice")["id"]
+    pinned = team.admin(admin.add_agent, "homebody", "alice", team.ws)
+    bobs = team.admin(admin.add_workspace, "bobs", "bob")["id"]
+    team.admin(admin.add_member, bobs, "alice")
+    alice = await team.person("alice")
+    for ws in (team.ws, later, bobs):
+        names = {a["name"] for a in (await alice.call("list_agents", workspace=ws))["agents"] if a["kind"] == "agent"}
+        assert {"researcher", "reviewer"} <= names, ws
+        assert ("homebody" in names) == (ws == team.ws), ws
+    home = await team.client(api_key=pinned["api_key"])
+    r = await alice.send(workspace=later, topic="new", title="Here?", to=["homebody"], text="are you here?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_recipient"
+    r = await home.send(workspace=later, topic="new", title="Here?", to=["@alice"], text="me?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_workspace"
+
+
+async def test_one_agent_one_queue_across_workspaces(team):
+    """Seed 003: "Wherever it appears it is one agent: one identity, one work queue, not a copy per workspace"."""
+    alice = await team.person("alice")
+    personal = [w["id"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["personal"]][0]
+    researcher = await team.client(api_key=team.keys["researcher"])
+    a = await alice.send(workspace=team.ws, topic="new", title="From team", to=["researcher"], text="in team")
+    b = await alice.send(workspace=personal, topic="new", title="From home", to=["researcher"], text="at home")
+    assert a["op"] == b["op"] == "sent"
+    got = [await researcher.next_delivery(timeout=5) for _ in range(2)]
+    assert [(d["wake"], d["message"]["workspace"]) for d in got] == [(True, team.ws), (True, personal)]
+    for d in got:
+        m = d["message"]
+        r = await researcher.send(workspace=m["workspace"], topic=m["topic"], type="response", in_reply_to=m["id"],
+                                  text="ok", state="done")
+        assert r["op"] == "sent" and r["cost"] == 1
+        await researcher.ack([d["id"]])
+    rid = researcher.me["id"]
+    assert await balance(alice, team.ws, rid) == await balance(alice, personal, rid) == 998, "one wallet"
