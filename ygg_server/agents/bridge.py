@@ -365,7 +365,10 @@ class Bridge:
 
     def _outgoing(self, out: TurnOutput, target: dict) -> dict:
         owed = target.get("id") in self.state.owed
-        mtype = out.type or ("response" if owed else "inform")
+        poll = target.get("author") == SYSTEM and target.get("notice") == "closure_poll"
+        mtype = out.type or ("response" if owed or poll else "inform")
+        if poll and out.to is None:
+            out.to = [SYSTEM]  # answering a poll is free and goes to system.ygg
         fields: dict[str, Any] = {
             "workspace": target["workspace"],
             "conversation": out.conversation or target["conversation"],
