@@ -105,7 +105,12 @@ class YggApp(App):
         except OSError:
             pass  # a read-only data dir: sign in again next time
         self.session = Session(client, self.store, self.post_message)
-        await self.session.load()
+        try:
+            await self.session.load()
+        except (Refused, ConnectionError, asyncio.TimeoutError) as e:
+            await client.close()
+            self._ask(url, handle or "", f"Signed in, but loading failed: {e}")
+            return
         self.connected = True
         from .screens.main import MainScreen
 
@@ -146,9 +151,9 @@ class YggApp(App):
             return
         if main.key and main.key in self.store.threads:
             th = self.store.threads[main.key]
-            if th.loaded:
-                await self.session.history(th)
-                main.messages.set_messages(th.messages, key=th.key, more=th.more)
+            await self.session.history(th)
+            main.messages.loading = False
+            main.messages.set_messages(th.messages, key=th.key, more=th.more)
         main.refresh_all()
         if self.operator is not None:
             self.operator.refresh_all() if hasattr(self.operator, "refresh_all") else None

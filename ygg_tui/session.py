@@ -174,9 +174,10 @@ class Session:
                     self._seen_reconnects = c.reconnects
                     try:
                         await self.resync()
-                    except (ConnectionError, asyncio.TimeoutError, Refused, AttributeError):
-                        continue  # dropped again; the next reconnect resyncs
-                    await _maybe_await(on_reconnect())
+                        await _maybe_await(on_reconnect())
+                    except (ConnectionError, asyncio.TimeoutError, Refused, AttributeError) as e:
+                        log.info("resync failed (%s); the next reconnect tries again", e)
+                        self._seen_reconnects = -1
 
     async def resync(self) -> None:
         """A new connection has no subscriptions and missed events: follow again, reload."""

@@ -167,7 +167,7 @@ class MainScreen(Screen):
         self.query_one(ParticipantsPanel).show(workspace, None)
         self.composer.area.focus()
 
-    @work(group="history")
+    @work(group="history", exit_on_error=False)
     async def load_newest(self, key: str) -> None:
         th = self.store.threads[key]
         try:
@@ -185,7 +185,7 @@ class MainScreen(Screen):
     def _load_older(self, event: LoadOlder) -> None:
         self.load_older(event.key)
 
-    @work(group="history-older")
+    @work(group="history-older", exit_on_error=False)
     async def load_older(self, key: str) -> None:
         th = self.store.threads.get(key)
         ml = self.messages
@@ -264,7 +264,7 @@ class MainScreen(Screen):
         if self._dirty:
             self._schedule()
 
-    @work(group="conversations")
+    @work(group="conversations", exit_on_error=False)
     async def _reload_conversations(self, ws: str) -> None:
         await self.app.session.reload_conversations(ws)
         self._dirty |= {"sidebar", "title"}
@@ -374,7 +374,7 @@ class MainScreen(Screen):
         self.app.push_screen(SearchScreen(self.workspace, self.app.session.search, s.name,
                                           lambda c: s.conversation_name(s.conversation(c) or {})), opened)
 
-    @work(group="jump")
+    @work(group="jump", exit_on_error=False)
     async def jump_to(self, m: dict) -> None:
         """Open a message's topic and put the cursor on it (loading older pages until it is there)."""
         self.open_conversation(m["conversation"], m.get("topic"))
@@ -394,7 +394,7 @@ class MainScreen(Screen):
     def action_fund(self) -> None:
         self.fund()
 
-    @work(group="fund")
+    @work(group="fund", exit_on_error=False)
     async def fund(self) -> None:
         s = self.store
         w = s.workspaces.get(self.workspace or "")
@@ -455,7 +455,7 @@ class MainScreen(Screen):
     def _submit(self, event: Submit) -> None:
         self.send(event.text)
 
-    @work(group="send")
+    @work(group="send", exit_on_error=False)
     async def send(self, text: str) -> None:
         c = self.composer
         direct = self.pending_direct

@@ -83,7 +83,7 @@ class OperatorScreen(Screen):
         a.add_columns("agent", "balance", "spent", "sent", "woken", "context")
         self.start()
 
-    @work(group="operator")
+    @work(group="operator", exit_on_error=False)
     async def start(self) -> None:
         session = self.app.session
         ok = await session.monitor(self.workspace, True)
@@ -168,7 +168,7 @@ class OperatorScreen(Screen):
         if self._dirty:
             self._schedule()
 
-    @work(group="op-conversations")
+    @work(group="op-conversations", exit_on_error=False)
     async def _reload_conversations(self) -> None:
         await self.app.session.reload_conversations(self.workspace)
         select = self.query_one("#f-conversation", Select)

@@ -1,0 +1,96 @@
+"""j/k, n, /, ?, ctrl+p, the mouse, themes and remapped keys from the config."""
+
+from textual.command import CommandPalette
+
+from ygg_tui.app import make_app
+from ygg_tui.screens.help import HelpScreen
+from ygg_tui.screens.search import SearchScreen
+from ygg_tui.widgets.sidebar import Sidebar
+
+from .conftest import PW, SIZE, answer, open_topic, read_all, ready, wait_for, wait_text
+
+
+async def test_jk_next_unread_search_help_palette_mouse(team):
+    bob = await team.person("bob")
+    first = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Old news",
+                           type="inform", text="the needle is here")
+    for i in range(5):
+        await bob.send(workspace=team.ws, conversation="general", topic=first["message"]["topic"], type="inform",
+                       text=f"filler {i}")
+    await read_all(team, "alice", expect=6)
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        ml = main.messages
+        ml.focus()
+        await pilot.press("k")
+        assert ml.cursor == 5
+        await pilot.press("k", "k")
+        assert ml.cursor == 3
+        await pilot.press("j")
+        assert ml.cursor == 4
+        # the mouse: a click on a message selects it
+        await pilot.click(ml, offset=(4, ml._offsets[1] - int(ml.scroll_y)))
+        assert ml.cursor == 1
+        # n: the next unread topic, wherever it is
+        sent = await bob.send(workspace=team.ws, conversation="dm:@alice", topic="new", title="Ping",
+                              type="request", to=["@alice"], text="are you there?")
+        await wait_for(pilot, lambda: app.store.unread_by_conv.get(sent["message"]["conversation"]), what="unread")
+        ml.focus()
+        await pilot.press("n")
+        assert main.topic == sent["message"]["topic"]
+        await wait_text(pilot, "are you there?")
+        # the mouse on the sidebar: General again
+        sidebar = main.query_one(Sidebar)
+        general = next(c for c, v in app.store.workspaces[team.ws].conversations.items() if v["kind"] == "general")
+        idx = sidebar.get_option_index(general)
+        await pilot.click(sidebar, offset=(5, idx + 1 - int(sidebar.scroll_y)))  # +1: the border
+        await wait_for(pilot, lambda: main.conversation == general, what="clicked General")
+        # / searches the workspace and opens what it found
+        ml.focus()
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press(*"needle", "enter")
+        await wait_for(pilot, lambda: app.screen.found, what="search results")
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: app.screen is main and ml.selected and ml.selected["text"] == "the needle is here",
+                       what="jumped to the result")
+        # ? shows the keys
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_text(pilot, "Next unread", "ygg.next_unread")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main)
+        # ctrl+p: the command palette knows Ygg's commands
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"operator view")
+        await wait_text(pilot, "Operator view of team")
+        await pilot.press("escape")
+
+
+async def test_theme_and_keymap_from_config(team):
+    cfg = team.config()
+    cfg.theme = "ygg-light"
+    cfg.keys = {"ygg.next_unread": "u", "ygg.help": "f2"}
+    app = make_app(url=team.url, handle="alice", password=PW, config=cfg, presence_every=0)
+    bob = await team.person("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert app.theme == "ygg-light"
+        assert {"ygg-dark", "ygg-light", "ygg-mono"} <= set(app.available_themes)
+        sent = await bob.send(workspace=team.ws, conversation="dm:@alice", topic="new", title="Remapped",
+                              type="request", to=["@alice"], text="hello")
+        await wait_for(pilot, lambda: app.store.unread_by_conv.get(sent["message"]["conversation"]))
+        main.messages.focus()
+        await pilot.press("n")  # no longer bound
+        assert main.topic != sent["message"]["topic"]
+        await pilot.press("u")
+        assert main.topic == sent["message"]["topic"]
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_text(pilot, "u ", "Next unread")
+        await pilot.press("escape")
+        # choosing a theme from the palette saves it in the config file
+        app.set_theme("ygg-mono")
+        assert 'theme = "ygg-mono"' in cfg.config_path.read_text()
