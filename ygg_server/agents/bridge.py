@@ -152,8 +152,7 @@ class Bridge:
         msg = frame["message"]
         for m in frame.get("context") or []:
             self._observe(m)
-        self._observe(msg)
-        self.state.save()
+        self._observe(msg)  # saved with the turn's first round or the ack; a re-offered wake observes again
         if not frame.get("wake"):
             await self._ack(did)
             return
@@ -321,8 +320,7 @@ class Bridge:
             await self._send(fields, f"{key}:reply", parent=target if fields["type"] == "request" else None)
             if self._halt:
                 return self._deferred(entry)
-        entry["complete"] = True
-        self.state.save()
+        entry["complete"] = True  # saved with the ack; a replay before it only re-sends (deduplicated)
         self.stats["turns"] += 1
         return "done"
 
@@ -516,7 +514,8 @@ class Bridge:
             if parent is not None:
                 ask.update(parent=parent["id"], parent_topic=parent.get("topic"),
                            parent_conversation=parent.get("conversation"), parent_text=parent.get("text", ""))
-        self.state.save()
+        # not saved here: the next round, the turn's end or the ack saves it, and a replay after a crash
+        # re-sends with the same client_id, gets the stored reply, and records it again
 
     async def _ack(self, did: int) -> None:
         await self._retrying(lambda: self.client.ack([did]))

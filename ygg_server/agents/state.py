@@ -19,9 +19,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 TRANSCRIPT = 12  # messages remembered per topic
+TOPICS = 100  # topics whose transcript is remembered (the most recently active)
+ASKED = 300  # requests made, kept once answered
 NOTES = 20
 DONE_IDS = 1000
+
+_encode = msgspec.json.Encoder().encode
 
 
 class AgentState:
@@ -39,10 +45,22 @@ class AgentState:
                 os.replace(self.path, self.path.with_suffix(".corrupt"))
 
     def save(self) -> None:
+        self._prune()
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, ensure_ascii=False), encoding="utf-8")
+        tmp.write_bytes(_encode(self.data))
         os.replace(tmp, self.path)
+
+    def _prune(self) -> None:
+        for key in ("transcript", "topics"):
+            d = self.data[key]
+            for old in list(d)[: max(0, len(d) - TOPICS)]:
+                del d[old]
+        asked = self.data["asked"]
+        if len(asked) > ASKED:
+            closed = [i for i, a in asked.items() if not a.get("open")]
+            for i in closed[: len(asked) - ASKED]:
+                del asked[i]
 
     # --- memory ---
 
@@ -77,7 +95,8 @@ class AgentState:
         elif t not in self.data["topics"]:
             self.data["topics"][t] = {"title": None, "conversation": m.get("conversation"),
                                       "workspace": m.get("workspace")}
-        lines = self.data["transcript"].setdefault(t, [])
+        lines = self.data["transcript"].pop(t, [])
+        self.data["transcript"][t] = lines  # most recently active last
         if any(x["id"] == m.get("id") for x in lines):
             return
         lines.append({k: m.get(k) for k in ("id", "author", "to", "type", "state", "in_reply_to", "notice")}
