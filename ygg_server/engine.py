@@ -46,6 +46,7 @@ class Published:
     """What one committed batch hands to the gateway."""
 
     deliveries: list[db.Stored] = field(default_factory=list)
+    messages: list = field(default_factory=list)  # every message stored, in order (monitors see all, even undelivered)
     topics: list[Topic] = field(default_factory=list)
     balances: list[tuple[str, str, int]] = field(default_factory=list)  # (workspace, account, balance)
     rescan: bool = False  # someone else changed the database: look at every connection again
@@ -207,20 +208,20 @@ class Engine:
             return
         for cmd, result in results:
             _resolve(cmd, result)
-        if self._publish and (out.deliveries or out.topics or out.balances or out.rescan):
+        if self._publish and (out.deliveries or out.messages or out.topics or out.balances or out.rescan):
             self._loop.call_soon_threadsafe(self._publish, out)
 
     def _one(self, cmd: _Command, out: Published) -> Any:
         """Run one command in its own savepoint, so a failure undoes it alone."""
         self.conn.execute("SAVEPOINT cmd")
-        mark = (len(out.deliveries), len(out.topics), len(out.balances))
+        mark = (len(out.deliveries), len(out.topics), len(out.balances), len(out.messages))
         try:
             result = getattr(self, "_do_" + cmd.kind)(*cmd.args, out=out)
         except Exception as e:
             log.exception("command %s failed", cmd.kind)
             self.conn.execute("ROLLBACK TO cmd")
             self.conn.execute("RELEASE cmd")
-            del out.deliveries[mark[0]:], out.topics[mark[1]:], out.balances[mark[2]:]
+            del out.deliveries[mark[0]:], out.topics[mark[1]:], out.balances[mark[2]:], out.messages[mark[3]:]
             self._reset()
             return e
         self.conn.execute("RELEASE cmd")
@@ -229,7 +230,10 @@ class Engine:
     def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
         """Apply a decision to the database and to the live state."""
         org = self._org(ws)
-        out.deliveries += db.apply(self.conn, d, now, ws, org[0] if org else None, month)
+        stored = db.apply(self.conn, d, now, ws, org[0] if org else None, month)
+        out.deliveries += stored
+        written = {id(s.message) for s in stored}
+        out.messages += [r.message for r in d.routed if not r.deliveries or id(r.message) in written]
         for t in d.topics:
             before = self.topics.get(t.id) or db.load_topic(self.conn, t.id)
             self._count_open(before, t)

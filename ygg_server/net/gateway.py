@@ -336,7 +336,7 @@ class Gateway:
                 self._arrived[pid] += items
             else:
                 self.inboxes[pid].add(items)
-        if out.deliveries:
+        if out.messages:
             self._monitor(out)
         if out.topics or out.balances:
             self._events(out)
@@ -344,20 +344,20 @@ class Gateway:
             asyncio.ensure_future(self._rescan())
 
     def _monitor(self, out: Published) -> None:
-        seen: set[str] = set()
-        for s in out.deliveries:
-            m = s.message
-            if m.id in seen:
-                continue
-            seen.add(m.id)
+        """Every message stored, with its deliveries (none for one absorbed by system.ygg), to monitors."""
+        watchers = [c for conns in self.conns.values() for c in conns if c.monitors]
+        if not watchers:
+            return
+        sent: dict[int, list] = {}
+        for x in out.deliveries:
+            sent.setdefault(id(x.message), []).append({"to": x.recipient, "wake": x.wake, "reason": x.reason})
+        for m in out.messages:
             frame = None
-            for conns in self.conns.values():
-                for c in conns:
-                    if m.workspace in c.monitors:
-                        frame = frame or {"op": "event", "kind": "message", "message": protocol.message_obj(m),
-                                          "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason}
-                                                         for x in out.deliveries if x.message is m]}
-                        c.push(frame)
+            for c in watchers:
+                if m.workspace in c.monitors:
+                    frame = frame or {"op": "event", "kind": "message", "message": protocol.message_obj(m),
+                                      "deliveries": sent.get(id(m), [])}
+                    c.push(frame)
 
     def _events(self, out: Published) -> None:
         frames: dict[str, list[dict]] = {}
