@@ -68,12 +68,17 @@ def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
     return cid
 
 
+def _limit(f: dict) -> int:
+    """A page size from 1 to MAX_PAGE (a negative LIMIT means "no limit" to SQLite)."""
+    return max(1, min(int(f.get("limit") or 50), MAX_PAGE))
+
+
 def history(conn, pid: str, f: dict) -> dict:
     """A page of messages, newest first; `before` is the `cursor` of the previous page."""
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
     cid = _conversation(conn, ws, f.get("conversation", "general"), pid, monitor)
-    limit = min(int(f.get("limit") or 50), MAX_PAGE)
+    limit = _limit(f)
     before = f.get("before")
     sql = "SELECT seq, body FROM messages WHERE conversation = ? AND created_at >= ?"
     args: list[Any] = [cid, _history_floor(conn, ws)]
@@ -103,10 +108,10 @@ def search_messages(conn, pid: str, f: dict) -> dict:
     rows = conn.execute(
         """SELECT m.conversation, m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
            WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ? ORDER BY m.seq DESC LIMIT ?""",
-        (phrase, ws, _history_floor(conn, ws), min(int(f.get("limit") or 50), MAX_PAGE) * 4),
+        (phrase, ws, _history_floor(conn, ws), _limit(f) * 4),
     ).fetchall()
     found = [db.decode_message(b) for c, b in rows if visible is None or c in visible]
-    return {"messages": [protocol.message_obj(m) for m in found[: MAX_PAGE]]}
+    return {"messages": [protocol.message_obj(m) for m in found[: _limit(f)]]}
 
 
 def list_workspaces(conn, pid: str, f: dict) -> dict:

@@ -63,15 +63,21 @@ async def test_history_is_paged_newest_first(team):
 async def test_history_limit_is_bounded(team):
     """docs/protocol.md: "`history` | `workspace`, `conversation`, `topic?`, `before?`, `limit?` (≤200)"."""
     alice = await team.person("alice")
-    first = await alice.send(workspace=team.ws, topic="new", title="Lim", type="inform", to=["researcher"], text="a")
-    for t in ("b", "c"):
+    first = await alice.send(workspace=team.ws, topic="new", title="Lim", type="inform", to=["researcher"], text="a one")
+    for t in ("b one", "c one"):
         await alice.send(workspace=team.ws, topic=first["message"]["topic"], type="inform", to=["researcher"], text=t)
     for limit, size in ((1, 1), (2, 2), (1000, 3)):
         page = await alice.call("history", workspace=team.ws, conversation="general", limit=limit)
         assert len(page["messages"]) == size and page["more"] == (size < 3), (limit, page)
-    for bad in (-1, 0):  # a nonsensical limit is never "everything"
+    for bad in (-5, -2, -1):  # a nonsensical limit: refused, or a page a client can page on from
         page = await alice.request("history", workspace=team.ws, conversation="general", limit=bad)
-        assert page["op"] == "error" or len(page["messages"]) <= 3
+        if page["op"] == "error":
+            assert page["code"] == "bad_frame"
+        else:
+            assert 1 <= len(page["messages"]) <= 3 and (page["cursor"] is not None or not page["more"]), (bad, page)
+    for limit, size in ((1, 1), (2, 2), (-1, 1)):
+        found = await alice.call("search_messages", workspace=team.ws, query="one", limit=limit)
+        assert len(found["messages"]) == size, (limit, found)
 
 
 async def test_search_finds_text_the_asker_may_read(team):
