@@ -112,6 +112,7 @@ class YggApp(App):
             self._ask(url, handle or "", f"Signed in, but loading failed: {e}")
             return
         self.connected = True
+        self.store.apply_deliveries(await self.session.backlog())
         from .screens.main import MainScreen
 
         self.main = MainScreen(self.store, show_clock=self.config.clock)

@@ -140,6 +140,14 @@ class Session:
         await self.call("subscribe", workspace=ws, monitor=False)
         return True
 
+    async def backlog(self) -> list[dict]:
+        """Deliveries already here (the server sends the unacked ones right after signing in, before
+        any reply to our queries): applied before the first paint, so unread counts show at once."""
+        out = []
+        while self.client.pending_deliveries():
+            out.append(await self.client.next_delivery())
+        return out
+
     # --- pumps (run as workers of the app) ---
 
     async def pump_deliveries(self) -> None:
