@@ -72,6 +72,7 @@ class Bridge:
         self._conversations: dict[str, dict[str, str]] = {}  # workspace -> conversation id -> kind
         self._stopping = False
         self._halt: str | None = None  # set by a refusal that stops the current turn
+        self._task: asyncio.Task | None = None
         self._retries: list[tuple[float, int, dict, dict]] = []  # (when, attempt, wake frame, request) after a failed turn
 
     @property
@@ -102,6 +103,7 @@ class Bridge:
 
     async def run(self) -> None:
         """Connect, then take wakes until stopped. Never returns on a bad turn, only on stop (or a bad key)."""
+        self._task = asyncio.current_task()
         await self.connect()
         while not self._stopping:
             wait = None
@@ -136,7 +138,15 @@ class Bridge:
                 self.state.save()
 
     async def stop(self) -> None:
+        """Stop taking wakes: a turn in progress is cut short (its journal lets it resume next time)."""
         self._stopping = True
+        task = self._task
+        if task is not None and task is not asyncio.current_task() and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
         if self.client is not None:
             await self.client.close()
         await self.backend.close()
