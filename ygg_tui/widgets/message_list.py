@@ -196,10 +196,13 @@ class MessageList(ScrollView, can_focus=True):
         if not msgs:
             self.refresh()
             return
-        added = sum(self._height(m, self._text_width()) for m in msgs)
+        w = self._text_width()
+        heights = [self._height(m, w) for m in msgs]
+        added = sum(heights)
         self._msgs[:0] = msgs
+        self._heights[:0] = heights
         y = self.scroll_y
-        self._relayout()
+        self._reindex()
         if self.cursor >= 0:
             self.set_reactive(MessageList.cursor, self.cursor + len(msgs))
         self.scroll_to(y=y + added, animate=False)
@@ -225,13 +228,18 @@ class MessageList(ScrollView, can_focus=True):
         return 1 + len(wrap(text, width)) if text else 1
 
     def _relayout(self) -> None:
+        """Heights of every message at the current width (a width change, or a new list)."""
         w = self._text_width()
         self._width = w
-        self._index = {m["id"]: i for i, m in enumerate(self._msgs)}
         self._heights = [self._height(m, w) for m in self._msgs]
-        self._offsets = [0, *accumulate(self._heights)][:-1] if self._heights else []
-        self._total = sum(self._heights)
         self._cache.clear()
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """Offsets and ids from the known heights: cheap, even for 100,000 messages."""
+        self._index = {m["id"]: i for i, m in enumerate(self._msgs)}
+        self._offsets = [0, *accumulate(self._heights)][:-1] if self._heights else []
+        self._total = self._offsets[-1] + self._heights[-1] if self._heights else 0
         self._update_virtual()
 
     def _update_virtual(self) -> None:
@@ -383,6 +391,12 @@ class MessageList(ScrollView, can_focus=True):
             self.cursor -= 1
         else:
             self.scroll_home(animate=False)
+
+    def action_page_up(self) -> None:
+        self.scroll_to(y=max(0, self.scroll_y - self.scrollable_content_region.height), animate=False)
+
+    def action_page_down(self) -> None:
+        self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False)
 
     def action_first(self) -> None:
         if self._msgs:
