@@ -13,10 +13,9 @@ async def test_demo_team_handles_a_request_that_needs_a_person(server):
     demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
     try:
         assert demo.supervisor.order == list(DEMO_AGENTS)
-        balances = (await (await server.person("bob")).call("balances", workspace=server.ws))["agents"]
-        assert balances[demo.agents["eager"]["id"]] == 5 and balances[demo.agents["lead"]["id"]] == 200
-
         alice = await server.person("alice")
+        balances = (await alice.call("balances", workspace=server.ws))["agents"]
+        assert balances[demo.agents["eager"]["id"]] == 5 and balances[demo.agents["lead"]["id"]] == 200
         sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title="Gateway rollout",
                                 type="request", to=["lead"],
                                 text="We want to deploy the new gateway to production. What do our notes say about credits?")
