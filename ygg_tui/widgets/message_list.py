@@ -68,6 +68,31 @@ def wrap(text: str, width: int) -> list[str]:
     return out
 
 
+def count_lines(text: str, width: int) -> int:
+    """len(wrap(text, width)), without building the lines (the common ASCII case)."""
+    width = max(width, 8)
+    if not text.isascii():
+        return len(wrap(text, width))
+    total = 0
+    for para in text.split("\n"):
+        if len(para) <= width:
+            total += 1
+            continue
+        lines, used, has = 0, 0, False
+        for w in map(len, para.split(" ")):
+            if w > width:
+                return len(wrap(text, width))
+            need = used + 1 + w if has else w
+            if need <= width:
+                has = has or w > 0
+                used = need
+            else:
+                lines += 1
+                used, has = w, w > 0
+        total += lines + 1
+    return total
+
+
 def _cut(word: str, width: int) -> int:
     used = 0
     for i, ch in enumerate(word):
@@ -168,13 +193,13 @@ class MessageList(ScrollView, can_focus=True):
 
     def append(self, msgs: list[dict]) -> None:
         """Live messages at the bottom (already deduplicated by the store)."""
-        msgs = [m for m in msgs if m["id"] not in self._index]
+        seen: set[str] = set()
+        msgs = [m for m in msgs if m["id"] not in self._index and not (m["id"] in seen or seen.add(m["id"]))]
         if not msgs:
             return
         follow = self._follow or self.is_at_end()
         if self._msgs and any(m["created_at"] < self._msgs[-1]["created_at"] for m in msgs):
-            merged = sorted(self._msgs + msgs, key=lambda m: m["created_at"])
-            self._msgs = merged
+            self._msgs = sorted(self._msgs + msgs, key=lambda m: m["created_at"])
             self._relayout()
         else:
             w = self._text_width()
@@ -225,7 +250,7 @@ class MessageList(ScrollView, can_focus=True):
         text = m.get("text") or ""
         if "\n" not in text and len(text) <= width and text.isascii():
             return 2 if text else 1
-        return 1 + len(wrap(text, width)) if text else 1
+        return 1 + count_lines(text, width) if text else 1
 
     def _relayout(self) -> None:
         """Heights of every message at the current width (a width change, or a new list)."""
