@@ -65,6 +65,7 @@ async def test_agent_wake_carries_context_since_last_wake(team):
     d = await agent.next_delivery(timeout=5)
     assert d["wake"] and d["message"]["text"] == "now act"
     assert [m["text"] for m in d["context"]] == ["fyi 1", "fyi 2"]
+    assert d["context_reasons"] == ["context_inform", "context_inform"]
     await agent.ack([d["id"]])
     with __import__("pytest").raises(asyncio.TimeoutError):
         await agent.next_delivery(timeout=0.3)

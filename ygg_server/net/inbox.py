@@ -130,4 +130,5 @@ def deliver_frame(item: Item, context: list[Item]) -> dict[str, Any]:
     return {
         "op": "deliver", "id": item.id, "message": item.message, "wake": item.wake, "reason": item.reason,
         "context": [c.message for c in context], "context_ids": [c.id for c in context],
+        "context_reasons": [c.reason for c in context],
     }
