@@ -53,10 +53,14 @@ class Conn:
     follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
     last_seen: float = field(default_factory=time.monotonic)
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
 
     def push(self, frame: dict) -> None:
+        if self.dropped:
+            return
         if self.queue.qsize() >= self.limits.outgoing:
             log.warning("dropping slow connection of %s", self.participant)
+            self.dropped = True
             asyncio.ensure_future(self.ws.close(1013, "too slow"))
             return
         self.queue.put_nowait(frame)
