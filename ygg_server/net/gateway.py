@@ -54,11 +54,12 @@ class Conn:
     last_seen: float = field(default_factory=time.monotonic)
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
+    backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
 
     def push(self, frame: dict) -> None:
         if self.dropped:
             return
-        if self.queue.qsize() >= self.limits.outgoing:
+        if self.queue.qsize() >= self.limits.outgoing + self.backlog:
             log.warning("dropping slow connection of %s", self.participant)
             self.dropped = True
             asyncio.ensure_future(self.ws.close(1013, "too slow"))
@@ -74,6 +75,8 @@ class Conn:
             for f in batch:
                 await self.ws.send(protocol.encode(f))
                 self.queue.task_done()
+                if self.backlog:
+                    self.backlog -= 1
 
 
 class Gateway:
@@ -209,6 +212,8 @@ class Gateway:
         self.conns.setdefault(pid, []).append(conn)
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
+            if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
+                conn.backlog = len(inbox.items)
             inbox.attach(conn)
 
     async def _inbox(self, pid: str, is_agent: bool) -> Inbox:

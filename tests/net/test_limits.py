@@ -1,0 +1,232 @@
+"""Limits: the connection's bounds (docs/protocol.md) and the plans' (seed 002), over real websockets.
+
+Each test quotes the sentence it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+
+import pytest
+import websockets
+
+from ygg_server import admin
+from ygg_server.engine import now_us
+
+from .test_org import balance, messages, set_usage, usage
+from .test_sessions import PW, ask, closed_with, serving
+
+DAY = 86_400_000_000
+
+
+# --- the connection's bounds ---
+
+async def test_no_auth_within_the_auth_timeout_closes(tmp_path):
+    """docs/protocol.md: "10 s to authenticate after it (then close 1008)"."""
+    async with serving(tmp_path, auth_timeout=0.5) as s:
+        started = time.monotonic()
+        async with websockets.connect(s.url) as ws:
+            assert await closed_with(ws) == 1008
+        assert time.monotonic() - started < 3
+
+
+async def test_frames_without_auth_do_not_extend_the_auth_timeout(tmp_path):
+    """docs/protocol.md: "10 s to authenticate after it (then close 1008)": a deadline, however chatty the client."""
+    async with serving(tmp_path, auth_timeout=1.0) as s:
+        started = time.monotonic()
+        async with websockets.connect(s.url) as ws:
+            with pytest.raises(websockets.ConnectionClosed):
+                while time.monotonic() - started < 6:
+                    await ws.send(json.dumps({"op": "ping", "ref": 1}))
+                    assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "unauthenticated"
+                    await asyncio.sleep(0.2)
+            assert ws.close_code == 1008
+        assert time.monotonic() - started < 3
+
+
+async def test_oversized_frame_closes_with_1009(team):
+    """docs/protocol.md: "Frames larger than 1 MiB close the connection with code **1009**"."""
+    alice = await team.person("alice")
+    async with websockets.connect(team.url) as ws:
+        assert (await ask(ws, {"op": "auth", "ref": 1, "token": alice.token}))["op"] == "session"
+        await ws.send(json.dumps({"op": "send", "ref": 2, "workspace": team.ws, "text": "x" * (1 << 20)}))
+        assert await closed_with(ws) == 1009
+    async with websockets.connect(team.url) as ws:  # before authenticating too
+        await ws.send("x" * ((1 << 20) + 1))
+        assert await closed_with(ws) == 1009
+
+
+async def test_idle_connection_is_closed(tmp_path):
+    """docs/protocol.md: "10 minutes without a frame (close 1000 "idle"; the client library reconnects)"."""
+    async with serving(tmp_path, idle_timeout=0.6) as s:
+        s.admin(admin.add_person, "alice", PW)
+        async with websockets.connect(s.url) as ws:
+            assert (await ask(ws, {"op": "auth", "ref": 1, "handle": "alice", "password": PW}))["op"] == "session"
+            for i in range(4):  # frames keep it open
+                await asyncio.sleep(0.3)
+                assert (await ask(ws, {"op": "ping", "ref": i}))["op"] == "pong"
+            started = time.monotonic()
+            assert await closed_with(ws) == 1000
+            assert ws.close_reason == "idle" and time.monotonic() - started < 2
+
+
+# --- plans ---
+
+async def test_free_plan_301st_message_of_the_month_is_refused(team):
+    """Seed 002: "An organization's plan sets how many messages it can send a month" (Free: 300).
+
+    Seed 002: "A message to several agents counts once per recipient"."""
+    team.admin(admin.set_plan, "alice", "free")
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    set_usage(team, team.ws, 298)
+    topic = (await alice.send(workspace=team.ws, topic="new", title="Plan", type="inform", to=["researcher"],
+                              text="299th"))["message"]["topic"]
+    two = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher", "reviewer"], text="2 more")
+    assert two["op"] == "refused" and two["reason"] == "plan_limit", "two recipients count twice"
+    ok = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="300th")
+    assert ok["op"] == "sent" and usage(team, team.ws) == 300
+    before = messages(team)
+    wallet = await balance(alice, team.ws, researcher.me["id"])
+    r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="301st")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="301st")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    assert messages(team) == before and usage(team, team.ws) == 300
+    assert await balance(alice, team.ws, researcher.me["id"]) == wallet, "nothing charged"
+    team.admin(admin.set_plan, "alice", "team")
+    r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="licensed")
+    assert r["op"] == "sent"
+
+
+async def test_free_plan_connects_five_agents(team):
+    """Seed 002: "how many agents it can connect" (Free: 5) ... "An agent counts once per organization it is in, while its token is valid"."""
+    team.admin(admin.set_plan, "alice", "free")
+    for name in ("a3", "a4", "a5"):
+        team.admin(admin.add_agent, name, "alice")
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_agent, "a6", "alice")
+    assert e.value.code == "plan_limit"
+    team.admin(admin.revoke_agent, "a5@alice")  # a revoked token no longer counts
+    team.admin(admin.add_agent, "a6", "alice")
+    team.admin(admin.set_plan, "alice", "team")
+    team.admin(admin.add_agent, "a7", "alice")
+
+
+async def test_free_plan_workspaces_limit(team):
+    """Seed 002: "how many workspaces it can have" (Free: 1, Team: unlimited)."""
+    team.admin(admin.set_plan, "alice", "free")
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_workspace, "second", "alice")
+    assert e.value.code == "plan_limit"
+    for i in range(3):
+        team.admin(admin.add_workspace, f"bob-{i}", "bob")  # bob's organization is on Team
+
+
+async def test_history_past_the_plans_window_is_not_searchable(team):
+    """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
+    alice = await team.person("alice")
+    engine = team.gw.engine
+    engine.clock = lambda: now_us() - 8 * DAY  # this message was written 8 days ago
+    try:
+        old = await alice.send(workspace=team.ws, topic="new", title="Old", type="inform", to=["researcher"],
+                               text="the zeppelin plan")
+    finally:
+        engine.clock = now_us
+    assert old["op"] == "sent"
+    new = await alice.send(workspace=team.ws, topic="new", title="New", type="inform", to=["researcher"],
+                           text="the zeppelin budget")
+
+    async def found(query):
+        return [m["id"] for m in (await alice.call("search_messages", workspace=team.ws, query=query))["messages"]]
+
+    async def shown():
+        return [m["id"] for m in (await alice.call("history", workspace=team.ws, conversation="general"))["messages"]]
+
+    assert await found("zeppelin") == [new["message"]["id"], old["message"]["id"]]
+    assert old["message"]["id"] in await shown()
+    team.admin(admin.set_plan, "alice", "free")
+    assert await found("zeppelin") == [new["message"]["id"]]
+    assert await found("zeppelin plan") == []
+    assert old["message"]["id"] not in await shown()
+
+
+# --- slow readers and prefetch ---
+
+async def test_slow_reader_is_dropped_and_gets_its_deliveries_again(tmp_path, caplog):
+    """docs/protocol.md: "a slow reader with 10,000 frames queued is dropped (1013) and gets its unacked deliveries again when it reconnects"."""
+    async with serving(tmp_path, outgoing=4) as s:
+        s.admin(admin.add_person, "alice", PW)
+        bob_id = s.admin(admin.add_person, "bob", PW)["id"]
+        ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+        s.admin(admin.add_member, ws, "bob")
+        alice = await s.person("alice", PW)
+        sock = socket.socket()  # a small receive buffer, no compression, and bob stops reading
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", s.gw.port))
+        sent = []
+        async with websockets.connect(s.url, sock=sock, max_size=None, max_queue=1, compression=None) as slow:
+            assert (await ask(slow, {"op": "auth", "ref": 1, "handle": "bob", "password": PW}))["op"] == "session"
+            slow.transport.pause_reading()
+            topic = "new"
+            for i in range(80):  # ~12 MB bob does not read: the socket's buffers fill, then the queue
+                r = await alice.send(workspace=ws, topic=topic, title="Flood", type="inform", to=["@bob"],
+                                     text=f"{i} " + "x" * 150_000)
+                assert r["op"] == "sent"
+                topic = r["message"]["topic"]
+                sent.append(r["message"]["id"])
+            for _ in range(200):  # closing waits for the close handshake's timeout (10 s) before it aborts
+                if bob_id not in s.gw.conns:
+                    break
+                await asyncio.sleep(0.1)
+            assert bob_id not in s.gw.conns, "the slow reader was dropped"
+            slow.transport.resume_reading()
+            with pytest.raises(websockets.ConnectionClosed):
+                while True:
+                    await asyncio.wait_for(slow.recv(), 15)
+        drops = [r for r in caplog.records if "dropping slow connection" in r.getMessage()]
+        assert len(drops) == 1, "dropped once, not once per frame that followed"
+        bob = await s.person("bob", PW)
+        got = []
+        while len(got) < len(sent):
+            got.append((await bob.next_delivery(timeout=10))["message"]["id"])
+        assert got == sent, "every unacked delivery comes again, in order"
+
+
+async def test_a_backlog_larger_than_the_outgoing_bound_is_not_slowness(tmp_path):
+    """PROTOCOL.md: "A delivery not acked is offered again after a reconnect", however many piled up while away."""
+    async with serving(tmp_path, outgoing=4) as s:
+        s.admin(admin.add_person, "alice", PW)
+        s.admin(admin.add_person, "bob", PW)
+        ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+        s.admin(admin.add_member, ws, "bob")
+        alice = await s.person("alice", PW)
+        first = await alice.send(workspace=ws, topic="new", title="Away", type="inform", to=["@bob"], text="0")
+        sent = [first["message"]["id"]]
+        for i in range(1, 20):  # bob is away: 20 deliveries pile up, 5 times the bound
+            r = await alice.send(workspace=ws, topic=first["message"]["topic"], type="inform", to=["@bob"], text=str(i))
+            sent.append(r["message"]["id"])
+        bob = await s.person("bob", PW)
+        got = [(await bob.next_delivery(timeout=5))["message"]["id"] for _ in sent]
+        assert got == sent and bob.reconnects == 0
+
+
+async def test_prefetch_bounds_the_wakes_one_connection_holds(team):
+    """docs/protocol.md: "`"prefetch": N` (1..256, default 16): how many wakes one agent connection may hold unacked"."""
+    alice = await team.person("alice")
+    agent = await team.client(api_key=team.keys["researcher"], prefetch=2)
+    first = await alice.send(workspace=team.ws, topic="new", title="Many", to=["researcher"], text="0")
+    for i in range(1, 5):
+        await alice.send(workspace=team.ws, topic=first["message"]["topic"], to=["researcher"], text=str(i))
+    held = [await agent.next_delivery(timeout=5) for _ in range(2)]
+    with pytest.raises(asyncio.TimeoutError):
+        await agent.next_delivery(timeout=0.3)
+    await agent.ack([held[0]["id"]])
+    third = await agent.next_delivery(timeout=5)
+    assert [d["message"]["text"] for d in (*held, third)] == ["0", "1", "2"]
+    other = await team.client(api_key=team.keys["researcher"], prefetch=1)  # a second connection takes the next
+    assert (await other.next_delivery(timeout=5))["message"]["text"] == "3"
