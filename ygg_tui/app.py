@@ -86,8 +86,10 @@ class YggApp(App):
     @work(exclusive=True, group="signin")
     async def sign_in(self, url: str, handle: str | None, password: str | None, token: str | None) -> None:
         client = Client(url, token=token, handle=handle, password=password, timeout=10.0)
+        client.reconnect = False  # the first time, an unreachable server is said at once
         try:
             await client.connect()
+            client.reconnect = True
         except Refused:
             await client.close()
             if token and handle and password:

@@ -121,6 +121,16 @@ class Team:
         self.clients.clear()
 
 
+@pytest.fixture(autouse=True)
+def cheap_passwords(monkeypatch):
+    """argon2 at its cheapest in these tests: signing in is not what they measure."""
+    from argon2 import PasswordHasher
+
+    from ygg_server import auth
+
+    monkeypatch.setattr(auth, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
+
+
 @pytest.fixture
 def server(tmp_path):
     s = ServerThread(tmp_path / "server").start()

@@ -38,7 +38,7 @@ async def test_jk_next_unread_search_help_palette_mouse(team):
         await wait_for(pilot, lambda: app.store.unread_by_conv.get(sent["message"]["conversation"]), what="unread")
         ml.focus()
         await pilot.press("n")
-        assert main.topic == sent["message"]["topic"]
+        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the unread topic")
         await wait_text(pilot, "are you there?")
         # the mouse on the sidebar: General again
         sidebar = main.query_one(Sidebar)
@@ -86,7 +86,7 @@ async def test_theme_and_keymap_from_config(team):
         await pilot.press("n")  # no longer bound
         assert main.topic != sent["message"]["topic"]
         await pilot.press("u")
-        assert main.topic == sent["message"]["topic"]
+        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the unread topic")
         await pilot.press("f2")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await wait_text(pilot, "u ", "Next unread")

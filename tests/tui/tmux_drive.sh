@@ -39,6 +39,8 @@ grep -q listening "$tmp/server.log" || { cat "$tmp/server.log" >&2; exit 1; }
 tmux new-session -d -s "$session" -x 150 -y 40 \
   "$bin/ygg --url ws://127.0.0.1:$port/ --handle alice --password $pw --workspace team; sleep 5"
 wait_for 30 "@alice · team · connected"
+wait_for 10 "Write here"
+sleep 1  # let the first paint settle before typing
 tmux send-keys -t "$session" -l "hello from tmux"
 wait_for 10 "hello from tmux"
 tmux send-keys -t "$session" Enter

@@ -337,11 +337,21 @@ class MainScreen(Screen):
         self.composer.area.focus()
 
     def action_next_unread(self) -> None:
+        self.next_unread()
+
+    @work(group="next-unread", exit_on_error=False)
+    async def next_unread(self) -> None:
         nxt = self.store.next_unread(self.key)
         if nxt is None:
             self.notify("Nothing unread.", timeout=2)
             return
         conv, key = nxt
+        if self.store.conversation(conv) is None:  # made a moment ago: not in our list yet
+            ws = next((d[1] for d in self.store.unread.values() if d[2] == conv), None)
+            if ws:
+                await self.app.session.reload_conversations(ws)
+                self._dirty.add("sidebar")
+                self._schedule()
         self.open_conversation(conv, None if key.startswith("notices:") else key)
         self.messages.focus()
 
