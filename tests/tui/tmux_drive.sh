@@ -8,6 +8,7 @@ bin="$root/.venv/bin"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/ygg-tmux.XXXXXX")"
 session="ygg-drive-$$"
 pw="pw-tmux-drive"
+unset COLUMNS LINES  # a caller's (pytest's) terminal size must not size the TUI inside tmux
 export XDG_CONFIG_HOME="$tmp/config" XDG_DATA_HOME="$tmp/data"  # never the user's own config or token
 
 cleanup() {
@@ -37,7 +38,7 @@ for _ in $(seq 50); do grep -q listening "$tmp/server.log" 2>/dev/null && break;
 grep -q listening "$tmp/server.log" || { cat "$tmp/server.log" >&2; exit 1; }
 
 tmux new-session -d -s "$session" -x 150 -y 40 \
-  "$bin/ygg --url ws://127.0.0.1:$port/ --handle alice --password $pw --workspace team; sleep 5"
+  "env -u COLUMNS -u LINES $bin/ygg --url ws://127.0.0.1:$port/ --handle alice --password $pw --workspace team; sleep 5"
 wait_for 30 "@alice · team · connected"
 wait_for 10 "Write here"
 sleep 1  # let the first paint settle before typing
