@@ -110,7 +110,9 @@ class Engine:
     def directory(self, ws: str) -> Directory:
         d = self.directories.get(ws)
         if d is None:
-            d = self.directories[ws] = db.load_directory(self.conn, ws)
+            d = db.load_directory(self.conn, ws)
+            if d.memberships:  # a made-up workspace id is not kept: any client could fill memory with them
+                self.directories[ws] = d
         return d
 
     def _conversations(self, ws: str) -> dict[str, Conversation]:

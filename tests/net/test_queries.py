@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-import pytest
 
 from ygg_server import admin
 from ygg_server.engine import Engine

@@ -1,0 +1,187 @@
+"""Bad input, and one workspace's ids seen from another, over real websockets (PROTOCOL.md, docs/protocol.md).
+
+Each test quotes the sentence it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+import websockets
+
+from ygg_server import admin
+from ygg_server.core import general_id
+
+from .test_sessions import PW, ask
+
+
+def without_ref(frame: dict) -> str:
+    return json.dumps({k: v for k, v in frame.items() if k != "ref"}, sort_keys=True)
+
+
+# --- bad frames ---
+
+async def test_unknown_op_and_unparsable_frames_keep_the_connection(team):
+    """PROTOCOL.md: "A frame the server cannot parse, or with an unknown op, gets ... "code":"bad_frame" ... and the connection stays open"."""
+    async with websockets.connect(team.url) as ws:
+        assert (await ask(ws, {"op": "auth", "ref": 0, "handle": "alice", "password": PW}))["op"] == "session"
+        bad = [
+            ("{not json", None), ("[1, 2]", None), ('"op"', None), ("{}", None),
+            (json.dumps({"op": 5, "ref": 1}), 1), (json.dumps({"op": "frobnicate", "ref": "x"}), "x"),
+            (json.dumps({"op": "deliver", "ref": 2}), 2), (json.dumps({"op": "send", "ref": 3}), 3),
+            (json.dumps({"op": "send", "ref": 4, "workspace": 7}), 4),
+            (json.dumps({"op": "ack", "ref": 5, "ids": ["a"]}), 5),
+            (json.dumps({"op": "auth", "ref": 6, "handle": "alice", "password": PW}), 6),
+            (json.dumps({"op": "history", "ref": 7, "workspace": team.ws, "limit": "many"}), 7),
+            (b"\xff\xfe binary", None),
+        ]
+        for raw, ref in bad:
+            await ws.send(raw)
+            err = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert err["op"] == "error" and err["code"] == "bad_frame" and err["ref"] == ref, (raw, err)
+            assert err["detail"]
+        err = await ask(ws, {"op": "ping", "ref": [1]})
+        assert err["code"] == "bad_frame"
+        assert (await ask(ws, {"op": "ping", "ref": 99})) == {"op": "pong", "ref": 99}
+
+
+@pytest.mark.parametrize("field, value", [
+    ("to", 5), ("type", 7), ("type", "shout"), ("text", {"a": 1}), ("state", "asleep"), ("waiting_for", 3),
+    ("in_reply_to", 9), ("title", ["x"]),
+])
+async def test_malformed_send_is_stored_as_an_inform_never_a_wake(team, field, value):
+    """PROTOCOL.md: "A malformed *message* (wrong field types inside `send`) is downgraded to an inform, as the seed says, never dropped silently and never a wake"."""
+    alice = await team.person("alice")
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    researcher = await team.client(api_key=team.keys["researcher"])
+    opened = await alice.send(workspace=team.ws, topic="new", title="Malformed", type="inform", to=["researcher"],
+                              text="the topic")
+    topic = opened["message"]["topic"]
+    for sender, to in ((alice, ["researcher"]), (reviewer, ["researcher"])):
+        frame = {"workspace": team.ws, "topic": topic, "type": "request", "to": to, "text": "wake up", field: value}
+        r = await sender.send(**frame)
+        assert r["op"] == "sent", r
+        m = r["message"]
+        assert m["malformed"] is True and m["type"] == "inform"
+        assert all(d["wake"] is False for d in r["deliveries"]), r["deliveries"]
+        h = await alice.call("history", workspace=team.ws, conversation="general", topic=topic, limit=1)
+        assert h["messages"][0]["id"] == m["id"] and h["messages"][0]["malformed"] is True
+    with pytest.raises(asyncio.TimeoutError):
+        await researcher.next_delivery(timeout=0.3)
+    wake = await alice.send(workspace=team.ws, topic=topic, type="request", to=["researcher"], text="now, really")
+    d = await researcher.next_delivery(timeout=5)
+    assert d["wake"] and d["message"]["id"] == wake["message"]["id"]
+    assert all(c.get("malformed") for c in d["context"][1:]), "the malformed ones came as context"
+
+
+# --- another workspace's ids ---
+
+@pytest.fixture
+async def two(team):
+    """bob's own workspace `bobs`, with his agent `spy` pinned there, a topic and a direct conversation.
+
+    alice is not a member of it; bob is a member of alice's `team`."""
+    bobs = team.admin(admin.add_workspace, "bobs", "bob")["id"]
+    spy = team.admin(admin.add_agent, "spy", "bob", bobs)
+    team.admin(admin.fund, "spy", 10)
+    bob = await team.person("bob")
+    t = await bob.send(workspace=bobs, topic="new", title="Secret", to=["spy"], text="hush")
+    dm = await bob.send(workspace=bobs, conversation="dm:spy", topic="new", title="DM", to=["spy"], text="psst")
+    assert t["op"] == dm["op"] == "sent", (t, dm)
+    team.bobs = {"ws": bobs, "agent": spy["id"], "topic": t["message"]["topic"], "general": general_id(bobs),
+                 "dm": dm["message"]["conversation"], "dm_topic": dm["message"]["topic"]}
+    return team
+
+
+def ghost() -> str:
+    return str(uuid.uuid4())
+
+
+async def same_answer(client, op: str, foreign: dict, missing: dict) -> dict:
+    a = await client.request(op, **foreign)
+    b = await client.request(op, **missing)
+    assert without_ref(a) == without_ref(b), (op, a, b)
+    return a
+
+
+async def test_foreign_ids_are_answered_as_ids_that_do_not_exist(two):
+    """docs/protocol.md: "`unknown_conversation`, `unknown_topic`, `unknown_workspace` | no such thing (another workspace's ids get exactly this answer)"."""
+    b = two.bobs
+    for who in (await two.person("alice"), await two.client(api_key=two.keys["researcher"])):
+        ws = two.ws
+        msg = {"type": "request", "to": ["@alice"] if who.me["kind"] == "agent" else ["researcher"], "text": "x",
+               "title": "T"}
+        r = await same_answer(who, "send", {"workspace": b["ws"], "topic": "new", **msg},
+                              {"workspace": ghost(), "topic": "new", **msg})
+        assert r["reason"] == "unknown_workspace"
+        for conv in ("general", "dm"):
+            r = await same_answer(who, "send", {"workspace": ws, "conversation": b[conv], "topic": "new", **msg},
+                                  {"workspace": ws, "conversation": ghost(), "topic": "new", **msg})
+            assert r["reason"] == "unknown_conversation"
+        for topic in ("topic", "dm_topic"):
+            r = await same_answer(who, "send", {"workspace": ws, "topic": b[topic], **msg},
+                                  {"workspace": ws, "topic": ghost(), **msg})
+            assert r["reason"] == "unknown_topic"
+        r = await same_answer(who, "send", {"workspace": ws, "conversation": f"dm:{b['agent']}", "topic": "new", **msg},
+                              {"workspace": ws, "conversation": f"dm:{ghost()}", "topic": "new", **msg})
+        assert r["reason"] == "unknown_conversation"
+        spy, nobody = b["agent"], f"agent.{uuid.uuid4().hex}"
+        for real, fake in ((spy, nobody), ("spy@bob", "ghost@bob"), ("spy", "ghost")):
+            a = await who.send(workspace=ws, topic="new", **{**msg, "to": [real]})
+            c = await who.send(workspace=ws, topic="new", **{**msg, "to": [fake]})
+            assert a["reason"] == "unknown_recipient"
+            assert without_ref(a).replace(real, "?") == without_ref(c).replace(fake, "?"), (a, c)
+
+        for op in ("history", "list_topics", "list_conversations", "list_members", "list_agents", "balances",
+                   "presence", "search_messages", "subscribe"):
+            r = await same_answer(who, op, {"workspace": b["ws"], "conversation": "general", "query": "hush"},
+                                  {"workspace": ghost(), "conversation": "general", "query": "hush"})
+            assert r == {"op": "error", "ref": r["ref"], "code": "not_found", "detail": r["detail"]}, (op, r)
+        for conv in ("general", "dm"):
+            r = await same_answer(who, "history", {"workspace": ws, "conversation": b[conv]},
+                                  {"workspace": ws, "conversation": ghost()})
+            assert r["code"] == "not_found"
+            r = await same_answer(who, "list_topics", {"workspace": ws, "conversation": b[conv]},
+                                  {"workspace": ws, "conversation": ghost()})
+            assert r["code"] == "not_found"
+        for topic in ("topic", "dm_topic"):
+            r = await same_answer(who, "topic", {"workspace": ws, "topic": b[topic]}, {"workspace": ws, "topic": ghost()})
+            assert r["code"] == "not_found"
+            r = await same_answer(who, "topic", {"workspace": b["ws"], "topic": b[topic]},
+                                  {"workspace": ghost(), "topic": ghost()})
+            assert r["code"] == "not_found"
+            h = await same_answer(who, "history", {"workspace": ws, "conversation": "general", "topic": b[topic]},
+                                  {"workspace": ws, "conversation": "general", "topic": ghost()})
+            assert h["messages"] == []
+
+        r = await same_answer(who, "fund", {"workspace": ws, "agent": spy, "amount": 5},
+                              {"workspace": ws, "agent": nobody, "amount": 5})
+        assert r["op"] == "refused"
+        r = await same_answer(who, "fund", {"workspace": ws, "agent": "spy", "amount": 5},
+                              {"workspace": ws, "agent": "ghost", "amount": 5})
+        assert r["op"] == "refused"
+        r = await same_answer(who, "fund", {"workspace": b["ws"], "agent": spy, "amount": 5},
+                              {"workspace": ghost(), "agent": nobody, "amount": 5})
+        assert r["op"] == "refused"
+        r = await same_answer(who, "fund", {"workspace": b["ws"], "pool": True, "amount": 5},
+                              {"workspace": ghost(), "pool": True, "amount": 5})
+        assert r["op"] == "refused"
+    bob = await two.person("bob")
+    assert (await bob.call("balances", workspace=b["ws"]))["agents"][b["agent"]] == 10, "nothing moved"
+
+
+async def test_ids_that_do_not_exist_leave_nothing_behind(team):
+    """PROTOCOL.md: "Refused: `{"op":"refused",...}`, nothing stored, nothing charged": nor kept in the server's memory."""
+    alice = await team.person("alice")
+    await alice.send(workspace=team.ws, topic="new", title="Warm", type="inform", to=["researcher"], text="x")
+    engine = team.gw.engine
+    before = len(engine.directories)
+    for _ in range(200):
+        r = await alice.send(workspace=ghost(), topic="new", title="T", to=["researcher"], text="x")
+        assert r["reason"] == "unknown_workspace"
+        r = await alice.request("fund", workspace=ghost(), pool=True, amount=1)
+        assert r["reason"] == "unknown_workspace"
+    assert len(engine.directories) == before, "one cached directory per made-up workspace id"
