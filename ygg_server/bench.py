@@ -212,7 +212,14 @@ def core(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"core": core}
+def server(args: argparse.Namespace) -> int:
+    """A real server and a raw websockets relay under the same load: see `bench_server`."""
+    from .bench_server import server as run
+
+    return run(args)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"core": core, "server": server}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -223,6 +230,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--repeat", type=int, default=5, help="timed replays; the best is reported")
     c.add_argument("--seed", type=int, default=7)
     c.add_argument("--quiet", action="store_true")
+    from .bench_server import add_arguments
+
+    add_arguments(sub.add_parser("server", help="routed+persisted messages/s and latency of a real server, next to a raw relay"))
     return ap
 
 

@@ -52,6 +52,7 @@ class Conn:
     monitors: set[str] = field(default_factory=set)  # workspaces followed whole
     follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
     last_seen: float = field(default_factory=time.monotonic)
+    waiting_since: float | None = None  # monotonic time the handler began waiting for the next frame
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
     backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
@@ -130,14 +131,16 @@ class Gateway:
             if not await self._authenticate(conn):
                 return
             await self._attach(conn)
-            while True:
-                try:
-                    raw = await asyncio.wait_for(ws.recv(), self.limits.idle_timeout)
-                except TimeoutError:
-                    await ws.close(1000, "idle")
-                    return
-                conn.last_seen = time.monotonic()
-                await self._frame(conn, raw)
+            watchdog = asyncio.ensure_future(self._idle(conn))  # one timer per connection, not one per frame
+            try:
+                while True:
+                    conn.waiting_since = time.monotonic()
+                    raw = await ws.recv()
+                    conn.waiting_since = None
+                    conn.last_seen = time.monotonic()
+                    await self._frame(conn, raw)
+            finally:
+                watchdog.cancel()
         except websockets.ConnectionClosed:
             pass
         finally:
@@ -149,6 +152,17 @@ class Gateway:
                 except TimeoutError:
                     pass
             writer.cancel()
+
+    async def _idle(self, conn: Conn) -> None:
+        """Close a connection that has waited `idle_timeout` for its next frame (1000 "idle")."""
+        limit = self.limits.idle_timeout
+        while True:
+            since = conn.waiting_since
+            left = limit if since is None else since + limit - time.monotonic()
+            if left <= 0:
+                await conn.ws.close(1000, "idle")
+                return
+            await asyncio.sleep(left)
 
     async def _drain(self, conn: Conn) -> None:
         while not conn.queue.empty():
@@ -336,10 +350,13 @@ class Gateway:
 
     def publish(self, out: Published) -> None:
         by_recipient: dict[str, list[Item]] = {}
+        objs: dict[int, dict] = {}  # one message object per message, however many of its recipients are here
         for s in out.deliveries:
             if s.recipient in self.inboxes or s.recipient in self._arrived:
-                by_recipient.setdefault(s.recipient, []).append(
-                    Item(s.id, s.wake, s.reason, protocol.message_obj(s.message)))
+                obj = objs.get(id(s.message))
+                if obj is None:
+                    obj = objs[id(s.message)] = protocol.message_obj(s.message)
+                by_recipient.setdefault(s.recipient, []).append(Item(s.id, s.wake, s.reason, obj))
         for pid, items in by_recipient.items():
             if pid in self._arrived:
                 self._arrived[pid] += items
@@ -369,17 +386,22 @@ class Gateway:
                     c.push(frame)
 
     def _events(self, out: Published) -> None:
+        followers = [c for conns in self.conns.values() for c in conns if c.follows]
+        if not followers:  # nobody subscribed: build no topic or balance frames
+            return
+        followed = {ws for c in followers for ws in c.follows}
         frames: dict[str, list[dict]] = {}
         for t in out.topics:
-            frames.setdefault(t.workspace, []).append({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)})
+            if t.workspace in followed:
+                frames.setdefault(t.workspace, []).append({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)})
         for ws, account, bal in out.balances:
-            frames.setdefault(ws, []).append({"op": "event", "kind": "balance", "workspace": ws,
-                                              "account": account, "balance": bal})
-        for conns in self.conns.values():
-            for c in conns:
-                for ws in c.follows:
-                    for f in frames.get(ws, ()):
-                        c.push(f)
+            if ws in followed:
+                frames.setdefault(ws, []).append({"op": "event", "kind": "balance", "workspace": ws,
+                                                  "account": account, "balance": bal})
+        for c in followers:
+            for ws in c.follows:
+                for f in frames.get(ws, ()):
+                    c.push(f)
 
     async def _rescan(self) -> None:
         """Another process changed the database: drop revoked sessions, load new deliveries."""

@@ -1,0 +1,19 @@
+"""`ygg-server bench server` runs end to end with tiny numbers (untimed here), so it cannot rot."""
+
+import json
+
+from ygg_server import cli
+
+
+def test_bench_server_runs_both_servers_and_every_message_wakes(capsys):
+    code = cli.main(["bench", "server", "--agents", "4", "--seconds", "0.5", "--warmup", "0.1", "--rate", "100"])
+    out = capsys.readouterr().out
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert code == 0, summary  # nothing refused, no delivery downgraded to context: the load follows the rules
+    for server in ("relay", "ygg"):
+        for phase in ("throughput", "latency"):
+            r = summary[f"{server}_{phase}"]
+            assert r["errors"] == {} and r["delivered"] > 0 and r["samples"] > 0, (server, phase, r)
+            assert r["p99_ms"] >= r["p50_ms"] > 0
+    assert summary["throughput_ratio"] > 0 and summary["p99_ratio"] > 0
+    assert "throughput ygg/relay" in out and "messages persisted" in out

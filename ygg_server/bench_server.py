@@ -1,0 +1,802 @@
+"""The server benchmark: `python -m ygg_server.bench server` (or `ygg-server bench server`).
+
+It starts a real Ygg server (`ygg-server serve`, its own process, a fresh temporary
+data dir, SQLite) and N agent connections on loopback, and measures routed and
+persisted messages per second and end-to-end latency (send -> deliver at the
+recipient). In the same run, the same load generator drives a raw relay: a tiny
+`websockets` server (`python -m ygg_server.bench_server relay`, also its own
+process) that speaks the same minimal frames (auth -> session, send -> sent plus a
+deliver to the addressed connection, ack -> acked) with no routing and no
+persistence. The relay is the floor that Python, `websockets` and the JSON codec
+set on this machine; the ratios say what routing and persistence cost on top.
+
+The load follows Ygg's rules, so every message wakes its recipient:
+  - each agent opens one topic (in General, with a title) and reuses it;
+  - it sends `request`s to its next 4 agents round-robin, with at most one
+    request outstanding per peer (a peer is never asked again in that topic while
+    its wake there is unanswered: no `wake_coalesced`), texts all unique (no
+    `loop_suspected`), and no pair exchanges 8 messages in a row in a topic;
+  - a peer answers each wake with a `response` (`in_reply_to` the request), which
+    wakes the requester; every delivery is acked at once;
+  - every agent is funded with 10^9 credits.
+Requests and responses both count as routed messages.
+
+Phases, per server: closed loop (each agent keeps `--window` requests outstanding)
+for `--seconds`, for throughput; then open loop at `--rate` messages/s offered in
+total (`--rate`/2 requests/s, each answered), for latency. Each phase starts with
+`--warmup` seconds that are not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import websockets
+from websockets.asyncio.client import connect
+from websockets.asyncio.server import serve
+
+_enc = msgspec.json.Encoder()
+_dec = msgspec.json.Decoder()
+
+
+def _dumps(obj: Any) -> str:
+    return _enc.encode(obj).decode()
+
+
+# --------------------------------------------------------------------------------------------
+# The raw relay: no routing, no persistence, the same minimal frames.
+# --------------------------------------------------------------------------------------------
+
+class Relay:
+    """auth -> session; send -> sent, and deliver to the addressed connection(s); ack -> acked."""
+
+    def __init__(self, keys: dict[str, str]):
+        self.keys = keys  # api key -> name
+        self.conns: dict[str, asyncio.Queue] = {}
+        self.authors: dict[str, str] = {}  # message id -> author, for responses without `to`
+        self.order: deque[str] = deque()
+        self.ids = itertools.count(1)
+
+    async def handler(self, ws) -> None:
+        out: asyncio.Queue = asyncio.Queue()
+        writer = asyncio.ensure_future(self._writer(ws, out))
+        me = None
+        try:
+            async for raw in ws:
+                f = _dec.decode(raw)
+                op, ref = f.get("op"), f.get("ref")
+                if me is None:
+                    name = self.keys.get(f.get("api_key")) if op == "auth" else None
+                    if name is None:
+                        out.put_nowait({"op": "error", "ref": ref, "code": "unauthenticated"})
+                        continue
+                    me = name
+                    self.conns[me] = out
+                    out.put_nowait({"op": "session", "ref": ref, "token": "relay", "expires_at": "",
+                                    "me": {"id": me, "handle": me, "kind": "agent"}})
+                elif op == "send":
+                    self._send(me, f, out)
+                elif op == "ack":
+                    out.put_nowait({"op": "acked", "ref": ref, "ids": f.get("ids", [])})
+                else:
+                    out.put_nowait({"op": "error", "ref": ref, "code": "bad_frame", "detail": "relay"})
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            if me is not None and self.conns.get(me) is out:
+                del self.conns[me]
+            writer.cancel()
+
+    def _send(self, me: str, f: dict, out: asyncio.Queue) -> None:
+        mid = str(uuid.uuid4())
+        to = f.get("to") or []
+        if not to and f.get("in_reply_to") in self.authors:
+            to = [self.authors[f["in_reply_to"]]]
+        self.authors[mid] = me
+        self.order.append(mid)
+        if len(self.order) > 100_000:
+            self.authors.pop(self.order.popleft(), None)
+        topic = f.get("topic")
+        msg = {
+            "id": mid, "workspace": f.get("workspace"), "conversation": f.get("conversation", "general"),
+            "topic": mid if topic == "new" else topic, "author": me, "type": f.get("type", "request"),
+            "to": to, "state": f.get("state") or "working", "waiting_for": [], "in_reply_to": f.get("in_reply_to"),
+            "text": f.get("text", ""), "created_at": _iso_now(), "cost": len(to), "title": f.get("title"),
+        }
+        out.put_nowait({"op": "sent", "ref": f.get("ref"), "message": msg,
+                        "deliveries": [{"to": r, "wake": True, "reason": None} for r in to], "cost": len(to)})
+        for r in to:
+            q = self.conns.get(r)
+            if q is not None:
+                q.put_nowait({"op": "deliver", "id": next(self.ids), "message": msg, "wake": True, "reason": None,
+                              "context": [], "context_ids": []})
+
+    @staticmethod
+    async def _writer(ws, out: asyncio.Queue) -> None:
+        # the same shape as the gateway's per-connection writer
+        while True:
+            frame = await out.get()
+            batch = [frame]
+            while not out.empty() and len(batch) < 256:
+                batch.append(out.get_nowait())
+            for x in batch:
+                await ws.send(_dumps(x))
+
+
+def _iso_now() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+
+
+async def _relay_main(host: str, port: int, keys_file: str) -> int:
+    relay = Relay(json.loads(Path(keys_file).read_text()))
+    server = await serve(relay.handler, host, port, max_size=1 << 20, ping_interval=20, ping_timeout=20)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(json.dumps({"listening": f"ws://{host}:{server.sockets[0].getsockname()[1]}/"}), flush=True)
+    await stop.wait()
+    server.close()
+    await server.wait_closed()
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# The load generator: raw `websockets`, the same for both servers.
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Target:
+    url: str
+    workspace: str
+    agents: list[tuple[str, str]]  # (name, api key)
+    names: dict[str, str]  # participant id -> name
+
+
+@dataclass
+class PhaseResult:
+    delivered: int = 0  # deliveries received inside the measured window
+    total: int = 0  # deliveries received in the whole phase (warm-up, window, drain)
+    latencies: list[int] = field(default_factory=list)  # ns, send -> deliver, for messages sent in the window
+    sent: int = 0  # `sent` answers received (all phases' windows)
+    errors: Counter = field(default_factory=Counter)
+    skipped: int = 0  # open loop: a tick found the agent with no free peer
+    late_ms: float = 0.0  # open loop: how far the ticker fell behind its schedule, at worst
+    cpu: float = 0.0  # load generator CPU seconds during the phase
+
+    def merge(self, o: "PhaseResult") -> None:
+        self.delivered += o.delivered
+        self.total += o.total
+        self.latencies += o.latencies
+        self.sent += o.sent
+        self.errors += o.errors
+        self.skipped += o.skipped
+        self.late_ms = max(self.late_ms, o.late_ms)
+        self.cpu += o.cpu
+
+
+class _Window:
+    """What the agents of one process are doing now."""
+
+    def __init__(self):
+        self.running = False  # closed loop: answer a response with the next request
+        self.start = 0  # ns: measuring from
+        self.end = 0  # ns: measuring until
+        self.result = PhaseResult()
+        self.outstanding = 0
+
+
+class Agent:
+    def __init__(self, gen: "LoadGen", name: str, key: str, peers: list[str]):
+        self.gen, self.name, self.key = gen, name, key
+        self.free: deque[str] = deque(peers)  # peers with no request of mine outstanding, in rotation
+        self.seq = 0
+        self.topic: str | None = None
+        self.opened: asyncio.Future | None = None
+        self.ws = None
+        self.reader: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        self.ws = await connect(self.gen.url, max_size=1 << 20, compression=self.gen.compression,
+                                ping_interval=None, open_timeout=30)
+        await self.ws.send(_dumps({"op": "auth", "ref": "a", "api_key": self.key, "prefetch": 64}))
+        session = _dec.decode(await self.ws.recv())
+        if session.get("op") != "session":
+            raise RuntimeError(f"{self.name} could not authenticate: {session}")
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def open_topic(self) -> None:
+        """The one topic this agent opens (and reuses): a first request, to its first peer."""
+        self.opened = asyncio.get_running_loop().create_future()
+        await self.request(title=f"Bench topic of {self.name}")
+        self.topic = await asyncio.wait_for(self.opened, 60)
+
+    async def request(self, title: str | None = None) -> bool:
+        if not self.free:
+            return False
+        peer = self.free.popleft()
+        self.seq += 1
+        self.gen.window.outstanding += 1
+        t = time.monotonic_ns()
+        await self.ws.send(_dumps({
+            "op": "send", "ref": self.seq, "workspace": self.gen.workspace, "conversation": "general",
+            "topic": self.topic or "new", "title": title, "type": "request", "to": [peer],
+            "text": f"req {self.name}#{self.seq} for {peer} t{t}",
+        }))
+        return True
+
+    async def _read(self) -> None:
+        gen = self.gen
+        names = gen.names
+        try:
+            async for raw in self.ws:
+                now = time.monotonic_ns()
+                f = _dec.decode(raw)
+                op = f["op"]
+                w = gen.window
+                if op == "deliver":
+                    m = f["message"]
+                    if m.get("notice") or m["author"] not in names:
+                        w.result.errors[f"notice:{m.get('notice')}"] += 1
+                        await self.ws.send(_dumps({"op": "ack", "ids": [f["id"]]}))
+                        continue
+                    text = m["text"]
+                    t = int(text[text.rindex(" t") + 2:])
+                    w.result.total += 1
+                    if w.start <= now < w.end:
+                        w.result.delivered += 1
+                    if w.start <= t < w.end:
+                        w.result.latencies.append(now - t)
+                    await self.ws.send(_dumps({"op": "ack", "ids": [f["id"]]}))
+                    if not f["wake"]:
+                        w.result.errors[f"context:{f['reason']}"] += 1
+                    if m["type"] == "request":
+                        if f["wake"]:
+                            self.seq += 1
+                            t = time.monotonic_ns()
+                            await self.ws.send(_dumps({
+                                "op": "send", "ref": self.seq, "workspace": gen.workspace, "conversation": "general",
+                                "topic": m["topic"], "type": "response", "in_reply_to": m["id"],
+                                "to": [names[m["author"]]], "text": f"re {self.name}#{self.seq} t{t}",
+                            }))
+                    elif m["type"] == "response":
+                        self.free.append(names[m["author"]])
+                        w.outstanding -= 1
+                        if w.running:
+                            await self.request()
+                elif op == "sent":
+                    w.result.sent += 1
+                    if self.opened is not None and not self.opened.done():
+                        self.opened.set_result(f["message"]["topic"])
+                    if not all(d["wake"] for d in f["deliveries"] if d["to"] in names):
+                        w.result.errors["sent without a wake"] += 1
+                elif op in ("refused", "error"):
+                    w.result.errors[f"{op}:{f.get('reason') or f.get('code')}"] += 1
+                    if self.opened is not None and not self.opened.done():
+                        self.opened.set_exception(RuntimeError(f"{self.name}: {f}"))
+        except websockets.ConnectionClosed:
+            pass
+
+
+class LoadGen:
+    """Some of the agents (all of them in one process, or a slice of them per process)."""
+
+    def __init__(self, target: Target, mine: range, peers: int, compression: str | None):
+        self.url, self.workspace, self.names = target.url, target.workspace, target.names
+        self.compression = compression
+        everyone = [n for n, _ in target.agents]
+        n = len(everyone)
+        self.agents = [
+            Agent(self, everyone[i], target.agents[i][1], [everyone[(i + k) % n] for k in range(1, peers + 1)])
+            for i in mine
+        ]
+        self.window = _Window()
+
+    async def connect(self) -> None:
+        sem = asyncio.Semaphore(20)
+
+        async def one(a: Agent):
+            async with sem:
+                await a.connect()
+
+        await asyncio.gather(*(one(a) for a in self.agents))
+
+    async def setup(self) -> None:
+        await asyncio.gather(*(a.open_topic() for a in self.agents))
+        await self.drain(30)
+
+    async def drain(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.window.outstanding > 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # the last responses' acks
+
+    def _begin(self, start: int, end: int) -> tuple[_Window, float]:
+        w = _Window()
+        w.start, w.end, w.outstanding = start, end, self.window.outstanding
+        self.window = w
+        return w, time.process_time()
+
+    async def closed(self, window: int, start: int, end: int) -> PhaseResult:
+        """Each agent keeps `window` requests outstanding until `end` (ns, monotonic)."""
+        w, cpu = self._begin(start, end)
+        w.running = True
+        for _ in range(window):
+            for a in self.agents:
+                await a.request()
+        await asyncio.sleep(max(0.0, (end - time.monotonic_ns()) / 1e9))
+        w.running = False
+        await self.drain(10)
+        w.result.cpu = time.process_time() - cpu
+        return w.result
+
+    async def open(self, rate: float, begin: int, start: int, end: int, offset: float = 0.0) -> PhaseResult:
+        """`rate` requests/s from these agents in turn, on a fixed schedule from `begin` until `end`."""
+        w, cpu = self._begin(start, end)
+        interval = 1e9 / rate
+        n = len(self.agents)
+        late = 0
+        for k in itertools.count():
+            due = begin + int((k + offset) * interval)
+            if due >= end:
+                break
+            now = time.monotonic_ns()
+            if due > now:
+                await asyncio.sleep((due - now) / 1e9)
+            elif now - due > late and due >= start:
+                late = now - due
+            if not await self.agents[k % n].request():
+                w.result.skipped += 1
+        w.result.late_ms = late / 1e6
+        await self.drain(10)
+        w.result.cpu = time.process_time() - cpu
+        return w.result
+
+    async def close(self) -> None:
+        for a in self.agents:
+            await a.ws.close()
+            if a.reader:
+                a.reader.cancel()
+
+
+# Several load processes: each runs a LoadGen over a slice of the agents, driven by commands.
+
+def _worker(conn, target: Target, mine: range, peers: int, compression: str | None) -> None:
+    async def main():
+        gen = LoadGen(target, mine, peers, compression)
+        while True:
+            cmd, *args = await asyncio.to_thread(conn.recv)
+            if cmd == "stop":
+                await gen.close()
+                conn.send(None)
+                return
+            result = await getattr(gen, cmd)(*args)
+            conn.send(result)
+
+    asyncio.run(main())
+
+
+class Driver:
+    """The load generator, in this process (procs=1) or spread over `procs` processes."""
+
+    def __init__(self, target: Target, procs: int, peers: int, compression: str | None):
+        n = len(target.agents)
+        self.procs = max(1, min(procs, n))
+        cuts = [n * i // self.procs for i in range(self.procs + 1)]
+        slices = [range(cuts[i], cuts[i + 1]) for i in range(self.procs)]
+        self.local: LoadGen | None = None
+        self.pipes = []
+        self.children = []
+        if self.procs == 1:
+            self.local = LoadGen(target, slices[0], peers, compression)
+        else:
+            ctx = mp.get_context("spawn")
+            for s in slices:
+                a, b = ctx.Pipe()
+                p = ctx.Process(target=_worker, args=(b, target, s, peers, compression), daemon=True)
+                p.start()
+                self.pipes.append(a)
+                self.children.append(p)
+
+    async def call(self, cmd: str, *args, per_proc=None) -> list:
+        if self.local is not None:
+            a = per_proc(0) if per_proc else args
+            return [await getattr(self.local, cmd)(*a)]
+        for i, pipe in enumerate(self.pipes):
+            pipe.send((cmd, *(per_proc(i) if per_proc else args)))
+        return await asyncio.gather(*(asyncio.to_thread(p.recv) for p in self.pipes))
+
+    async def stop(self) -> None:
+        if self.local is not None:
+            await self.local.close()
+            return
+        await self.call("stop")
+        for p in self.children:
+            p.join(5)
+
+
+# --------------------------------------------------------------------------------------------
+# Servers under test
+# --------------------------------------------------------------------------------------------
+
+class Proc:
+    """A server in its own process; its CPU time is read from /proc."""
+
+    def __init__(self, argv: list[str], log: Path):
+        self.profiled = "py-spy" in Path(argv[0]).name
+        self.log = log.open("wb")
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log)
+        self.url = None
+        for line in iter(self.p.stdout.readline, b""):  # a profiler may print a line of its own first
+            if line.startswith(b"{"):
+                self.url = json.loads(line).get("listening")
+                break
+        if self.url is None:
+            self.stop()
+            raise RuntimeError(f"server did not start; see {log}")
+
+    @property
+    def pid(self) -> int:
+        """The server's pid (under a profiler, the profiler's child)."""
+        try:
+            kids = Path(f"/proc/{self.p.pid}/task/{self.p.pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        return int(kids[0]) if self.profiled and kids else self.p.pid
+
+    def cpu(self) -> float:
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.p.wait(15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.log.close()
+
+
+def _names(n: int) -> list[str]:
+    return [f"bench{i:03d}" for i in range(n)]
+
+
+def setup_ygg(data_dir: Path, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
+    """A person, a workspace, `agents` agents in it, each funded with 10^9 credits."""
+    from . import admin
+    from .store import sqlite as db
+
+    conn = db.connect(db.db_path(data_dir))
+    try:
+        admin.add_person(conn, "bench", "bench-password")
+        ws = admin.add_workspace(conn, "bench", "bench")["id"]
+        keys, names = [], {}
+        for name in _names(agents):
+            out = admin.add_agent(conn, name, "bench", ws)
+            admin.fund(conn, out["id"], 1_000_000_000)
+            keys.append((name, out["api_key"]))
+            names[out["id"]] = name
+    finally:
+        conn.close()
+    return ws, keys, names
+
+
+def _persisted(data_dir: Path) -> int:
+    from .store import sqlite as db
+
+    conn = db.connect(db.db_path(data_dir))
+    try:
+        return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    finally:
+        conn.close()
+
+
+_IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait (threading")
+_CATEGORIES = (  # the first that matches, from the innermost frame out
+    ("permessage-deflate", "permessage_deflate"), ("SQLite (store)", "sqlite.py:"),
+    ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol.py"),
+    ("engine (incl. its SAVEPOINT/ack SQL)", "engine.py:"), ("gateway, inbox", "gateway.py:"),
+    ("gateway, inbox", "inbox.py:"), ("websockets framing", "websockets/"), ("asyncio loop, socket I/O", "asyncio/"),
+)
+
+
+def profile_summary(path: Path) -> list[tuple[str, str, float]]:
+    """Where a server's busy time went, from py-spy's raw (collapsed) samples: (thread, category, share)."""
+    counts: Counter = Counter()
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        if not n.isdigit() or len(frames) < 2 or any(i in frames[-1] for i in _IDLE_LEAVES):
+            continue
+        if "Engine._run" in frames[-1] and "engine.py" in frames[-1]:
+            continue  # the writer waiting on its queue
+        thread = "writer" if "ygg-writer" in frames[0] else "main" if "MainThread" in frames[0] else "other"
+        cat = next((name for f in reversed(frames[1:]) for name, pat in _CATEGORIES if pat in f), "other")
+        counts[(thread, cat)] += int(n)
+    total = sum(counts.values()) or 1
+    return [(t, c, n / total) for (t, c), n in counts.most_common()]
+
+
+def _profiler(kind: str, profile: str | None) -> list[str]:
+    """`--profile DIR`: run the server under py-spy (collapsed stacks in DIR/KIND.txt)."""
+    if not profile:
+        return []
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    Path(profile).mkdir(parents=True, exist_ok=True)
+    return [exe, "record", "--format", "raw", "--rate", "200", "--threads",
+            "-o", str(Path(profile) / f"{kind}.txt"), "--"]
+
+
+def start_server(kind: str, workdir: Path, agents: int, profile: str | None = None) -> tuple[Proc, Target]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    py = [*_profiler(kind, profile), sys.executable]
+    if kind == "ygg":
+        data = workdir / "ygg-data"
+        ws, keys, names = setup_ygg(data, agents)
+        proc = Proc([*py, "-m", "ygg_server.cli", "serve", "--data-dir", str(data), "--port", "0"],
+                    workdir / "ygg-server.log")
+        return proc, Target(proc.url, ws, keys, names)
+    keys = [(n, f"relaykey_{n}") for n in _names(agents)]
+    kf = workdir / "relay-keys.json"
+    kf.write_text(json.dumps({k: n for n, k in keys}))
+    proc = Proc([*py, "-m", "ygg_server.bench_server", "relay", "--port", "0", "--keys", str(kf)],
+                workdir / "relay.log")
+    return proc, Target(proc.url, "relay", keys, {n: n for n, _ in keys})
+
+
+@dataclass
+class Measured:
+    kind: str
+    phase: str
+    seconds: float  # the measured window
+    wall: float  # the whole phase: warm-up, window, drain
+    result: PhaseResult
+    server_cpu: float  # CPU seconds the server used over `wall`
+
+    @property
+    def rate(self) -> float:
+        return self.result.delivered / self.seconds
+
+    def pct(self, q: float) -> float:
+        xs = sorted(self.result.latencies)
+        if not xs:
+            return float("nan")
+        return xs[min(len(xs) - 1, int(q * len(xs)))] / 1e6
+
+    @property
+    def server_us(self) -> float:
+        """Server CPU per routed message (us): contention on the machine moves it far less than msgs/s."""
+        return self.server_cpu / max(1, self.result.total) * 1e6
+
+    @property
+    def loadgen_us(self) -> float:
+        return self.result.cpu / max(1, self.result.total) * 1e6
+
+    def summary(self) -> dict:
+        r = self.result
+        return {
+            "msgs_per_s": round(self.rate, 1), "p50_ms": round(self.pct(0.50), 3), "p99_ms": round(self.pct(0.99), 3),
+            "samples": len(r.latencies), "delivered": r.total, "sent": r.sent, "skipped": r.skipped,
+            "late_ms": round(r.late_ms, 2), "errors": dict(r.errors),
+            "server_cpu": round(self.server_cpu / self.wall, 3), "loadgen_cpu": round(r.cpu / self.wall, 3),
+            "server_us_per_msg": round(self.server_us, 1), "loadgen_us_per_msg": round(self.loadgen_us, 1),
+        }
+
+
+async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
+    proc, target = start_server(kind, workdir, args.agents, args.profile)
+    driver = None
+    try:
+        peers = min(args.peers, args.agents - 1)
+        driver = Driver(target, args.procs, peers, None if args.no_compression else "deflate")
+        await driver.call("connect")
+        await driver.call("setup")
+        out = []
+        ns = 1_000_000_000
+
+        async def phase(name: str, *call, **kw) -> None:
+            t0, cpu0 = time.monotonic(), proc.cpu()
+            parts = await driver.call(*call, **kw)
+            r = PhaseResult()
+            for x in parts:
+                r.merge(x)
+            out.append(Measured(kind, name, args.seconds, time.monotonic() - t0, r, proc.cpu() - cpu0))
+
+        # throughput: closed loop, `--window` requests outstanding per agent
+        begin = time.monotonic_ns() + ns // 5
+        start, end = begin + int(args.warmup * ns), begin + int((args.warmup + args.seconds) * ns)
+        await phase("throughput", "closed", args.window, start, end)
+        # latency: open loop at --rate messages/s (half of them requests, each answered)
+        begin = time.monotonic_ns() + ns // 5
+        start, end = begin + int(args.warmup * ns), begin + int((args.warmup + args.seconds) * ns)
+        per = args.rate / 2 / driver.procs
+        await phase("latency", "open", per_proc=lambda i: (per, begin, start, end, i / driver.procs))
+        return out
+    finally:
+        if driver is not None:
+            try:
+                await asyncio.wait_for(driver.stop(), 20)
+            except Exception:
+                pass
+        proc.stop()
+        if kind == "ygg" and not args.quiet:
+            print(f"  ygg: {_persisted(workdir / 'ygg-data'):,} messages persisted", flush=True)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def server(args: argparse.Namespace) -> int:
+    """The `server` subcommand: Ygg next to a raw relay, the same load for both."""
+    if args.agents < 3 or args.peers < 2:
+        # with one peer, an agent's topic would hold only one pair: 8 in a row is a suspected loop
+        print("--agents must be at least 3 and --peers at least 2", file=sys.stderr)
+        return 2
+    if not set(args.servers.split(",")) <= {"relay", "ygg"}:
+        print("--servers: a comma-separated list of relay and ygg", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="ygg-bench-server-"))
+    runs: list[dict[str, Measured]] = []
+    try:
+        for i in range(args.repeat):
+            for kind in args.servers.split(","):
+                ms = asyncio.run(run_target(kind, args, workdir / f"{kind}-{i + 1}"))
+                runs.append({m.phase: m for m in ms})
+                if not args.quiet and args.repeat > 1:
+                    t, l = runs[-1]["throughput"], runs[-1]["latency"]
+                    print(f"  run {i + 1} {kind}: {t.rate:,.0f} msgs/s closed loop; "
+                          f"p50/p99 {l.pct(.5):.2f}/{l.pct(.99):.2f} ms at {l.rate:,.0f} msgs/s", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif not args.quiet:
+            print(f"  kept {workdir}")
+    summary = report(args, runs)
+    if args.profile and not args.quiet:
+        for kind in args.servers.split(","):
+            f = Path(args.profile) / f"{kind}.txt"
+            if f.exists():
+                print(f"where {kind}'s busy time went (py-spy, {f}):")
+                for thread, cat, share in profile_summary(f):
+                    if share >= 0.005:
+                        print(f"  {share:6.1%}  {thread:6}  {cat}")
+    print(json.dumps(summary))
+    return 1 if any(m.result.errors for r in runs for m in r.values()) else 0
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(x for x in xs if x == x)
+    if not xs:
+        return float("nan")
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def report(args, runs: list[dict[str, Measured]]) -> dict:
+    """Per server and phase, the median over the repeats of each figure."""
+    kinds = list(dict.fromkeys(r["throughput"].kind for r in runs))
+    by = {k: [r for r in runs if r["throughput"].kind == k] for k in kinds}
+
+    def med(k: str, phase: str, fn) -> float:
+        return _median([fn(r[phase]) for r in by[k]])
+
+    peers = min(args.peers, args.agents - 1)
+    summary: dict[str, Any] = {"agents": args.agents, "peers": peers, "window": args.window, "seconds": args.seconds,
+                               "rate": args.rate, "procs": args.procs, "repeat": args.repeat,
+                               "compression": not args.no_compression}
+    for k in kinds:
+        for phase in ("throughput", "latency"):
+            if len(by[k]) == 1:
+                summary[f"{k}_{phase}"] = by[k][0][phase].summary()
+            else:
+                each = [r[phase].summary() for r in by[k]]
+                summary[f"{k}_{phase}"] = {
+                    key: (_median([e[key] for e in each]) if isinstance(each[0][key], (int, float)) else
+                          [e[key] for e in each]) for key in each[0]}
+    fig = {k: {"tput": med(k, "throughput", lambda m: m.rate), "p50": med(k, "latency", lambda m: m.pct(.5)),
+               "p99": med(k, "latency", lambda m: m.pct(.99))} for k in kinds}
+    if "ygg" in fig and "relay" in fig:
+        y, r = fig["ygg"], fig["relay"]
+        summary["throughput_ratio"] = round(y["tput"] / r["tput"], 3) if r["tput"] else None
+        summary["p99_ratio"] = round(y["p99"] / r["p99"], 3) if r["p99"] == r["p99"] and r["p99"] > 0 else None
+        # what the throughput ratio would be if each server had the same CPU to itself: robust to a busy machine
+        yu, ru = med("ygg", "throughput", lambda m: m.server_us), med("relay", "throughput", lambda m: m.server_us)
+        summary["cpu_ratio"] = round(ru / yu, 3) if yu else None
+    if args.quiet:
+        return summary
+    print(f"\nygg bench server: {args.agents} agents, {peers} peers each, window {args.window}, "
+          f"{args.seconds:g} s per phase after {args.warmup:g} s warm-up, load generator in {args.procs} process(es), "
+          f"compression {'off' if args.no_compression else 'deflate'}"
+          + (f", median of {args.repeat} runs" if args.repeat > 1 else ""))
+    print(f"{'':38}" + "".join(f"{k:>16}" for k in kinds))
+
+    def row(label, fn):
+        print(f"{label:38}" + "".join(f"{fn(k):>16}" for k in kinds))
+
+    row("closed loop: msgs/s", lambda k: f"{med(k, 'throughput', lambda m: m.rate):,.0f}")
+    row("closed loop: p50 / p99 ms", lambda k: f"{med(k, 'throughput', lambda m: m.pct(.5)):.1f} / "
+                                               f"{med(k, 'throughput', lambda m: m.pct(.99)):.1f}")
+    row("closed loop: CPU server / loadgen", lambda k: f"{med(k, 'throughput', lambda m: m.server_cpu / m.wall):.0%} / "
+                                                       f"{med(k, 'throughput', lambda m: m.result.cpu / m.wall):.0%}")
+    row("closed loop: CPU us/msg server / lg", lambda k: f"{med(k, 'throughput', lambda m: m.server_us):.0f} / "
+                                                         f"{med(k, 'throughput', lambda m: m.loadgen_us):.0f}")
+    row(f"open loop {args.rate:g}/s: achieved msgs/s", lambda k: f"{med(k, 'latency', lambda m: m.rate):,.0f}")
+    row(f"open loop {args.rate:g}/s: p50 ms", lambda k: f"{fig[k]['p50']:.2f}")
+    row(f"open loop {args.rate:g}/s: p99 ms", lambda k: f"{fig[k]['p99']:.2f}")
+    row("open loop: CPU server / loadgen", lambda k: f"{med(k, 'latency', lambda m: m.server_cpu / m.wall):.0%} / "
+                                                     f"{med(k, 'latency', lambda m: m.result.cpu / m.wall):.0%}")
+    row("open loop: ticks with no free peer", lambda k: f"{med(k, 'latency', lambda m: m.result.skipped):.0f}")
+    row("open loop: ticker behind (max ms)", lambda k: f"{med(k, 'latency', lambda m: m.result.late_ms):.1f}")
+    for k in kinds:
+        errs: Counter = Counter()
+        for r in by[k]:
+            for m in r.values():
+                errs += m.result.errors
+        if errs:
+            print(f"  {k}: NOT EVERY MESSAGE WOKE ITS RECIPIENT: {dict(errs)}")
+    if "throughput_ratio" in summary:
+        tr, pr = summary["throughput_ratio"], summary["p99_ratio"]
+        if tr is not None:
+            print(f"throughput ygg/relay: {tr:.2f}  (goal >= 0.50 with 100 agents: {'met' if tr >= 0.5 else 'NOT met'})")
+        if summary["cpu_ratio"] is not None:
+            print(f"server CPU per message relay/ygg: {summary['cpu_ratio']:.2f}  (the throughput ratio if both were CPU-bound on equal CPU)")
+        if pr is not None:
+            print(f"p99 ygg/relay at {args.rate:g} msgs/s offered: {pr:.2f}  (goal <= 2.0: {'met' if pr <= 2 else 'NOT met'})")
+    return summary
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agents", type=int, default=100, help="agent connections (default 100)")
+    p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per phase (default 5)")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each phase (default 1)")
+    p.add_argument("--rate", type=float, default=2000.0, help="open loop: messages/s offered in total (default 2000)")
+    p.add_argument("--window", type=int, default=2, help="closed loop: requests outstanding per agent (default 2)")
+    p.add_argument("--peers", type=int, default=4, help="peers each agent asks, round-robin (default 4)")
+    p.add_argument("--procs", type=int, default=1, help="load generator processes (default 1)")
+    p.add_argument("--repeat", type=int, default=1, help="run the servers this many times, alternating; report medians")
+    p.add_argument("--servers", default="relay,ygg", help="which servers, in order (default relay,ygg)")
+    p.add_argument("--no-compression", action="store_true", help="clients do not offer permessage-deflate")
+    p.add_argument("--profile", metavar="DIR", help="sample the servers with py-spy into DIR/<server>.txt")
+    p.add_argument("--keep", action="store_true", help="keep the temporary data dir and server logs")
+    p.add_argument("--quiet", action="store_true", help="print only the JSON summary")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ygg_server.bench_server")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("relay", help="run the raw relay (the benchmark starts it itself)")
+    r.add_argument("--host", default="127.0.0.1")
+    r.add_argument("--port", type=int, default=0)
+    r.add_argument("--keys", required=True, help="a JSON file mapping api key -> agent name")
+    s = sub.add_parser("server", help="the server benchmark (same as `python -m ygg_server.bench server`)")
+    add_arguments(s)
+    args = ap.parse_args(argv)
+    if args.command == "relay":
+        return asyncio.run(_relay_main(args.host, args.port, args.keys))
+    return server(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
