@@ -205,11 +205,9 @@ class Engine:
         except Exception as e:  # the commit failed: nothing in this batch happened
             log.exception("batch failed")
             self._reset()
-            for cmd in batch:
-                _resolve(cmd, error=e)
+            _resolve([(cmd, None, e) for cmd in batch])
             return
-        for cmd, result in results:
-            _resolve(cmd, result)
+        _resolve([(cmd, result, None) for cmd, result in results])
         if self._publish and (out.deliveries or out.messages or out.topics or out.balances or out.rescan):
             self._loop.call_soon_threadsafe(self._publish, out)
 
@@ -248,7 +246,10 @@ class Engine:
             self._conversations(d.conversation.workspace)[d.conversation.id] = d.conversation
         for e in d.ledger:
             key = db.wallet_key(e.workspace, e.account)
-            self.balances[key] = db.balance(self.conn, e.workspace, e.account)
+            if key in self.balances:  # known (None: no row yet): the upsert added delta to it
+                self.balances[key] = (self.balances[key] or 0) + e.delta
+            else:
+                self.balances[key] = db.balance(self.conn, e.workspace, e.account)
             out.balances.append((e.workspace, e.account, self.balances[key]))
         flags = self._flags()
         for f in d.flags:
@@ -376,10 +377,19 @@ class Engine:
 _IDLE = object()
 
 
-def _resolve(cmd: _Command, result: Any = None, error: BaseException | None = None) -> None:
-    def done():
+def _resolve(answers: list[tuple[_Command, Any, BaseException | None]]) -> None:
+    """Answer a batch's callers, in order, with one wake-up of each event loop (not one per command)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list] = {}
+    for a in answers:
+        by_loop.setdefault(a[0].loop, []).append(a)
+    for loop, items in by_loop.items():
+        loop.call_soon_threadsafe(_settle, items)
+
+
+def _settle(items: list[tuple[_Command, Any, BaseException | None]]) -> None:
+    for cmd, result, error in items:
         if cmd.future.done():
-            return
+            continue
         if error is not None:
             cmd.future.set_exception(error)
         elif isinstance(result, BaseException):
@@ -387,8 +397,18 @@ def _resolve(cmd: _Command, result: Any = None, error: BaseException | None = No
         else:
             cmd.future.set_result(result)
 
-    cmd.loop.call_soon_threadsafe(done)
+
+_month_span: tuple[int, int, str] = (0, 0, "")  # [start, end) of the last month asked about, in us, and its name
 
 
 def _month(now: int) -> str:
-    return datetime.fromtimestamp(now / 1e6, tz=timezone.utc).strftime("%Y-%m")
+    global _month_span
+    start, end, name = _month_span
+    if start <= now < end:
+        return name
+    dt = datetime.fromtimestamp(now / 1e6, tz=timezone.utc)
+    first = datetime(dt.year, dt.month, 1, tzinfo=timezone.utc)
+    after = datetime(dt.year + dt.month // 12, dt.month % 12 + 1, 1, tzinfo=timezone.utc)
+    name = dt.strftime("%Y-%m")
+    _month_span = (int(first.timestamp()) * 1_000_000, int(after.timestamp()) * 1_000_000, name)
+    return name
