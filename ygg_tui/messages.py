@@ -1,7 +1,7 @@
 """Textual messages the TUI posts, as dataclasses (toolong's `messages.py`).
 
-Frames from the server arrive in batches; `can_replace` lets a burst of "redraw"
-requests collapse into one.
+Frames from the server arrive in batches (one message per batch, not per frame), and the
+screens coalesce their redraws (`call_later`), so a burst costs one repaint.
 """
 
 from __future__ import annotations
@@ -29,32 +29,6 @@ class Evented(Message):
 class ConnectionChanged(Message):
     connected: bool
     reconnects: int = 0
-
-
-@dataclass
-class Ready(Message):
-    """The first load finished: workspaces, members, conversations, topics, balances."""
-
-
-@dataclass
-class StoreChanged(Message):
-    """Something in the store changed; views redraw what they show. Bursts collapse."""
-
-    change: object = None
-
-    def can_replace(self, message: Message) -> bool:
-        return False
-
-
-@dataclass
-class OpenConversation(Message):
-    conversation: str
-
-
-@dataclass
-class OpenTopic(Message):
-    conversation: str
-    topic: str | None  # None: the conversation's messages outside any topic
 
 
 @dataclass
