@@ -32,31 +32,47 @@ TRANSITIONS: dict[tuple[TopicStatus, str], TopicStatus] = {
 }
 
 
+_DONE, _WAITING = State.DONE, State.WAITING  # module constants: Enum class attributes are slow to read
+_NEEDS_HUMAN_PAUSE, _CREDITS_PAUSE = Pause.NEEDS_HUMAN, Pause.CREDITS
+
+
 def move(topic: Topic, event: str, now: int, **fields) -> Topic:
     """Apply one event from the table; events not in it leave the status alone."""
     status = TRANSITIONS.get((topic.status, event), topic.status)
     if status == C:
         members = fields.pop("members", topic.members)
-        members = {p: replace(m, wake_pending=False, polled_at=None, awaited_since=None) for p, m in members.items()}
+        members = {
+            p: m if not (m.wake_pending or m.polled_at is not None or m.awaited_since is not None)
+            else replace(m, wake_pending=False, polled_at=None, awaited_since=None)
+            for p, m in members.items()
+        }
         return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={}, **fields)
     if status == O:
         fields.setdefault("pause", None)
         fields.setdefault("paused_by", None)
     elif event == "needs_human":
-        fields.setdefault("pause", Pause.NEEDS_HUMAN)
+        fields.setdefault("pause", _NEEDS_HUMAN_PAUSE)
     elif event == "credits_out" and topic.pause is None:
-        fields.setdefault("pause", Pause.CREDITS)
+        fields.setdefault("pause", _CREDITS_PAUSE)
     return replace(topic, status=status, **fields)
 
 
 def everyone_done(members: dict[str, Member]) -> bool:
-    return bool(members) and all(m.state == State.DONE for p, m in members.items() if p != SYSTEM)
+    if not members:
+        return False
+    for p, m in members.items():
+        if m.state != _DONE and p != SYSTEM:
+            return False
+    return True
 
 
 def someone_done(members: dict[str, Member]) -> bool:
-    return any(m.state == State.DONE for m in members.values())
+    for m in members.values():
+        if m.state == _DONE:
+            return True
+    return False
 
 
 def waiting_on(members: dict[str, Member], pid: str) -> tuple[str, ...]:
     """Who currently waits on `pid`."""
-    return tuple(p for p, m in members.items() if m.state == State.WAITING and pid in m.waiting_for)
+    return tuple(p for p, m in members.items() if m.state == _WAITING and pid in m.waiting_for)

@@ -7,7 +7,7 @@ from .directory import Directory, derived_id
 from .model import Conversation, Message
 from .vocabulary import SYSTEM, ContextReason, Kind, MessageType, Notice
 
-TEXTS = {
+TEXTS = {  # plain texts (no {word}) are sent as they are
     Notice.CLOSURE_POLL: "Others on this topic are done. Are you done too? Answer with state done, or say what is left.",
     Notice.NUDGE: "{waiters} waits on you here. Please answer.",
     Notice.RESUME: "{detail}",
@@ -15,6 +15,9 @@ TEXTS = {
     Notice.FUNDING_REQUEST: "{agent} is out of credits ({detail}). Fund it to let it go on.",
     Notice.AUTO_DONE: "{who} did not answer the closure poll for an hour and is counted done.",
 }
+
+_REQUEST, _INFORM = MessageType.REQUEST, MessageType.INFORM  # Enum class attributes are slow to read
+_CONTEXT_INFORM, _OBSERVER = ContextReason.CONTEXT_INFORM, ContextReason.OBSERVER
 
 
 def notice(
@@ -34,20 +37,23 @@ def notice(
 
     Its id derives from what caused it, so the same notice decided twice is one row.
     """
-    text = TEXTS[kind].format(**words)
-    mtype = MessageType.REQUEST if wake else MessageType.INFORM
-    mid = derived_id(kind, cause, *to)
-    msg = Message(mid, workspace, conversation, topic, SYSTEM, mtype, text, now, to=to, notice=kind)
-    reason = None if wake else ContextReason.CONTEXT_INFORM
+    text = TEXTS[kind].format(**words) if words else TEXTS[kind]
+    msg = Message(derived_id(kind, cause, *to), workspace, conversation, topic, SYSTEM,
+                  _REQUEST if wake else _INFORM, text, now, to, None, (), None, None, 0, kind)
+    reason = None if wake else _CONTEXT_INFORM
+    if len(to) == 1 and not observers:
+        return Routed(msg, (Delivery(to[0], wake, reason),))
     deliveries = [Delivery(r, wake, reason) for r in to]
-    deliveries += [Delivery(o, False, ContextReason.OBSERVER) for o in observers if o not in to]
+    deliveries += [Delivery(o, False, _OBSERVER) for o in observers if o not in to]
     return Routed(msg, tuple(deliveries))
 
 
 def human_members(directory: Directory, conversation: Conversation) -> tuple[str, ...]:
     """The people who see a conversation: everyone for General, its members otherwise."""
-    ps, ms = directory.participants, directory.memberships
-    pool = ms.keys() if not conversation.members else conversation.members
-    return tuple(
-        p for p in pool if (q := ps.get(p)) is not None and q.kind == Kind.HUMAN and p in ms and ms[p].receive
-    )
+    everyone = directory.receivers
+    if everyone is None:  # a Directory made without build()
+        ps, ms = directory.participants, directory.memberships
+        everyone = tuple(p for p, m in ms.items() if m.receive and (q := ps.get(p)) is not None and q.kind == Kind.HUMAN)
+    if not conversation.members:
+        return everyone
+    return tuple(p for p in conversation.members if p in everyone)

@@ -20,7 +20,7 @@ MAX_FUNDING = 1_000_000_000  # one funding at most
 
 def message_cost(text: str, attachment_bytes: int, recipients: int) -> int:
     """Seed 000: 1 credit per started 1,000 characters, at least 1, for each recipient."""
-    per = max(1, -(-len(text) // CHARS_PER_CREDIT))
+    per = (len(text) + CHARS_PER_CREDIT - 1) // CHARS_PER_CREDIT or 1
     if attachment_bytes > 0:
-        per += -(-attachment_bytes // ATTACHMENT_BYTES_PER_CREDIT)
-    return per * max(1, recipients)
+        per += (attachment_bytes + ATTACHMENT_BYTES_PER_CREDIT - 1) // ATTACHMENT_BYTES_PER_CREDIT
+    return per * (recipients if recipients > 0 else 1)
