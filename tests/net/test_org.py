@@ -177,7 +177,7 @@ async def _refused_uncharged(team, sender, to, payer_id, reason="permission_deni
 
 
 async def test_membership_without_send_is_refused_uncharged(team):
-    """Seed 002: "send lets it call send_message"."""
+    """Seed 002: "Each membership of an agent in a workspace has: - Send and receive" (send lets it send)."""
     researcher, reviewer = await _agents(team)
     rid = researcher.me["id"]
     set_membership(team, team.ws, rid, send=0)
@@ -189,7 +189,7 @@ async def test_membership_without_send_is_refused_uncharged(team):
 
 
 async def test_recipient_without_receive_is_refused_uncharged(team):
-    """Seed 002: "receive lets it call check_inbox, subscribe and search_messages": without it nobody reaches it."""
+    """Seed 002: "Each membership of an agent in a workspace has: - Send and receive" (without receive nobody reaches it)."""
     researcher, reviewer = await _agents(team)
     set_membership(team, team.ws, reviewer.me["id"], receive=0)
     r = await _refused_uncharged(team, researcher, ["reviewer"], researcher.me["id"])

@@ -80,7 +80,7 @@ async def test_history_limit_is_bounded(team):
 
 
 async def test_search_finds_text_the_asker_may_read(team):
-    """Seed 002: "receive lets it call check_inbox, subscribe and search_messages"; docs/protocol.md: "`messages` newest first (full-text; within the plan's history window)"."""
+    """docs/protocol.md: "`messages` newest first (full-text; within the plan's history window)"."""
     alice, bob = await team.person("alice"), await team.person("bob")
     a = await alice.send(workspace=team.ws, topic="new", title="Birds", type="inform", to=["researcher"],
                          text="The Albatross glides over the ocean")

@@ -180,3 +180,65 @@ async def test_browser_origin_refused_unless_allowed(tmp_path):
             async with websockets.connect(s.url, origin="https://app.example"):
                 pass
         assert e.value.response.status_code == 403
+
+
+# --- the quotations these tests stand on ---
+
+MINE = ("test_sessions", "test_org", "test_queries", "test_isolation", "test_limits", "test_admin_cli")
+SOURCES = {"PROTOCOL.md": "PROTOCOL", "docs/protocol.md": "docs", "Seed 002": "002", "Seed 003": "003"}
+
+
+def _quotations():
+    import ast
+    import re
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    for stem in MINE:
+        for node in ast.walk(ast.parse((here / f"{stem}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name.startswith("test_"):
+                doc = ast.get_docstring(node, clean=False) or ""
+                for source, quote in re.findall(r'(PROTOCOL\.md|docs/protocol\.md|Seed \d{3}): "(.{12,}?)"(?=[\s,.;:)(]|$)',
+                                                doc, flags=re.S):
+                    yield f"{stem}::{node.name}", SOURCES.get(source, source), quote
+
+
+def test_every_test_here_quotes_what_it_checks():
+    """PROTOCOL.md: "This page fixes the names that every client and every test may rely on": each test says which sentence it checks."""
+    import ast
+    from pathlib import Path
+
+    here, bare = Path(__file__).parent, []
+    for stem in MINE:
+        for node in ast.walk(ast.parse((here / f"{stem}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name.startswith("test_") \
+                    and node.name != "test_quotation_is_verbatim":
+                if not any(s in (ast.get_docstring(node) or "") for s in SOURCES):
+                    bare.append(f"{stem}::{node.name}")
+    assert bare == []
+
+
+@pytest.mark.parametrize("where, source, quote", list(_quotations()))
+def test_quotation_is_verbatim(where, source, quote):
+    from pathlib import Path
+
+    from tests.core.test_quotes import _norm, _seeds
+
+    root = Path(__file__).parents[2]
+    if source == "docs":
+        text = (root / "docs" / "protocol.md").read_text(encoding="utf-8")
+    elif source == "PROTOCOL":
+        path = root.parent / "shared" / "PROTOCOL.md"
+        if not path.exists():
+            pytest.skip("PROTOCOL.md not found beside the repository")
+        text = path.read_text(encoding="utf-8")
+    else:
+        seeds = _seeds()
+        if source not in seeds:
+            pytest.skip(f"seed {source} not found (set YGG_SEEDS)")
+        text = seeds[source]
+    text, at = _norm(text), 0
+    for part in filter(None, (_norm(p) for p in quote.split("..."))):  # "..." marks an elision
+        found = text.find(part, at)
+        assert found >= 0, f"{where}: not in {source}: {part!r}"
+        at = found + len(part)

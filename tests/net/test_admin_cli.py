@@ -1,0 +1,198 @@
+"""The operator's commands, run as processes, with and without a server on the data dir (PROTOCOL.md, docs/protocol.md).
+
+Each test quotes the sentence it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+
+from ygg_server.client import Client
+from ygg_server.engine import Engine
+from ygg_server.net.gateway import Gateway, Limits
+from ygg_server.store import sqlite as db
+
+from .conftest import Server
+from .test_crash import free_port, start
+
+PW = "pw-" + "x" * 8
+
+
+async def cli(data_dir, *args, ok: bool = True) -> dict:
+    """Run `ygg-server admin --data-dir D ARGS`; return the JSON on its last line of stdout."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ygg_server.cli", "admin", "--data-dir", str(data_dir), *map(str, args),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    lines = out.decode().strip().splitlines()
+    assert lines, (args, err.decode())
+    result = json.loads(lines[-1])
+    assert (proc.returncode == 0) == ok, (args, proc.returncode, result, err.decode())
+    return result
+
+
+@pytest.fixture
+async def served(tmp_path):
+    """A server on tmp_path, started before any admin command ran there."""
+    path = db.db_path(tmp_path)
+    gw = Gateway(Engine(path), Limits(auth_timeout=5.0))
+    await gw.start("127.0.0.1", 0)
+    s = Server(path, gw)
+    s.dir = tmp_path
+    yield s
+    for c in s.clients:
+        await c.close()
+    await gw.close()
+    s.conn.close()
+
+
+async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_path):
+    """PROTOCOL.md: "each prints its result as JSON on the last line of stdout (`{"id":…}`, and `{"api_key":…}` for an agent)"."""
+    d = tmp_path
+    alice = await cli(d, "add-person", "alice", "--password", PW)
+    bob = await cli(d, "add-person", "bob", "--password", PW, "--plan", "free")
+    assert alice["id"].startswith("human.") and bob["id"] != alice["id"]
+    ws = await cli(d, "add-workspace", "team", "--owner", "alice")
+    assert ws["id"] and ws["name"] == "team"
+    m = await cli(d, "add-member", "team", "bob", "--role", "admin")  # WORKSPACE by name
+    assert m["id"] == bob["id"] and m["role"] == "admin"
+    assert (await cli(d, "add-member", ws["id"], "bob"))["role"] == "member"  # or by id
+    agent = await cli(d, "add-agent", "researcher", "--owner", "alice")
+    assert agent["id"].startswith("agent.") and agent["api_key"].startswith("yggk_")
+    pinned = await cli(d, "add-agent", "homebody", "--owner", "alice", "--workspace", "team")
+    assert pinned["api_key"] != agent["api_key"]
+    funded = await cli(d, "fund", "researcher", 100)
+    assert funded["id"] == agent["id"] and funded["balance"] == 100
+    assert (await cli(d, "fund", "researcher@alice", 5))["balance"] == 105
+    pool = await cli(d, "fund", "--pool", "team", 40)
+    assert pool["id"] == "pool" and pool["balance"] == 40 and pool["workspace"] == ws["id"]
+    assert (await cli(d, "set-plan", "bob", "team"))["plan"] == "team"
+    assert (await cli(d, "revoke-agent", "homebody"))["id"] == pinned["id"]
+
+    # errors: JSON too, exit code 1
+    for args, code in (
+        (("add-person", "alice", "--password", PW), "handle_taken"),
+        (("add-agent", "researcher", "--owner", "alice"), "name_taken"),
+        (("add-agent", "x", "--owner", "nobody"), "unknown_person"),
+        (("add-member", "no-such-ws", "bob"), "unknown_workspace"),
+        (("fund", "ghost", 5), "unknown_agent"),
+        (("fund", "researcher", 0), "bad_amount"),
+        (("fund", 5), "bad_args"),
+        (("set-plan", "alice", "platinum"), "bad_plan"),
+    ):
+        err = await cli(d, *args, ok=False)
+        assert err["error"] == code and err["detail"], (args, err)
+
+    # a server started afterwards sees all of it
+    path = db.db_path(d)
+    gw = Gateway(Engine(path), Limits())
+    await gw.start("127.0.0.1", 0)
+    url = f"ws://127.0.0.1:{gw.port}/"
+    try:
+        async with Client(url, api_key=agent["api_key"]) as c:
+            b = await c.call("balances", workspace=ws["id"])
+            assert b["agents"][agent["id"]] == 105 and b["pool"] == 40
+        with pytest.raises(Exception):
+            async with Client(url, api_key=pinned["api_key"], reconnect=False, timeout=5):
+                pass
+    finally:
+        await gw.close()
+
+
+async def test_commands_take_effect_at_once_on_a_running_server(served):
+    """PROTOCOL.md: "The admin commands work whether or not a server is serving that data dir at the time, and a running server sees their effect at once"."""
+    d = served.dir
+    await cli(d, "add-person", "alice", "--password", PW)
+    ws = (await cli(d, "add-workspace", "team", "--owner", "alice"))["id"]
+    alice = await served.person("alice", PW)
+    agent = await cli(d, "add-agent", "researcher", "--owner", "alice")
+    researcher = await served.client(api_key=agent["api_key"])  # authenticates at once
+    assert researcher.me["id"] == agent["id"]
+    sent = await alice.send(workspace=ws, topic="new", title="Hi", to=["researcher"], text="are you there?")
+    assert sent["op"] == "sent" and sent["deliveries"][0]["wake"], sent
+    assert (await researcher.next_delivery(timeout=5))["message"]["text"] == "are you there?"
+
+    await cli(d, "add-person", "bob", "--password", PW)
+    bob = await served.person("bob", PW)
+    r = await bob.send(workspace=ws, topic="new", title="Me?", type="inform", to=["@alice"], text="hello")
+    assert r["op"] == "refused" and r["reason"] == "unknown_workspace"
+    await cli(d, "add-member", "team", "bob")
+    r = await bob.send(workspace=ws, topic="new", title="Me?", type="inform", to=["@alice"], text="hello")
+    assert r["op"] == "sent", r
+
+    await cli(d, "set-plan", "alice", "free")
+    served.conn.execute("INSERT INTO usage (org, month, count) SELECT org, strftime('%Y-%m', 'now'), 300 "
+                        "FROM workspaces WHERE id = ? ON CONFLICT (org, month) DO UPDATE SET count = 300", (ws,))
+    r = await alice.send(workspace=ws, topic="new", title="Plan", type="inform", to=["@bob"], text="over")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    await cli(d, "set-plan", "alice", "team")
+    r = await alice.send(workspace=ws, topic="new", title="Plan", type="inform", to=["@bob"], text="licensed")
+    assert r["op"] == "sent", r
+
+    assert (await cli(d, "fund", "--pool", "team", 7))["balance"] == 7
+    assert (await alice.call("balances", workspace=ws))["pool"] == 7
+
+    await cli(d, "revoke-agent", "researcher")
+    for _ in range(50):
+        if not researcher.connected.is_set() or agent["id"] not in served.gw.conns:
+            break
+        await asyncio.sleep(0.1)
+    assert agent["id"] not in served.gw.conns, "a revoked agent's connections close at once"
+    r = await alice.send(workspace=ws, topic="new", title="Gone", to=["researcher"], text="still there?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_recipient"
+
+
+async def test_fund_from_the_cli_wakes_a_paused_agent(served):
+    """docs/protocol.md: "the server notices another writer through SQLite's `PRAGMA data_version`, reloads its live state before its next decision, and offers any deliveries the command created"."""
+    d = served.dir
+    await cli(d, "add-person", "alice", "--password", PW)
+    ws = (await cli(d, "add-workspace", "team", "--owner", "alice"))["id"]
+    agent = await cli(d, "add-agent", "worker", "--owner", "alice")  # no credits, no pool
+    alice = await served.person("alice", PW)
+    worker = await served.client(api_key=agent["api_key"])
+    asked = await alice.send(workspace=ws, topic="new", title="Job", to=["worker"], text="do it")
+    wake = await worker.next_delivery(timeout=5)
+    await worker.ack([wake["id"]])
+    topic = asked["message"]["topic"]
+    answer = dict(workspace=ws, topic=topic, type="response", in_reply_to=asked["message"]["id"], text="done it")
+    r = await worker.send(**answer)
+    assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
+    t = (await alice.call("topic", workspace=ws, topic=topic))["topic"]
+    assert t["status"] == "paused" and t["pause"] == "credits"
+    ask = await alice.next_delivery(timeout=5)
+    while ask["message"].get("notice") != "funding_request":
+        ask = await alice.next_delivery(timeout=5)
+
+    funded = await cli(d, "fund", "worker", 50)
+    assert funded["balance"] == 50
+    d2 = await worker.next_delivery(timeout=10)
+    assert d2["wake"] and d2["message"]["notice"] == "credits_refilled" and d2["message"]["topic"] == topic
+    await worker.ack([d2["id"]])
+    r = await worker.send(**answer)
+    assert r["op"] == "sent" and r["cost"] == 1, r
+    assert (await alice.call("topic", workspace=ws, topic=topic))["topic"]["status"] == "open"
+    assert (await alice.call("balances", workspace=ws))["agents"][agent["id"]] == 49
+
+
+async def test_cli_beside_a_served_process(tmp_path):
+    """PROTOCOL.md: "Tests and operators set a server up without a TUI. These commands and flags are fixed"."""
+    await cli(tmp_path, "add-person", "alice", "--password", PW)
+    ws = (await cli(tmp_path, "add-workspace", "team", "--owner", "alice"))["id"]
+    port = free_port()
+    proc = await start(tmp_path, port)
+    try:
+        url = f"ws://127.0.0.1:{port}/"
+        async with Client(url, handle="alice", password=PW) as alice:
+            key = (await cli(tmp_path, "add-agent", "helper", "--owner", "alice"))["api_key"]
+            async with Client(url, api_key=key) as helper:
+                r = await alice.send(workspace=ws, topic="new", title="Hi", to=["helper"], text="welcome")
+                assert r["op"] == "sent"
+                assert (await helper.next_delivery(timeout=5))["message"]["text"] == "welcome"
+    finally:
+        proc.terminate()
+        proc.wait()
