@@ -17,14 +17,16 @@ from .model import Topic
 from .notices import human_members, notice
 from .vocabulary import Kind, Notice, State, TopicStatus
 
+_OPEN, _DONE, _AGENT = TopicStatus.OPEN, State.DONE, Kind.AGENT  # Enum class attributes are slow to read
+
 
 def next_due(topic: Topic) -> int | None:
-    if topic.status != TopicStatus.OPEN:
+    if topic.status != _OPEN:
         return None  # closed for good; paused until a person (or a funding) moves it
     times: list[int] = []
     anyone_done = someone_done(topic.members)
     for pid, m in topic.members.items():
-        if m.state == State.DONE:
+        if m.state == _DONE:
             continue
         if m.polled_at is not None:
             times.append(m.polled_at + rules.AUTO_DONE_AFTER)
@@ -37,7 +39,7 @@ def next_due(topic: Topic) -> int | None:
 
 def due(view: View, topic: Topic, now: int) -> Decision:
     """What the clock decides for `topic` at `now` (nothing, if nothing is due)."""
-    if topic.status != TopicStatus.OPEN:
+    if topic.status != _OPEN:
         return Decision()
     start = topic
     d = view.directory
@@ -49,7 +51,7 @@ def due(view: View, topic: Topic, now: int) -> Decision:
 
     # "after an hour without an answer they are counted done"
     for pid, m in topic.members.items():
-        if m.state != State.DONE and m.polled_at is not None and now >= m.polled_at + rules.AUTO_DONE_AFTER:
+        if m.state != _DONE and m.polled_at is not None and now >= m.polled_at + rules.AUTO_DONE_AFTER:
             members[pid] = replace(m, state=State.DONE, polled_at=None, wake_pending=False, awaited_since=None)
             routed.append(notice(Notice.AUTO_DONE, workspace=topic.workspace, conversation=topic.conversation,
                                  topic=topic.id, to=(), now=now, cause=f"{cause}:{pid}", wake=False,
@@ -64,7 +66,7 @@ def due(view: View, topic: Topic, now: int) -> Decision:
     # Re-poll whoever answered a poll and then stayed quiet for an hour.
     if someone_done(members):
         quiet = {p for p, m in members.items()
-                 if m.state != State.DONE and m.polled_at is None and now >= m.last_at + rules.AUTO_DONE_AFTER}
+                 if m.state != _DONE and m.polled_at is None and now >= m.last_at + rules.AUTO_DONE_AFTER}
         topic, polls = poll(d, topic, now, cause, skip=set(members) - quiet)
         routed += polls
 
@@ -74,12 +76,12 @@ def due(view: View, topic: Topic, now: int) -> Decision:
         if m.awaited_since is None or m.nudges >= rules.MAX_NUDGES:
             continue
         waiters = waiting_on(members, pid)
-        if not waiters or m.state == State.DONE:
+        if not waiters or m.state == _DONE:
             members[pid] = replace(m, awaited_since=None, nudges=0)
             continue
         if now < m.awaited_since + rules.NUDGE_AFTER * (m.nudges + 1):
             continue
-        agent = pid in d.participants and d.participants[pid].kind == Kind.AGENT
+        agent = pid in d.participants and d.participants[pid].kind == _AGENT
         members[pid] = replace(m, nudges=m.nudges + 1, wake_pending=m.wake_pending or agent)
         names = ", ".join(d.participants[w].display for w in waiters if w in d.participants)
         routed.append(notice(Notice.NUDGE, workspace=topic.workspace, conversation=topic.conversation,
