@@ -200,6 +200,31 @@ def set_plan(conn: sqlite3.Connection, org: str, plan: str) -> dict:
     return {"id": org, "plan": plan}
 
 
+def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[str]) -> dict:
+    """A group of a workspace's agents (and people), addressed as `group:<name>`."""
+    if not name or ":" in name or "@" in name:
+        raise AdminError("bad_name", "a group's name has no ':' and no '@'")
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        ids = []
+        for m in members:
+            pid = person(conn, m) if m.startswith("@") else agent(conn, m)
+            if not conn.execute("SELECT 1 FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone():
+                raise AdminError("unknown_member", f"{m} is not in that workspace")
+            ids.append(pid)
+        conn.execute(
+            """INSERT INTO groups (workspace, name, members) VALUES (?,?,?)
+               ON CONFLICT (workspace, name) DO UPDATE SET members = excluded.members""",
+            (ws, name, msgspec.json.encode(sorted(set(ids))).decode()),
+        )
+    return {"id": f"group:{name}", "workspace": ws, "members": sorted(set(ids))}
+
+
+def role_in(conn: sqlite3.Connection, ws: str, pid: str) -> str | None:
+    row = conn.execute("SELECT role FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
+    return row[0] if row else None
+
+
 def revoke_agent(conn: sqlite3.Connection, ref: str) -> dict:
     with db.Tx(conn):
         aid = agent(conn, ref)

@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("set-plan")
     x.add_argument("org", help="an organization id, or its owner's handle")
     x.add_argument("plan")
+    x = asub.add_parser("add-group")
+    x.add_argument("workspace")
+    x.add_argument("name")
+    x.add_argument("members", nargs="+", help="agents (name, name@owner, id) and @people")
     x = asub.add_parser("revoke-agent")
     x.add_argument("agent")
 
@@ -84,6 +88,8 @@ def run_admin(args) -> int:
             if (args.target is None) == (args.pool is None):
                 raise admin.AdminError("bad_args", "fund takes an AGENT or --pool WORKSPACE")
             out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool)
+        elif act == "add-group":
+            out = admin.add_group(conn, args.workspace, args.name, args.members)
         elif act == "set-plan":
             out = admin.set_plan(conn, args.org, args.plan)
         else:

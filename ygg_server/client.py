@@ -52,6 +52,7 @@ class Client:
         self._deliveries: asyncio.Queue[dict] = asyncio.Queue()
         self._events: asyncio.Queue[dict] = asyncio.Queue()
         self._acked: set[int] = set()
+        self._subscriptions: dict[str, bool] = {}  # workspace -> monitor, renewed after a reconnect
         self._ws = None
         self._task: asyncio.Task | None = None
         self._first: asyncio.Future | None = None
@@ -98,6 +99,9 @@ class Client:
                     session = await self._hello(ws)
                     delay = 0.1
                     self.me, self.token = session["me"], session["token"]
+                    for ws_id, monitor in self._subscriptions.items():
+                        await ws.send(json.dumps({"op": "subscribe", "ref": f"resub:{ws_id}",
+                                                  "workspace": ws_id, "monitor": monitor}))
                     self.connected.set()
                     if self._first and not self._first.done():
                         self._first.set_result(session)
@@ -185,6 +189,16 @@ class Client:
             raise Refused(reply)
         return reply
 
+    async def subscribe(self, workspace: str, monitor: bool = False) -> dict:
+        """Follow a workspace's events (and, with monitor, all its messages); renewed after reconnects."""
+        reply = await self.call("subscribe", workspace=workspace, monitor=monitor)
+        self._subscriptions[workspace] = monitor
+        return reply
+
+    async def unsubscribe(self, workspace: str) -> dict:
+        self._subscriptions.pop(workspace, None)
+        return await self.call("unsubscribe", workspace=workspace)
+
     async def send(self, **fields) -> dict:
         """`sent` or `refused` (a refusal is an answer, not an exception)."""
         return await self.request("send", **fields)
@@ -211,3 +225,10 @@ class Client:
 
     def pending_deliveries(self) -> int:
         return self._deliveries.qsize()
+
+    def pending_events(self) -> list[dict]:
+        """Every event already received, without waiting (for batching UI updates)."""
+        out = []
+        while not self._events.empty():
+            out.append(self._events.get_nowait())
+        return out

@@ -354,6 +354,24 @@ class Engine:
             return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
         return {"op": "funded", "ref": ref, "account": account, "balance": self._balance(ws, account)}
 
+    def _do_set_budget(self, who: str, ws: str, topic_id: str, budget: Any, ref: Any, *, out: Published) -> dict:
+        """A topic's credit budget (seed 000: "the agent (or the topic's budget) is out of credits"):
+        set by a person who is the workspace's owner or admin, or who is in the topic; null removes it."""
+        directory = self.directory(ws)
+        t = self._topic(topic_id)
+        if who not in directory.memberships or t is None or t.workspace != ws:
+            return protocol.refused(ref, "unknown_topic", "no such topic")
+        p = directory.participants[who]
+        role = directory.memberships[who].role
+        if p.kind != Kind.HUMAN or not (role in ("owner", "admin") or (role != "viewer" and who in t.members)):
+            return protocol.refused(ref, "permission_denied", "a person in the topic, or an admin, sets its budget")
+        if budget is not None and (type(budget) is not int or not 0 <= budget <= 10**9):
+            return protocol.refused(ref, "bad_amount", "a budget is a whole number of credits, or null for none")
+        now = self.clock()
+        t = msgspec.structs.replace(t, budget=budget)
+        self._commit(Decision(topics=(t,)), ws, now, out)
+        return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
+
     def _do_ack(self, participant: str, ids: list[int], ref: Any, *, out: Published) -> dict:
         now = self.clock()
         done = []

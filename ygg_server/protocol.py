@@ -30,7 +30,7 @@ _encoder = msgspec.json.Encoder()
 CLIENT_OPS = frozenset({
     "auth", "send", "ack", "fund", "history", "search_messages", "list_agents", "list_conversations",
     "list_topics", "list_members", "subscribe", "unsubscribe", "presence", "ping", "topic", "whoami",
-    "list_workspaces", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
+    "list_workspaces", "list_groups", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
 })
 
 

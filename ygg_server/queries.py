@@ -91,8 +91,18 @@ def history(conn, pid: str, f: dict) -> dict:
     rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
+    messages = [protocol.message_obj(db.decode_message(b)) for _, b in rows]
+    woke: dict[str, list[str]] = {}
+    if messages:
+        marks = ",".join("?" * len(messages))
+        for mid, who in conn.execute(
+                f"SELECT message, recipient FROM deliveries WHERE wake = 1 AND message IN ({marks})",
+                [m["id"] for m in messages]):
+            woke.setdefault(mid, []).append(who)
+    for m in messages:
+        m["woke"] = woke.get(m["id"], [])
     return {
-        "messages": [protocol.message_obj(db.decode_message(b)) for _, b in rows],
+        "messages": messages,
         "cursor": rows[-1][0] if rows else None, "more": more, "conversation": cid,
     }
 
@@ -207,7 +217,15 @@ def balances(conn, pid: str, f: dict) -> dict:
             "agents": {a: db.balance(conn, ws, a) for a in agents}}
 
 
+def list_groups(conn, pid: str, f: dict) -> dict:
+    ws = f.get("workspace")
+    _member(conn, ws, pid)
+    rows = conn.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY name", (ws,)).fetchall()
+    return {"groups": [{"name": n, "members": msgspec.json.decode(m)} for n, m in rows]}
+
+
 QUERIES = {
+    "list_groups": list_groups,
     "history": history, "search_messages": search_messages, "list_workspaces": list_workspaces,
     "list_members": list_members, "list_agents": list_agents, "list_conversations": list_conversations,
     "list_topics": list_topics, "topic": topic, "balances": balances,

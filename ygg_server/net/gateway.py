@@ -18,7 +18,7 @@ from typing import Any
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
-from .. import auth, protocol, queries
+from .. import admin, auth, protocol, queries
 from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..store import sqlite as db
@@ -49,6 +49,7 @@ class Conn:
     expires_at: int = 0
     prefetch: int = 16
     leased: set[int] = field(default_factory=set)
+    workspaces: frozenset[str] = frozenset()  # where this participant is a member (for presence events)
     monitors: set[str] = field(default_factory=set)  # workspaces followed whole
     follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
     last_seen: float = field(default_factory=time.monotonic)
@@ -90,6 +91,8 @@ class Gateway:
         self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
         self._reader = db.connect(engine.path)
         self._reader_lock = asyncio.Lock()
+        self._admin = db.connect(engine.path)  # management ops write here; the engine notices (data_version)
+        self._admin_lock = asyncio.Lock()
         self._server = None
 
     # --- serving ---
@@ -116,6 +119,12 @@ class Gateway:
             await self._server.wait_closed()
         await asyncio.to_thread(self.engine.stop)
         self._reader.close()
+        self._admin.close()
+
+    async def manage(self, fn, *args) -> dict:
+        """Run an admin operation on its own connection, off the event loop."""
+        async with self._admin_lock:
+            return await asyncio.to_thread(fn, self._admin, *args)
 
     async def read(self, fn, *args):
         """Run a read-only query on the reader connection, off the event loop."""
@@ -223,7 +232,11 @@ class Gateway:
 
     async def _attach(self, conn: Conn) -> None:
         pid = conn.participant
+        conn.workspaces = frozenset(await self.read(_workspaces_of, pid))
+        first = pid not in self.conns
         self.conns.setdefault(pid, []).append(conn)
+        if first:
+            self._presence(conn, True)
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
             if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
@@ -262,6 +275,15 @@ class Gateway:
         if not mine:
             self.conns.pop(pid, None)
             self.inboxes.pop(pid, None)
+            self._presence(conn, False)
+
+    def _presence(self, conn: Conn, online: bool) -> None:
+        """Tell those following a workspace that someone in it came or went."""
+        for conns in self.conns.values():
+            for c in conns:
+                for ws in c.follows & conn.workspaces:
+                    c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": conn.participant,
+                            "online": online})
 
     # --- frames ---
 
@@ -285,6 +307,8 @@ class Gateway:
                 reply = protocol.error(ref, "bad_frame", f"op {op!r} is not available here")
         except queries.NotFound:
             reply = protocol.error(ref, "not_found", "no such thing")
+        except admin.AdminError as e:
+            reply = protocol.error(ref, e.code, e.detail)
         except (ValueError, TypeError) as e:
             reply = protocol.error(ref, "bad_frame", str(e))
         except Exception:
@@ -336,6 +360,54 @@ class Gateway:
         conn.monitors.discard(ws)
         conn.follows.discard(ws)
         return {"op": "unsubscribed", "ref": ref, "workspace": ws}
+
+    # --- management: what the admin CLI does, for a person whose role allows it ---
+
+    def _person_only(self, conn: Conn) -> None:
+        if conn.kind != Kind.HUMAN:
+            raise admin.AdminError("forbidden", "only a person manages workspaces and agents")
+
+    async def _op_create_workspace(self, conn: Conn, ref, frame) -> dict:
+        self._person_only(conn)
+        name = frame.get("name")
+        if not isinstance(name, str) or not name.strip():
+            return protocol.error(ref, "bad_frame", "create_workspace needs a name")
+        out = await self.manage(admin.add_workspace, name.strip(), conn.participant)
+        return {"op": "create_workspace", "ref": ref, **out}
+
+    async def _op_add_member(self, conn: Conn, ref, frame) -> dict:
+        """Seed 003 §66: owners and admins invite; only the owner gives or changes roles above member."""
+        self._person_only(conn)
+        ws, handle, role = frame.get("workspace"), frame.get("handle"), frame.get("role", "member")
+        if not all(isinstance(x, str) for x in (ws, handle, role)):
+            return protocol.error(ref, "bad_frame", "add_member needs workspace, handle and role")
+        mine = await self.read(admin.role_in, ws, conn.participant)
+        if mine is None:
+            raise queries.NotFound
+        if mine not in ("owner", "admin") or (role in ("owner", "admin") and mine != "owner"):
+            return protocol.error(ref, "forbidden", "admins invite members and viewers; only the owner gives roles")
+        pid = await self.read(admin.person, handle)
+        if await self.read(admin.role_in, ws, pid) is not None and mine != "owner":
+            return protocol.error(ref, "forbidden", "only the owner changes a member's role")
+        out = await self.manage(admin.add_member, ws, handle, role)
+        return {"op": "add_member", "ref": ref, **out}
+
+    async def _op_add_agent(self, conn: Conn, ref, frame) -> dict:
+        """A person makes an agent of their own (in all their workspaces, or pinned to one); the key is shown once."""
+        self._person_only(conn)
+        name, ws = frame.get("name"), frame.get("workspace")
+        if not isinstance(name, str) or (ws is not None and not isinstance(ws, str)):
+            return protocol.error(ref, "bad_frame", "add_agent needs a name (and optionally a workspace)")
+        if ws is not None and await self.read(admin.role_in, ws, conn.participant) is None:
+            raise queries.NotFound
+        out = await self.manage(admin.add_agent, name, conn.participant, ws)
+        return {"op": "add_agent", "ref": ref, **out}
+
+    async def _op_set_budget(self, conn: Conn, ref, frame) -> dict:
+        ws, topic, budget = frame.get("workspace"), frame.get("topic"), frame.get("budget")
+        if not isinstance(ws, str) or not isinstance(topic, str):
+            return protocol.error(ref, "bad_frame", "set_budget needs workspace, topic and budget")
+        return await self.engine.submit("set_budget", conn.participant, ws, topic, budget, ref)
 
     async def _op_presence(self, conn: Conn, ref, frame) -> dict:
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]
@@ -390,18 +462,28 @@ class Gateway:
         if not followers:  # nobody subscribed: build no topic or balance frames
             return
         followed = {ws for c in followers for ws in c.follows}
-        frames: dict[str, list[dict]] = {}
+        frames: dict[str, list[tuple[dict, object]]] = {}
         for t in out.topics:
             if t.workspace in followed:
-                frames.setdefault(t.workspace, []).append({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)})
+                frames.setdefault(t.workspace, []).append(
+                    ({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)}, self._readers(t)))
         for ws, account, bal in out.balances:
             if ws in followed:
-                frames.setdefault(ws, []).append({"op": "event", "kind": "balance", "workspace": ws,
-                                                  "account": account, "balance": bal})
+                frames.setdefault(ws, []).append(({"op": "event", "kind": "balance", "workspace": ws,
+                                                   "account": account, "balance": bal}, None))
         for c in followers:
             for ws in c.follows:
-                for f in frames.get(ws, ()):
-                    c.push(f)
+                for f, readers in frames.get(ws, ()):
+                    if readers is None or c.participant in readers or ws in c.monitors:
+                        c.push(f)
+
+    def _readers(self, t) -> frozenset[str] | None:
+        """Who may see topic `t`: everyone following its workspace (None), or, in a direct
+        conversation, its members only (monitors always)."""
+        conv = self.engine.conversations.get(t.workspace, {}).get(t.conversation)
+        if conv is not None and conv.kind in ("general", "group"):
+            return None
+        return frozenset(t.members) | (conv.members if conv is not None else frozenset())
 
     async def _rescan(self) -> None:
         """Another process changed the database: drop revoked sessions, load new deliveries."""
@@ -454,6 +536,10 @@ def _auth(conn: sqlite3.Connection, frame: dict):
         row = conn.execute("SELECT name FROM agents WHERE id = ? AND revoked = 0", (pid,)).fetchone()
         return (pid, Kind.AGENT.value, row[0], frame["token"], expires) if row else None
     return None
+
+
+def _workspaces_of(conn: sqlite3.Connection, pid: str) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT workspace FROM memberships WHERE participant = ?", (pid,))]
 
 
 def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:

@@ -85,4 +85,8 @@ MIGRATIONS: list[str] = [
         INSERT INTO messages_fts (rowid, text) VALUES (new.seq, new.text);
     END;
     """,
+    # 2: who a message woke, for history
+    """
+    CREATE INDEX deliveries_message ON deliveries (message);
+    """,
 ]

@@ -1,0 +1,85 @@
+"""Live events, management ops and history marks (docs/protocol.md)."""
+
+import asyncio
+
+from ygg_server import admin
+
+
+async def _event(client, kind, timeout=5):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while True:
+        ev = await client.next_event(timeout=max(0.01, end - loop.time()))
+        if ev.get("kind") == kind:
+            return ev
+
+
+async def test_presence_events_reach_followers(team):
+    alice = await team.person("alice")
+    await alice.subscribe(team.ws)
+    agent = await team.client(api_key=team.keys["reviewer"])
+    ev = await _event(alice, "presence")
+    assert ev["participant"] == agent.me["id"] and ev["online"] is True
+    await agent.close()
+    ev = await _event(alice, "presence")
+    assert ev["participant"] == agent.me["id"] and ev["online"] is False
+
+
+async def test_topic_events_of_a_direct_conversation_stay_private(team):
+    """A direct conversation is between its members: others following the workspace learn nothing of it."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    team.admin(admin.add_member, team.ws, "carol")
+    bob, carol = await team.person("bob"), await team.person("carol")
+    await bob.subscribe(team.ws)
+    sent = await carol.send(workspace=team.ws, conversation="dm:reviewer", topic="new", title="secret",
+                            to=["reviewer"], text="between us")
+    assert sent["op"] == "sent", sent
+    sent2 = await carol.send(workspace=team.ws, conversation="general", topic="new", title="public",
+                             to=["reviewer"], text="for all")
+    ev = await _event(bob, "topic")
+    assert ev["topic"]["title"] == "public", "the direct conversation's topic must not reach bob"
+    assert sent2["message"]["topic"] == ev["topic"]["id"]
+
+
+async def test_history_says_who_each_message_woke(team):
+    alice = await team.person("alice")
+    sent = await alice.send(workspace=team.ws, topic="new", title="Q", to=["researcher"], text="wake up")
+    await alice.send(workspace=team.ws, topic=sent["message"]["topic"], type="inform", to=["researcher"], text="fyi")
+    page = await alice.call("history", workspace=team.ws, conversation="general")
+    woke = {m["text"]: m["woke"] for m in page["messages"]}
+    researcher = sent["deliveries"][0]["to"]
+    assert woke == {"wake up": [researcher], "fyi": []}
+
+
+async def test_people_manage_over_the_socket_as_their_role_allows(team):
+    """Seed 003 §66: "The owner keeps only three things: changing roles, deleting the workspace, and its own permanence"."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    alice, bob = await team.person("alice"), await team.person("bob")
+    made = await alice.call("create_workspace", name="lab")
+    added = await alice.call("add_member", workspace=made["id"], handle="bob", role="admin")
+    assert added["role"] == "admin"
+    ok = await bob.request("add_member", workspace=made["id"], handle="carol", role="member")
+    assert ok["op"] == "add_member"
+    no = await bob.request("add_member", workspace=made["id"], handle="carol", role="admin")
+    assert no["op"] == "error" and no["code"] == "forbidden"
+    agent = await bob.call("add_agent", name="helper", workspace=made["id"])
+    assert agent["api_key"].startswith("yggk_")
+    helper = await team.client(api_key=agent["api_key"])
+    denied = await helper.request("create_workspace", name="mine")
+    assert denied["op"] == "error" and denied["code"] == "forbidden"
+
+
+async def test_topic_budget_bounds_an_agents_spend(team):
+    """Seed 000: "`credits_exhausted` The agent (or the topic's budget) is out of credits"."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    sent = await alice.send(workspace=team.ws, topic="new", title="Budgeted", to=["researcher"], text="go")
+    topic = sent["message"]["topic"]
+    assert (await alice.call("set_budget", workspace=team.ws, topic=topic, budget=2))["budget"] == 2
+    d = await researcher.next_delivery(timeout=5)
+    r1 = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="one")
+    r2 = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="two")
+    r3 = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="three")
+    assert [r1["op"], r2["op"], r3["op"]] == ["sent", "sent", "refused"]
+    assert r3["reason"] == "credits_exhausted" and "budget" in r3["detail"]
+    assert d["wake"]
