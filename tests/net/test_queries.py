@@ -32,7 +32,7 @@ async def message_events(client, timeout: float = 0.5) -> list[dict]:
 
 
 async def test_history_is_paged_newest_first(team):
-    """docs/protocol.md: "`messages` newest first, `cursor` (pass as `before`), `more`"."""
+    """docs/protocol.md: "`messages` newest first ... `cursor` (pass as `before`), `more`"."""
     alice = await team.person("alice")
     first = await alice.send(workspace=team.ws, topic="new", title="Paging", type="inform", to=["researcher"], text="m0")
     topic = first["message"]["topic"]
