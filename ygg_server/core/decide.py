@@ -262,7 +262,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
         resume = agent and folded and any(aid in p.remaining for p in owed.values())
         if resume:  # the resume notice is a wake: further requests fold into it
             members[aid] = replace(members[aid], wake_pending=True)
-        if human:
+        if human and (topic.status != _OPEN or topic.pause is not None or topic.paused_by is not None):
             topic = move(topic, "person_wrote", now, members=members, pending=owed, recent=recent, budget=budget)
         elif agent and state == _NEEDS_HUMAN:
             topic = move(topic, "needs_human", now, members=members, pending=owed, recent=recent, budget=budget)
@@ -409,9 +409,7 @@ def normalized(text: str) -> bytes:
         b = b.translate(_WS_TO_SPACE)  # \n \t \r \v \f \x1c-\x1f: the ASCII whitespace str.split() knows
     while b.find(b"  ") != -1:
         b = b.replace(b"  ", b" ")
-    if b[:1] == b" " or b[-1:] == b" ":
-        b = b.strip(b" ")
-    return b
+    return b.strip(b" ")  # (returns b itself when there is nothing to strip)
 
 
 def _sig(author: str, to: tuple[str, ...], text: str) -> Sig:
