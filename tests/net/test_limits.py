@@ -230,3 +230,29 @@ async def test_prefetch_bounds_the_wakes_one_connection_holds(team):
     assert [d["message"]["text"] for d in (*held, third)] == ["0", "1", "2"]
     other = await team.client(api_key=team.keys["researcher"], prefetch=1)  # a second connection takes the next
     assert (await other.next_delivery(timeout=5))["message"]["text"] == "3"
+
+
+# --- the server's own connections ---
+
+async def test_a_cancelled_or_closing_read_never_shares_the_reader_connection(tmp_path):
+    """docs/architecture.md: "read-only questions (history, search, lists), on a reader connection": one query on it at a time, and no close under a query."""
+    async with serving(tmp_path) as s:
+        busy, overlaps = [0], []
+
+        def slow(conn, tag):
+            busy[0] += 1
+            overlaps.append(busy[0])
+            time.sleep(0.3)
+            try:
+                return conn.execute("SELECT ?", (tag,)).fetchone()[0]
+            finally:
+                busy[0] -= 1
+
+        first = asyncio.ensure_future(s.gw.read(slow, 1))
+        await asyncio.sleep(0.05)
+        first.cancel()  # the await is cancelled; its thread goes on with the connection
+        assert await s.gw.read(slow, 2) == 2
+        assert max(overlaps) == 1, "two threads used the reader connection at once"
+        last = asyncio.ensure_future(s.gw.read(slow, 3))
+        await asyncio.sleep(0.05)
+    assert await last == 3, "the server closed the reader under a running query"

@@ -185,7 +185,8 @@ async def test_browser_origin_refused_unless_allowed(tmp_path):
 # --- the quotations these tests stand on ---
 
 MINE = ("test_sessions", "test_org", "test_queries", "test_isolation", "test_limits", "test_admin_cli")
-SOURCES = {"PROTOCOL.md": "PROTOCOL", "docs/protocol.md": "docs", "Seed 002": "002", "Seed 003": "003"}
+SOURCES = {"PROTOCOL.md": "PROTOCOL", "docs/protocol.md": "docs", "docs/architecture.md": "architecture",
+           "Seed 002": "002", "Seed 003": "003"}
 
 
 def _quotations():
@@ -198,7 +199,7 @@ def _quotations():
         for node in ast.walk(ast.parse((here / f"{stem}.py").read_text(encoding="utf-8"))):
             if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name.startswith("test_"):
                 doc = ast.get_docstring(node, clean=False) or ""
-                for source, quote in re.findall(r'(PROTOCOL\.md|docs/protocol\.md|Seed \d{3}): "(.{12,}?)"(?=[\s,.;:)(]|$)',
+                for source, quote in re.findall(r'(PROTOCOL\.md|docs/(?:protocol|architecture)\.md|Seed \d{3}): "(.{12,}?)"(?=[\s,.;:)(]|$)',
                                                 doc, flags=re.S):
                     yield f"{stem}::{node.name}", SOURCES.get(source, source), quote
 
@@ -225,8 +226,8 @@ def test_quotation_is_verbatim(where, source, quote):
     from tests.core.test_quotes import _norm, _seeds
 
     root = Path(__file__).parents[2]
-    if source == "docs":
-        text = (root / "docs" / "protocol.md").read_text(encoding="utf-8")
+    if source in ("docs", "architecture"):
+        text = (root / "docs" / ("protocol.md" if source == "docs" else "architecture.md")).read_text(encoding="utf-8")
     elif source == "PROTOCOL":
         path = root.parent / "shared" / "PROTOCOL.md"
         if not path.exists():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +94,8 @@ class Gateway:
         self._reader_lock = asyncio.Lock()
         self._admin = db.connect(engine.path)  # management ops write here; the engine notices (data_version)
         self._admin_lock = asyncio.Lock()
+        # held by the thread using each connection: a cancelled await releases the asyncio lock, not the thread
+        self._guards = {id(self._reader): threading.Lock(), id(self._admin): threading.Lock()}
         self._server = None
 
     # --- serving ---
@@ -118,18 +121,18 @@ class Gateway:
             self._server.close()
             await self._server.wait_closed()
         await asyncio.to_thread(self.engine.stop)
-        self._reader.close()
-        self._admin.close()
+        for conn in (self._reader, self._admin):  # not while a thread still uses it
+            await asyncio.to_thread(_guarded, self._guards[id(conn)], lambda c: c.close(), conn)
 
     async def manage(self, fn, *args) -> dict:
         """Run an admin operation on its own connection, off the event loop."""
         async with self._admin_lock:
-            return await asyncio.to_thread(fn, self._admin, *args)
+            return await asyncio.to_thread(_guarded, self._guards[id(self._admin)], fn, self._admin, *args)
 
     async def read(self, fn, *args):
         """Run a read-only query on the reader connection, off the event loop."""
         async with self._reader_lock:
-            return await asyncio.to_thread(fn, self._reader, *args)
+            return await asyncio.to_thread(_guarded, self._guards[id(self._reader)], fn, self._reader, *args)
 
     # --- one connection ---
 
@@ -504,6 +507,12 @@ class Gateway:
                     if c.expires_at <= now:
                         c.push(protocol.error(None, "unauthenticated", "the session expired; authenticate again"))
                         asyncio.ensure_future(self._close(c, 1008, "session expired"))
+
+
+def _guarded(guard: threading.Lock, fn, conn, *args):
+    """Use a connection shared by threads one at a time (two at once, or a close under a query, crash SQLite)."""
+    with guard:
+        return fn(conn, *args)
 
 
 def _auth(conn: sqlite3.Connection, frame: dict):
