@@ -40,6 +40,8 @@ def parse(data: str | bytes) -> tuple[str, Any, dict]:
         frame = _decoder.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:
         raise BadFrame(f"not JSON: {e}") from None
+    except RecursionError:  # msgspec bounds its own depth with Python's recursion limit
+        raise BadFrame("not JSON: nested too deeply") from None
     if not isinstance(frame, dict):
         raise BadFrame("a frame is one JSON object")
     ref = frame.get("ref")
