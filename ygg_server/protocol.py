@@ -91,10 +91,10 @@ def to_post(frame: dict, *, message_id: str, author: str, workspace: str) -> Pos
     if len(text) > MAX_TEXT:
         raise BadFrame(f"text longer than {MAX_TEXT} characters", frame.get("ref"))
     mtype = frame.get("type", "request")
-    if mtype not in MessageType._value2member_map_:
+    if not isinstance(mtype, str) or mtype not in MessageType._value2member_map_:
         mtype, ok = MessageType.INFORM, False
     state = frame.get("state")
-    if state is not None and state not in State._value2member_map_:
+    if state is not None and (not isinstance(state, str) or state not in State._value2member_map_):
         state, ok = None, False
     to, good = _str_list(frame.get("to"))
     ok &= good
