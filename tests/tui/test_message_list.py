@@ -2,7 +2,6 @@
 older pages in above without moving the screen, wrap heights exact."""
 
 import random
-import time
 
 from textual.app import App, ComposeResult
 
@@ -20,24 +19,21 @@ class ListApp(App):
         yield MessageList(id="ml", namer=lambda p: p.split(".")[-1], show_clock=False)
 
 
-async def test_hundred_thousand_messages_stay_fast():
+async def test_hundred_thousand_messages_only_draw_what_is_visible():
+    """Speed is measured by `python -m ygg_tui.bench`; here, what makes it fast: rows drawn on demand."""
     app = ListApp()
     async with app.run_test(size=(100, 30)) as pilot:
         ml = app.query_one(MessageList)
-        t0 = time.perf_counter()
         ml.set_messages([msg(i) for i in range(1000, 101_000)], key="t", more=False)
         await pilot.pause()
-        assert time.perf_counter() - t0 < 3.0
         assert len(ml) == 100_000 and ml.is_at_end()
         # only the rows on screen were drawn
         assert len(ml._cache) < 40
         bottom = ml.render_line(ml.scrollable_content_region.height - 1).text
         assert "message 100999" in bottom or "message 100999" in ml.render_line(ml.scrollable_content_region.height - 2).text
         ml.focus()
-        t0 = time.perf_counter()
         for _ in range(20):
             await pilot.press("k")
-        assert (time.perf_counter() - t0) / 20 < 0.1
         assert ml.selected["id"] == "m100980"
         # an older page goes in above; the selected message keeps its place on screen
         row_before = ml._offsets[ml.cursor] - ml.scroll_y
