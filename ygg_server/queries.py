@@ -24,6 +24,10 @@ class NotFound(Exception):
     pass
 
 
+class Forbidden(Exception):
+    """A member whose membership does not allow this (seed 002: receive lets it subscribe and search)."""
+
+
 def _member(conn: sqlite3.Connection, ws: Any, pid: str) -> tuple[str, bool]:
     """(role, monitors) of `pid` in `ws`, or NotFound."""
     if not isinstance(ws, str):
@@ -33,6 +37,11 @@ def _member(conn: sqlite3.Connection, ws: Any, pid: str) -> tuple[str, bool]:
         raise NotFound
     role, monitor = row
     return role, bool(monitor) or role in (Role.OWNER, Role.ADMIN)
+
+
+def receives(conn: sqlite3.Connection, ws: Any, pid: str) -> bool:
+    row = conn.execute("SELECT receive FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
+    return bool(row and row[0])
 
 
 def monitors(conn: sqlite3.Connection, ws: Any, pid: str) -> bool:
@@ -85,7 +94,7 @@ def history(conn, pid: str, f: dict) -> dict:
     if isinstance(f.get("topic"), str):
         sql += " AND topic = ?"
         args.append(f["topic"])
-    if isinstance(before, int) and -2**63 <= before < 2**63:  # a cursor is a 64-bit SQLite integer
+    if isinstance(before, int):
         sql += " AND seq < ?"
         args.append(before)
     rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()
@@ -110,6 +119,8 @@ def history(conn, pid: str, f: dict) -> dict:
 def search_messages(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
+    if not receives(conn, ws, pid):
+        raise Forbidden
     q = f.get("query")
     if not isinstance(q, str) or not q.strip():
         return {"messages": []}

@@ -197,6 +197,21 @@ async def test_recipient_without_receive_is_refused_uncharged(team):
     await no_delivery(reviewer)
 
 
+async def test_without_receive_an_agent_cannot_search_or_subscribe(team):
+    """Seed 002: "Each membership of an agent in a workspace has: - Send and receive: sendlets it callsend_message;receivelets it callcheck_inbox,subscribeandsearch_messages"."""
+    alice = await team.person("alice")
+    researcher, _ = await _agents(team)
+    await alice.send(workspace=team.ws, topic="new", title="Find", type="inform", to=["researcher"], text="needle")
+    assert len((await researcher.call("search_messages", workspace=team.ws, query="needle"))["messages"]) == 1
+    set_membership(team, team.ws, researcher.me["id"], receive=0)
+    r = await researcher.request("search_messages", workspace=team.ws, query="needle")
+    assert r["op"] == "error" and r["code"] == "forbidden", r
+    r = await researcher.request("subscribe", workspace=team.ws)
+    assert r["op"] == "error" and r["code"] == "forbidden", r
+    set_membership(team, team.ws, researcher.me["id"], receive=1)
+    assert (await researcher.call("subscribe", workspace=team.ws))["op"] == "subscribed"
+
+
 async def test_can_message_limits_whom_an_agent_sends_to(team):
     """Seed 002: "Can message: the agents it may send to. Empty means anyone in the workspace"."""
     researcher, reviewer = await _agents(team)

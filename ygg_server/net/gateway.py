@@ -310,6 +310,8 @@ class Gateway:
                 reply = protocol.error(ref, "bad_frame", f"op {op!r} is not available here")
         except queries.NotFound:
             reply = protocol.error(ref, "not_found", "no such thing")
+        except queries.Forbidden:
+            reply = protocol.error(ref, "forbidden", "this membership has no receive permission")
         except admin.AdminError as e:
             reply = protocol.error(ref, e.code, e.detail)
         except (ValueError, TypeError) as e:
@@ -341,8 +343,7 @@ class Gateway:
 
     async def _op_ack(self, conn: Conn, ref, frame) -> dict | None:
         ids = frame.get("ids")
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and -2**63 <= i < 2**63
-                                                for i in ids):  # a delivery id is a 64-bit SQLite integer
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
             return protocol.error(ref, "bad_frame", "ids must be a list of delivery ids")
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(ids) if inbox else []
@@ -352,6 +353,8 @@ class Gateway:
     async def _op_subscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
         await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
+        if not await self.read(queries.receives, ws, conn.participant):
+            raise queries.Forbidden
         if frame.get("monitor"):
             if not await self.read(queries.monitors, ws, conn.participant):
                 return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
