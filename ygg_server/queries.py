@@ -94,7 +94,7 @@ def history(conn, pid: str, f: dict) -> dict:
     if isinstance(f.get("topic"), str):
         sql += " AND topic = ?"
         args.append(f["topic"])
-    if isinstance(before, int):
+    if isinstance(before, int) and -2**63 <= before < 2**63:  # a cursor is a 64-bit SQLite integer
         sql += " AND seq < ?"
         args.append(before)
     rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()

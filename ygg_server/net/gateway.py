@@ -343,7 +343,8 @@ class Gateway:
 
     async def _op_ack(self, conn: Conn, ref, frame) -> dict | None:
         ids = frame.get("ids")
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and -2**63 <= i < 2**63
+                                                for i in ids):  # a delivery id is a 64-bit SQLite integer
             return protocol.error(ref, "bad_frame", "ids must be a list of delivery ids")
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(ids) if inbox else []
