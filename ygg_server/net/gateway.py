@@ -389,6 +389,7 @@ class Gateway:
         ws, handle, role = frame.get("workspace"), frame.get("handle"), frame.get("role", "member")
         if not all(isinstance(x, str) for x in (ws, handle, role)):
             return protocol.error(ref, "bad_frame", "add_member needs workspace, handle and role")
+        handle = "@" + handle.removeprefix("@")  # by handle only: a participant id from elsewhere is not found
         mine = await self.read(admin.role_in, ws, conn.participant)
         if mine is None:
             raise queries.NotFound
