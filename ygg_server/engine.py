@@ -31,6 +31,8 @@ from . import auth, protocol
 from .core import (
     PLANS, POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due,
 )
+from .core import party as core_party
+from .core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
 from .store import sqlite as db
 
 log = logging.getLogger("ygg.engine")
@@ -103,6 +105,7 @@ class Engine:
         self.orgs: dict[str, tuple[str, str]] = {}
         self.usage: dict[tuple[str, str], int] = {}
         self.flags: set[tuple[str, str]] | None = None
+        self.settings: dict[str, dict] = {}
         self.timers: list[tuple[int, str]] = []
         for when, tid in db.due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
@@ -128,6 +131,20 @@ class Engine:
             if t is not None:
                 self.topics[tid] = t
         return t
+
+    def _settings(self, ws: str) -> dict:
+        s = self.settings.get(ws)
+        if s is None:
+            s = self.settings[ws] = db.settings(self.conn, ws)
+        return s
+
+    def _party_limits(self, ws: str) -> dict:
+        """The workspace's party settings as View fields (docs/rules.md, "Parties")."""
+        s = self._settings(ws)
+        hops = s.get("party.maxHops", MAX_HOPS)
+        direct = s.get("party.throttleDirect", THROTTLE_DIRECT)
+        group = s.get("party.throttleGroup", THROTTLE_GROUP)
+        return {"max_hops": hops, "throttle": (direct, group)}
 
     def _opened(self, agent: str) -> int:
         n = self.opened.get(agent)
@@ -318,6 +335,7 @@ class Engine:
             plan_left=self._plan_left(ws, month),
             flags=frozenset(self._flags()),
             new_conversation=conv is not None and conv.id not in conversations,
+            **self._party_limits(ws),
         )
         d = decide(view, post, now)
         self._commit(d, ws, now, out, month)
@@ -371,6 +389,99 @@ class Engine:
         t = msgspec.structs.replace(t, budget=budget)
         self._commit(Decision(topics=(t,)), ws, now, out)
         return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
+
+    # --- parties (docs/rules.md, "Parties") ---
+
+    def _do_party(self, who: str, frame: dict, *, out: Published) -> dict:
+        """add_participant / remove_participant / set_lead: a core decision on the live conversation."""
+        op, ref = frame.get("op"), frame.get("ref")
+        ws, conv_ref = frame.get("workspace"), frame.get("conversation")
+        target = frame.get("lead") if op == "set_lead" else frame.get("participant")
+        if not isinstance(ws, str) or not isinstance(conv_ref, str) or not (
+                isinstance(target, str) or (op == "set_lead" and target is None)):
+            return protocol.error(ref, "bad_frame", f"{op} needs workspace, conversation and "
+                                  + ("lead (or null)" if op == "set_lead" else "participant"))
+        directory = self.directory(ws)
+        if who not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        conversations = self._conversations(ws)
+        conv = directory.conversation(conv_ref, who, conversations)
+        if conv is not None and conv.id not in conversations:
+            conv = None  # a direct conversation nobody wrote in yet is not there to change
+        view = View(directory, conv, flags=frozenset(self._flags()))
+        now = self.clock()
+        if op == "set_lead":
+            d = core_party.set_lead(view, who, target)
+        else:
+            d = core_party.change_members(view, who, "add" if op == "add_participant" else "remove", target, now)
+        self._commit(d, ws, now, out)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+        c = d.conversation or conv
+        return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
+                "changed": d.conversation is not None}
+
+    def _do_set_profile(self, who: str, frame: dict, *, out: Published) -> dict:
+        """An agent's owner sets its profile: title, description, capabilities, generalist."""
+        ref, agent = frame.get("ref"), frame.get("agent")
+        if not isinstance(agent, str):
+            return protocol.error(ref, "bad_frame", "set_profile needs agent (an id, or a name of yours)")
+        row = self.conn.execute("SELECT id, profile FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
+                                (who, agent, agent)).fetchone()
+        if row is None:
+            return protocol.error(ref, "not_found", "no such agent of yours")
+        prof = db.profile(row[1])
+        fields = {}
+        for k in ("title", "description"):
+            v = frame.get(k, getattr(prof, k))
+            if not isinstance(v, str) or len(v) > 2000:
+                return protocol.error(ref, "bad_frame", f"{k} must be a string (up to 2,000 characters)")
+            fields[k] = v
+        caps = frame.get("capabilities", list(prof.capabilities))
+        if not isinstance(caps, list) or len(caps) > 100 or not all(isinstance(c, str) and 0 < len(c) <= 100 for c in caps):
+            return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")
+        gen = frame.get("generalist", prof.generalist)
+        if not isinstance(gen, bool):
+            return protocol.error(ref, "bad_frame", "generalist must be true or false")
+        body = {**fields, "capabilities": caps, "generalist": gen}
+        self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
+        self.directories.clear()  # every workspace the agent is in sees the new profile
+        return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
+
+    _SETTINGS = {  # key: (lowest, highest) for whole-number settings
+        "party.maxHops": (0, MAX_HOPS_CEILING),
+        "party.throttleDirect": (1, MAX_HOPS_CEILING),
+        "party.throttleGroup": (1, MAX_HOPS_CEILING),
+    }
+
+    def _do_set_setting(self, who: str, frame: dict, *, out: Published) -> dict:
+        """A workspace setting (owners and admins); effective from the next message decided."""
+        ref, ws, key, value = frame.get("ref"), frame.get("workspace"), frame.get("key"), frame.get("value")
+        if not isinstance(ws, str) or not isinstance(key, str):
+            return protocol.error(ref, "bad_frame", "set_setting needs workspace, key and value")
+        directory = self.directory(ws)
+        if who not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        if directory.participants[who].kind != Kind.HUMAN or directory.memberships[who].role not in ("owner", "admin"):
+            return protocol.refused(ref, "permission_denied", "owners and admins change workspace settings")
+        if key in self._SETTINGS:
+            lo, hi = self._SETTINGS[key]
+            if value is not None and (type(value) is not int or not lo <= value <= hi):
+                return protocol.refused(ref, "bad_amount", f"{key} is a whole number from {lo} to {hi}, or null")
+        elif key == "assign.weights":
+            if value is not None and (not isinstance(value, dict) or not all(
+                    isinstance(k, str) and type(v) in (int, float) for k, v in value.items())):
+                return protocol.refused(ref, "bad_amount", "assign.weights maps a part's name to a number")
+        else:
+            return protocol.error(ref, "bad_frame", f"unknown setting {key!r}")
+        s = dict(self._settings(ws))
+        if value is None:
+            s.pop(key, None)
+        else:
+            s[key] = value
+        self.conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (msgspec.json.encode(s).decode(), ws))
+        self.settings[ws] = s
+        return {"op": "set_setting", "ref": ref, "workspace": ws, "key": key, "value": value}
 
     def _do_ack(self, participant: str, ids: list[int], ref: Any, *, out: Published) -> dict:
         now = self.clock()

@@ -31,7 +31,11 @@ CLIENT_OPS = frozenset({
     "auth", "send", "ack", "fund", "history", "search_messages", "list_agents", "list_conversations",
     "list_topics", "list_members", "subscribe", "unsubscribe", "presence", "ping", "topic", "whoami",
     "list_workspaces", "list_groups", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
+    *("add_participant", "remove_participant", "set_lead", "set_profile", "set_setting"),
 })
+# Ops the engine runs as commands, with the whole frame (docs/protocol.md, "Parties").
+ENGINE_OPS = {"add_participant": "party", "remove_participant": "party", "set_lead": "party",
+              "set_profile": "set_profile", "set_setting": "set_setting"}
 
 
 def parse(data: str | bytes) -> tuple[str, Any, dict]:
@@ -114,7 +118,7 @@ def to_post(frame: dict, *, message_id: str, author: str, workspace: str) -> Pos
         id=message_id, author=author, workspace=workspace, topic=topic or None,
         type=MessageType(mtype), text=text, title=title, to=to,
         state=State(state) if state else None, waiting_for=waiting_for, in_reply_to=in_reply_to,
-        attachment_bytes=size, malformed=not ok,
+        attachment_bytes=size, malformed=not ok, handoff=frame.get("handoff") is True,
     )
 
 
@@ -141,6 +145,8 @@ def message_obj(m: Message) -> dict:
         out["notice"] = m.notice
     if m.malformed:
         out["malformed"] = True
+    if m.handoff:
+        out["handoff"] = True
     return out
 
 

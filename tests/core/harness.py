@@ -10,7 +10,7 @@ from ygg_server.core import (
     POOL, SYSTEM, Conversation, ConversationKind, Decision, Directory, Membership, MessageType,
     Participant, Post, Kind, Role, Topic, View, decide, due, fund, general_id,
 )
-from ygg_server.core.rules import HOUR, SECOND
+from ygg_server.core.rules import HOUR, MAX_HOPS, SECOND, THROTTLE_DIRECT, THROTTLE_GROUP
 
 T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
 
@@ -18,8 +18,14 @@ T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
 class World:
     """Applies decisions to an in-memory state, like the store does, so tests read naturally."""
 
-    def __init__(self, agents=("researcher", "reviewer", "writer"), people=("alice",), viewers=(), wallet=1000, pool=0):
+    def __init__(self, agents=("researcher", "reviewer", "writer"), people=("alice",), viewers=(), wallet=1000, pool=0,
+                 party=False):
         self.now = T0
+        # The party safeguards (hop limit, throttle) by default only in party tests (party=True), so the
+        # older rule tests can run the long agent exchanges they exercise.
+        self.max_hops = MAX_HOPS if party else 10**9
+        self.throttle = (THROTTLE_DIRECT, THROTTLE_GROUP) if party else (10**9, 10**9)
+        self.profiles = {}
         self.ws = "ws1"
         self._ids = itertools.count(1)
         self._participants: dict[str, Participant] = {}
@@ -46,7 +52,8 @@ class World:
 
     def _rebuild(self):
         self.directory = Directory.build(
-            self.ws, list(self._participants.values()), list(self._memberships.values()), self.groups
+            self.ws, list(self._participants.values()), list(self._memberships.values()), self.groups,
+            getattr(self, "profiles", None),
         )
 
     def add_person(self, handle, role=Role.MEMBER, rebuild=True) -> str:
@@ -86,6 +93,7 @@ class World:
             self.directory, conv, self.topics.get(topic) if topic else None, open_opened=opened,
             wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,
             flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
+            max_hops=self.max_hops, throttle=self.throttle,
         )
 
     def open(self, author, text=None, **kw) -> str:

@@ -94,7 +94,8 @@ def test_direct_conversations_are_made_on_first_use_with_a_derived_id():
     assert d.message.conversation == conv.id
     # the second message finds it
     d2 = w.send("reviewer", topic=d.topics[0].id, type="inform", conversation="dm:researcher")
-    assert d2.refusal is None and d2.message.conversation == conv.id and d2.conversation is None
+    assert d2.refusal is None and d2.message.conversation == conv.id
+    assert d2.conversation is None or d2.conversation.members == conv.members  # (party counters may move)
 
 
 def test_derived_ids_are_uuid5():

@@ -9,7 +9,7 @@ from .decision import Decision, Delivery, Entry, Flag, Refusal, Routed, View
 from .directory import Directory, Unresolved, derived_id, direct_id, general_id, group_id
 from .funding import fund
 from .model import (
-    PLANS, Conversation, Member, Membership, Message, Participant, Pending, Plan, Post, Sig, Topic,
+    PLANS, Conversation, Member, Membership, Message, Participant, Pending, Plan, Post, Profile, Sig, Topic,
 )
 from .timers import due, next_due
 from .vocabulary import (
@@ -20,7 +20,7 @@ from .vocabulary import (
 __all__ = [
     "decide", "due", "next_due", "fund", "Decision", "Delivery", "Entry", "Flag", "Refusal", "Routed",
     "View", "Directory", "Unresolved", "derived_id", "direct_id", "general_id", "group_id", "PLANS",
-    "Conversation", "Member", "Membership", "Message", "Participant", "Pending", "Plan", "Post", "Sig",
+    "Conversation", "Member", "Membership", "Message", "Participant", "Pending", "Plan", "Post", "Profile", "Sig",
     "Topic", "POOL", "SYSTEM", "ContextReason", "ConversationKind", "Kind", "MessageType", "Notice",
     "Pause", "RefusalReason", "Role", "State", "TopicStatus",
 ]

@@ -19,8 +19,10 @@ from .directory import Directory, Unresolved
 from .lifecycle import move
 from .model import Conversation, Member, Message, Participant, Pending, Post, Sig, Topic
 from .notices import human_members, notice
+from .party import named_at_start, turn_queue
 from .rules import (
-    ATTACHMENT_BYTES_PER_CREDIT, CHARS_PER_CREDIT, LOOP_MEMORY, PING_PONG, REPEAT_LIMIT, TOPIC_LIMIT,
+    ATTACHMENT_BYTES_PER_CREDIT, CHARS_PER_CREDIT, LOOP_MEMORY, PING_PONG, REPEAT_LIMIT, THROTTLE_DIRECT,
+    THROTTLE_GROUP, TOPIC_LIMIT,
 )
 from .vocabulary import (
     POOL,
@@ -43,9 +45,10 @@ _VIEWER, _OWNER, _ADMIN = Role.VIEWER, Role.OWNER, Role.ADMIN
 _REQUEST, _RESPONSE, _INFORM = T.REQUEST, T.RESPONSE, T.INFORM
 _WORKING, _WAITING, _NEEDS_HUMAN, _DONE = State.WORKING, State.WAITING, State.NEEDS_HUMAN, State.DONE
 _OPEN, _PAUSED, _CLOSED = TopicStatus.OPEN, TopicStatus.PAUSED, TopicStatus.CLOSED
-_GENERAL, _GROUP = ConversationKind.GENERAL, ConversationKind.GROUP
+_GENERAL, _GROUP, _DIRECT = ConversationKind.GENERAL, ConversationKind.GROUP, ConversationKind.DIRECT
 _C_INFORM, _C_DONE, _C_PAUSED = C.CONTEXT_INFORM, C.RECIPIENT_DONE, C.TOPIC_PAUSED
 _C_ORPHAN, _C_LOOP, _C_COALESCED, _C_OBSERVER = C.ORPHAN_RESPONSE, C.LOOP_SUSPECTED, C.WAKE_COALESCED, C.OBSERVER
+_C_NOT_ADDRESSED, _C_HOP_LIMIT, _C_THROTTLED = C.NOT_ADDRESSED, C.HOP_LIMIT, C.THROTTLED
 _ABSORBED = (SYSTEM,)
 
 
@@ -102,6 +105,13 @@ def decide(view: View, post: Post, now: int) -> Decision:
         found = _default_recipients(conv, topic, pending, aid, d.memberships)
     if aid in found:
         found = tuple(r for r in found if r != aid)
+    others: tuple[str, ...] = ()  # agents of the party who get a person's message as context (not their turn)
+    if (not post.to and author.kind == _HUMAN and post.type == _REQUEST and not post.malformed
+            and not (pending is not None and aid in pending.remaining)):
+        found, others = _whose_turn(d, conv, found, aid, post.text)
+    if post.handoff and not (post.type == _REQUEST and not post.malformed and len(found) == 1
+                             and d.participants[found[0]].kind == _AGENT):
+        return refused(R.BAD_HANDOFF, "a handoff is a request to exactly one colleague (an agent)")
     absorbed = found == _ABSORBED
     recipients = tuple(r for r in found if r != SYSTEM) if SYSTEM in found else found
     state = post.state
@@ -148,11 +158,38 @@ def decide(view: View, post: Post, now: int) -> Decision:
             budget -= cost
 
     return _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-                   state, waiting_for, pending, cost, ledger, budget, usage)
+                   state, waiting_for, pending, cost, ledger, budget, usage, others)
+
+
+def _whose_turn(d: Directory, conv: Conversation, found: tuple[str, ...], me: str,
+                text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Who answers a person's message sent with no `to` (docs/rules.md, "Who answers").
+
+    `@Name` at the very start names the agent; else the conversation's Lead, if the party has more
+    than one agent; else, when several agents would get it, seed 003 §17's turn queue picks the
+    first. The chosen agent is the only agent recipient; the party's other agents get it as context.
+    """
+    ps = d.participants
+    party = [a for a in (conv.members if conv.kind != _GENERAL else ())
+             if a != me and a in d.memberships and ps[a].kind == _AGENT]
+    agents = [r for r in found if ps[r].kind == _AGENT]
+    pool = set(party) | set(agents)
+    chosen = named_at_start(d, text)
+    if chosen is not None and chosen != me and (conv.kind == _GENERAL or chosen in pool):
+        pass
+    elif len(pool) > 1 and conv.lead is not None and conv.lead in party:
+        chosen = conv.lead
+    elif len(agents) > 1:
+        chosen = turn_queue(d, tuple(agents), text)[0]
+    else:
+        return found, ()
+    kept = tuple(r for r in found if ps[r].kind != _AGENT)
+    others = tuple(sorted(a for a in pool if a != chosen))
+    return (chosen,) + kept, others
 
 
 def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-            state, waiting_for, pending, cost, ledger, budget, usage) -> Decision:
+            state, waiting_for, pending, cost, ledger, budget, usage, others=()) -> Decision:
     d = view.directory
     ps = d.participants
     aid = author.id
@@ -195,6 +232,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     # Route: each recipient is woken, or gets it as context with the reason (_context_reason,
     # with what is the same for every recipient of this message decided once).
     deliveries: list[Delivery] = []
+    gate_notice = None
     if not absorbed:
         same = _C_DONE if closing else _C_INFORM if mtype == _INFORM else None
         if same is not None or human:
@@ -214,7 +252,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
                 elif paused_after and p.kind == _AGENT:
                     reason = _C_PAUSED
                 elif response:
-                    reason = _C_ORPHAN if orphan else _C_INFORM if r != pending.requester else _C_LOOP if looping else None
+                    reason = (_C_ORPHAN if orphan else _C_INFORM if r != pending.requester else _C_LOOP if looping
+                              # a multi-recipient request: the requester wakes on the answer that completes the set
+                              else _C_COALESCED if len(pending.remaining) > 1 else None)
                 elif looping:
                     reason = _C_LOOP
                 elif request and before is not None and before.wake_pending and p.kind == _AGENT:
@@ -227,6 +267,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
                         members[r] = replace(members[r], wake_pending=True, folded=0)
                 elif reason == _C_COALESCED:
                     members[r] = replace(members[r], folded=members[r].folded + 1)
+        if agent and not closing:
+            deliveries, gate_notice = _gate(view, conv, deliveries, members, old, now, post.id)
+        deliveries += [Delivery(o, False, _C_NOT_ADDRESSED) for o in others]
         deliveries += [Delivery(o, False, _C_OBSERVER) for o in human_members(d, conv)
                        if o != aid and o not in recipients]
 
@@ -251,9 +294,11 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     msg = Message(
         post.id, d.workspace, conv.id, topic.id, aid, mtype, post.text, now,
         _ABSORBED if absorbed else recipients, state, waiting_for, post.in_reply_to, title, cost,
-        None, post.malformed,
+        None, post.malformed, post.handoff,
     )
     routed = [Routed(msg, tuple(deliveries))]
+    if gate_notice is not None:
+        routed.append(gate_notice)
     flags: list[Flag] = []
 
     # The topic moves.
@@ -277,6 +322,10 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
             routed += polls
 
     conversation = _grown(conv, author, recipients, view.new_conversation)
+    counted = _counted(conv if conversation is None else conversation, view, human, agent and not absorbed,
+                       deliveries, gate_notice is not None)
+    if counted is not None:
+        conversation = counted
     return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed)
 
 
@@ -378,6 +427,61 @@ def _default_recipients(conv: Conversation, topic: Topic | None, pending: Pendin
         if others:
             return others
     return tuple(sorted(p for p in conv.members if p != me and p in present))
+
+
+def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)) -> int:
+    """Seed 003 §16: "the limit is a little stricter in a one-to-one conversation than in a group"."""
+    return limits[0] if conv.kind == _DIRECT and len(conv.members) <= 2 else limits[1]
+
+
+def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: dict, old: dict, now: int,
+          cause: str) -> tuple[list[Delivery], Routed | None]:
+    """The party's two safeguards on an agent's message: the throttle, then the hop limit.
+
+    Throttle (seed 003 §16): after `throttle_limit` agent messages in a row with no person in between,
+    an agent's message wakes nobody (`throttled`). Hop limit (seed 004): an agent message that wakes
+    another agent is a hop; once the conversation used `view.max_hops` since a person last wrote, its
+    wakes of agents become `hop_limit` context, and a `hop_limit` notice goes into the transcript once.
+    """
+    ps = view.directory.participants
+    if conv.run >= throttle_limit(conv, view.throttle):
+        reason, hit = _C_THROTTLED, lambda r: True
+    elif conv.hops >= view.max_hops:
+        reason, hit = _C_HOP_LIMIT, lambda r: ps[r].kind == _AGENT
+    else:
+        return deliveries, None
+    out, stopped = [], False
+    for x in deliveries:
+        if x.wake and hit(x.recipient):
+            stopped = True
+            out.append(Delivery(x.recipient, False, reason))
+            before = old.get(x.recipient)
+            members[x.recipient] = before if before is not None else Member(None, now)
+        else:
+            out.append(x)
+    if reason != _C_HOP_LIMIT or not stopped or conv.hop_noticed:
+        return out, None
+    people = human_members(view.directory, conv)
+    return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=None, to=people,
+                       now=now, cause=cause, wake=False, hops=str(view.max_hops))
+
+
+def _counted(conv: Conversation, view: View, human: bool, agent: bool, deliveries: list[Delivery],
+             noticed: bool) -> Conversation | None:
+    """The conversation's party counters after this message, or None when they do not change."""
+    if human:
+        if conv.run or conv.hops or conv.hop_noticed:
+            return replace(conv, run=0, hops=0, hop_noticed=False)
+        return None
+    if not agent:
+        return None
+    ps = view.directory.participants
+    hop = any(x.wake and ps[x.recipient].kind == _AGENT for x in deliveries)
+    run = min(conv.run + 1, throttle_limit(conv, view.throttle))
+    hops = conv.hops + 1 if hop else conv.hops
+    if run == conv.run and hops == conv.hops and not noticed:
+        return None
+    return replace(conv, run=run, hops=hops, hop_noticed=conv.hop_noticed or noticed)
 
 
 def _grown(conv: Conversation, author: Participant, recipients: tuple[str, ...], new: bool) -> Conversation | None:

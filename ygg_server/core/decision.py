@@ -6,6 +6,7 @@ import msgspec
 
 from .directory import Directory
 from .model import Conversation, Message, Topic
+from .rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .vocabulary import ContextReason, RefusalReason
 
 
@@ -81,6 +82,8 @@ class View(msgspec.Struct, frozen=True, gc=False):
     plan_left: int | None = None  # messages the organization may still send this month
     flags: frozenset[tuple[str, str]] = frozenset()  # (flag name, agent) marks in force
     new_conversation: bool = False  # `conversation` is not stored yet (a first direct message)
+    max_hops: int = MAX_HOPS  # the workspace's party.maxHops
+    throttle: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)  # agent messages in a row: (direct, group)
 
 
 def refused(reason: RefusalReason, detail: str = "", **effects) -> Decision:

@@ -11,7 +11,7 @@ except ImportError:  # pragma: no cover
 
 import msgspec
 
-from .model import SYSTEM_PARTICIPANT, Conversation, Membership, Participant
+from .model import SYSTEM_PARTICIPANT, Conversation, Membership, Participant, Profile
 from .vocabulary import SYSTEM, ConversationKind, Kind, Role
 
 _DM_NAMESPACE = uuid.UUID("6f1b1a0e-8f7c-4f8e-9a59-7979676700dd")
@@ -41,6 +41,8 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
     # False when no membership here limits sending (receive off, can_message, takes_from): the
     # core then skips seed 002's per-recipient checks. `build` fills it; True is always safe.
     restricted: bool = True
+    # Agents' profiles (title, description, capabilities, generalist), by id: parties and turn-taking.
+    profiles: dict[str, Profile] = {}
 
     @classmethod
     def build(
@@ -49,6 +51,7 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
         participants: list[Participant],
         memberships: list[Membership],
         groups: dict[str, frozenset[str]] | None = None,
+        profiles: dict[str, Profile] | None = None,
     ) -> "Directory":
         people = {p.id: p for p in participants}
         people[SYSTEM] = SYSTEM_PARTICIPANT
@@ -71,7 +74,7 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
             p for p, m in ms.items() if m.receive and (q := people.get(p)) is not None and q.kind == Kind.HUMAN
         )
         restricted = any(not m.receive or m.can_message is not None or m.takes_from is not None for m in ms.values())
-        return cls(workspace, people, ms, dict(groups or {}), refs, receivers, restricted)
+        return cls(workspace, people, ms, dict(groups or {}), refs, receivers, restricted, dict(profiles or {}))
 
     def role(self, pid: str) -> Role | None:
         m = self.memberships.get(pid)

@@ -35,6 +35,19 @@ class Participant(msgspec.Struct, frozen=True, gc=False):
 SYSTEM_PARTICIPANT = Participant(SYSTEM, Kind.SYSTEM, SYSTEM)
 
 
+class Profile(msgspec.Struct, frozen=True, gc=False):
+    """An agent's profile (agents.profile): what the party is told of it, and what it answers best.
+
+    `capabilities` are domains or keywords (lowercase words); a `generalist` takes questions that
+    span several domains first (seed 003 §17).
+    """
+
+    title: str = ""
+    description: str = ""
+    capabilities: tuple[str, ...] = ()
+    generalist: bool = False
+
+
 class Membership(msgspec.Struct, frozen=True, gc=False):
     """One participant's place in one workspace, with seed 002's permissions.
 
@@ -56,6 +69,11 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     kind: ConversationKind
     name: str
     members: frozenset[str] = frozenset()  # General: empty, meaning the whole workspace
+    # Parties (docs/rules.md, "Parties"): the Lead, and the turn-taking counters since a person last wrote here.
+    lead: str | None = None
+    hops: int = 0  # agent messages that woke another agent since a person last wrote here
+    run: int = 0  # agent messages in a row since a person last wrote here (capped at the throttle)
+    hop_noticed: bool = False  # the hop_limit notice for this run is already in the transcript
 
 
 class Member(msgspec.Struct, frozen=True, gc=False):
@@ -120,6 +138,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     cost: int = 0
     notice: str | None = None
     malformed: bool = False
+    handoff: bool = False  # a request handing the conversation to one colleague (seed 004)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):
@@ -142,6 +161,7 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     in_reply_to: str | None = None
     attachment_bytes: int = 0
     malformed: bool = False  # fields had the wrong types: downgraded to an inform
+    handoff: bool = False  # a request handing the conversation to exactly one colleague
 
 
 class Plan(msgspec.Struct, frozen=True, gc=False):

@@ -14,6 +14,8 @@ TEXTS = {  # plain texts (no {word}) are sent as they are
     Notice.CREDITS_REFILLED: "Your credits were refilled. Resend what did not go through.",
     Notice.FUNDING_REQUEST: "{agent} is out of credits ({detail}). Fund it to let it go on.",
     Notice.AUTO_DONE: "{who} did not answer the closure poll for an hour and is counted done.",
+    Notice.HOP_LIMIT: ("The agents used the {hops} agent-to-agent hops one person's message allows here; "
+                       "they stop waking each other until a person writes."),
 }
 
 _REQUEST, _INFORM = MessageType.REQUEST, MessageType.INFORM  # Enum class attributes are slow to read

@@ -17,6 +17,12 @@ REPEAT_LIMIT = 2  # the same text seen this often already: the next copy stops w
 PING_PONG = 8  # this many agent messages in a row between the same two agents
 MAX_FUNDING = 1_000_000_000  # one funding at most
 
+# Parties (docs/rules.md, "Parties")
+MAX_HOPS = 6  # agent-to-agent hops one person's message buys (workspace setting party.maxHops)
+MAX_HOPS_CEILING = 1_000_000_000  # the largest party.maxHops (and throttle) a workspace may set
+THROTTLE_DIRECT = 8  # agent messages in a row without a person, in a direct conversation
+THROTTLE_GROUP = 16  # the same in any other conversation
+
 
 def message_cost(text: str, attachment_bytes: int, recipients: int) -> int:
     """Seed 000: 1 credit per started 1,000 characters, at least 1, for each recipient."""

@@ -63,6 +63,9 @@ class RefusalReason(StrEnum):
     UNKNOWN_CONVERSATION = "unknown_conversation"
     UNKNOWN_TOPIC = "unknown_topic"
     BAD_AMOUNT = "bad_amount"
+    # parties (docs/rules.md, "Parties")
+    LAST_PARTICIPANT = "last_participant"
+    BAD_HANDOFF = "bad_handoff"
 
 
 class ContextReason(StrEnum):
@@ -75,6 +78,10 @@ class ContextReason(StrEnum):
     WAKE_COALESCED = "wake_coalesced"
     # a person who is in the conversation but was not addressed (docs/rules.md)
     OBSERVER = "observer"
+    # parties (docs/rules.md, "Parties")
+    NOT_ADDRESSED = "not_addressed"  # another agent has the turn on a person's message
+    HOP_LIMIT = "hop_limit"  # the person's message bought no more agent-to-agent hops
+    THROTTLED = "throttled"  # too many agent messages in a row without a person
 
 
 class Notice(StrEnum):
@@ -84,3 +91,4 @@ class Notice(StrEnum):
     CREDITS_REFILLED = "credits_refilled"
     FUNDING_REQUEST = "funding_request"
     AUTO_DONE = "auto_done"
+    HOP_LIMIT = "hop_limit"

@@ -304,6 +304,8 @@ class Gateway:
             handler = getattr(self, "_op_" + op, None)
             if handler is not None:
                 reply = await handler(conn, ref, frame)
+            elif op in protocol.ENGINE_OPS:  # parties, profiles, settings: decided in the writer
+                reply = await self.engine.submit(protocol.ENGINE_OPS[op], conn.participant, frame)
             elif op in queries.QUERIES:
                 reply = {"op": op, "ref": ref, **await self.read(queries.QUERIES[op], conn.participant, frame)}
             else:

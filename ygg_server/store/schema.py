@@ -89,4 +89,8 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX deliveries_message ON deliveries (message);
     """,
+    # 3: parties (docs/rules.md, "Parties"): a conversation's Lead and turn-taking counters, as JSON
+    """
+    ALTER TABLE conversations ADD COLUMN party TEXT NOT NULL DEFAULT '{}';
+    """,
 ]

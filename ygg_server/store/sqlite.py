@@ -15,14 +15,45 @@ from pathlib import Path
 import msgspec
 
 from ..core import (
-    POOL, Conversation, ConversationKind, Decision, Directory, Kind, Membership, Message, Participant, Role,
-    Topic, next_due,
+    POOL, Conversation, ConversationKind, Decision, Directory, Kind, Membership, Message, Participant, Profile,
+    Role, Topic, next_due,
 )
 from .schema import MIGRATIONS
 
 _topic_enc = msgspec.json.Encoder()
 _topic_dec = msgspec.json.Decoder(Topic)
 _msg_dec = msgspec.json.Decoder(Message)
+_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed")
+
+
+def profile(raw: str | bytes | None) -> Profile:
+    """An agent's profile from agents.profile (JSON); what does not fit is left out."""
+    try:
+        p = msgspec.json.decode(raw or "{}")
+    except msgspec.DecodeError:
+        return Profile()
+    if not isinstance(p, dict):
+        return Profile()
+    caps = p.get("capabilities")
+    caps = tuple(c for c in caps if isinstance(c, str)) if isinstance(caps, list) else ()
+    s = lambda k: p.get(k) if isinstance(p.get(k), str) else ""  # noqa: E731
+    return Profile(s("title"), s("description"), caps, p.get("generalist") is True)
+
+
+def conversation(cid, workspace, kind, name, members, party) -> Conversation:
+    c = Conversation(cid, workspace, ConversationKind(kind), name, frozenset(msgspec.json.decode(members)))
+    if party and party != "{}":
+        try:
+            extra = msgspec.json.decode(party)
+        except msgspec.DecodeError:
+            extra = {}
+        if isinstance(extra, dict):
+            c = msgspec.structs.replace(c, **{k: extra[k] for k in _PARTY_KEYS if k in extra})
+    return c
+
+
+def party_json(c: Conversation) -> str:
+    return msgspec.json.encode({k: getattr(c, k) for k in _PARTY_KEYS}).decode()
 
 
 def db_path(data_dir: str | os.PathLike) -> Path:
@@ -98,13 +129,14 @@ def load_directory(conn: sqlite3.Connection, workspace: str) -> Directory:
     memberships: list[Membership] = []
     rows = conn.execute(
         """SELECT m.participant, m.role, m.send, m.receive, m.can_message, m.takes_from, m.monitor,
-                  p.handle, a.name, a.owner, a.revoked
+                  p.handle, a.name, a.owner, a.revoked, a.profile
            FROM memberships m LEFT JOIN people p ON p.id = m.participant
            LEFT JOIN agents a ON a.id = m.participant WHERE m.workspace = ?""",
         (workspace,),
     ).fetchall()
     owners = set()
-    for pid, role, send, receive, can_msg, takes, monitor, handle, name, owner, revoked in rows:
+    profiles: dict[str, Profile] = {}
+    for pid, role, send, receive, can_msg, takes, monitor, handle, name, owner, revoked, prof in rows:
         if handle is not None:
             participants.append(Participant(pid, Kind.HUMAN, handle))
         elif name is not None:
@@ -112,6 +144,8 @@ def load_directory(conn: sqlite3.Connection, workspace: str) -> Directory:
                 continue
             participants.append(Participant(pid, Kind.AGENT, name, owner))
             owners.add(owner)
+            if prof and prof != "{}":
+                profiles[pid] = profile(prof)
         else:
             continue
         memberships.append(Membership(pid, Role(role), bool(send), bool(receive), _ids(can_msg), _ids(takes), bool(monitor)))
@@ -124,16 +158,25 @@ def load_directory(conn: sqlite3.Connection, workspace: str) -> Directory:
         name: frozenset(msgspec.json.decode(members))
         for name, members in conn.execute("SELECT name, members FROM groups WHERE workspace = ?", (workspace,))
     }
-    return Directory.build(workspace, participants, memberships, groups)
+    return Directory.build(workspace, participants, memberships, groups, profiles)
 
 
 def load_conversations(conn: sqlite3.Connection, workspace: str) -> dict[str, Conversation]:
     return {
-        cid: Conversation(cid, workspace, ConversationKind(kind), name, frozenset(msgspec.json.decode(members)))
-        for cid, kind, name, members in conn.execute(
-            "SELECT id, kind, name, members FROM conversations WHERE workspace = ?", (workspace,)
+        cid: conversation(cid, workspace, kind, name, members, party)
+        for cid, kind, name, members, party in conn.execute(
+            "SELECT id, kind, name, members, party FROM conversations WHERE workspace = ?", (workspace,)
         )
     }
+
+
+def settings(conn: sqlite3.Connection, workspace: str) -> dict:
+    row = conn.execute("SELECT settings FROM workspaces WHERE id = ?", (workspace,)).fetchone()
+    try:
+        out = msgspec.json.decode(row[0]) if row and row[0] else {}
+    except msgspec.DecodeError:
+        out = {}
+    return out if isinstance(out, dict) else {}
 
 
 def load_topic(conn: sqlite3.Connection, topic_id: str) -> Topic | None:
@@ -204,9 +247,9 @@ def apply(conn: sqlite3.Connection, d: Decision, now: int, workspace: str,
     if d.conversation is not None:
         c = d.conversation
         conn.execute(
-            """INSERT INTO conversations (id, workspace, kind, name, members, created_at) VALUES (?,?,?,?,?,?)
-               ON CONFLICT (id) DO UPDATE SET members = excluded.members""",
-            (c.id, c.workspace, c.kind, c.name, msgspec.json.encode(sorted(c.members)).decode(), now),
+            """INSERT INTO conversations (id, workspace, kind, name, members, created_at, party) VALUES (?,?,?,?,?,?,?)
+               ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party""",
+            (c.id, c.workspace, c.kind, c.name, msgspec.json.encode(sorted(c.members)).decode(), now, party_json(c)),
         )
     for t in d.topics:
         conn.execute(
