@@ -173,13 +173,13 @@ async def test_slow_reader_is_dropped_and_gets_its_deliveries_again(tmp_path, ca
             assert (await ask(slow, {"op": "auth", "ref": 1, "handle": "bob", "password": PW}))["op"] == "session"
             slow.transport.pause_reading()
             topic = "new"
-            for i in range(80):  # ~12 MB bob does not read: the socket's buffers fill, then the queue
+            for i in range(50):  # ~7.5 MB bob does not read: the socket's buffers fill, then the queue
                 r = await alice.send(workspace=ws, topic=topic, title="Flood", type="inform", to=["@bob"],
                                      text=f"{i} " + "x" * 150_000)
                 assert r["op"] == "sent"
                 topic = r["message"]["topic"]
                 sent.append(r["message"]["id"])
-            for _ in range(200):  # closing waits for the close handshake's timeout (10 s) before it aborts
+            for _ in range(100):  # a reader that cannot even take the close frame is cut off after a grace
                 if bob_id not in s.gw.conns:
                     break
                 await asyncio.sleep(0.1)

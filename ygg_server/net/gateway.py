@@ -28,6 +28,9 @@ from .inbox import Inbox, Item
 log = logging.getLogger("ygg.net")
 
 
+DROP_GRACE = 2.0  # seconds a dropped slow connection has to take its close frame
+
+
 @dataclass
 class Limits:
     max_frame: int = protocol.MAX_FRAME
@@ -65,9 +68,16 @@ class Conn:
         if self.queue.qsize() >= self.limits.outgoing + self.backlog:
             log.warning("dropping slow connection of %s", self.participant)
             self.dropped = True
-            asyncio.ensure_future(self.ws.close(1013, "too slow"))
+            asyncio.ensure_future(self._drop())
             return
         self.queue.put_nowait(frame)
+
+    async def _drop(self) -> None:
+        """Close 1013; a reader too slow to take even the close frame is cut off (else only keepalive would)."""
+        try:
+            await asyncio.wait_for(self.ws.close(1013, "too slow"), DROP_GRACE)
+        except TimeoutError:
+            self.ws.transport.abort()
 
     async def writer(self) -> None:
         while True:
