@@ -100,6 +100,7 @@ class Gateway:
         self.inboxes: dict[str, Inbox] = {}
         self._loading: dict[str, asyncio.Future] = {}
         self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
+        self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
         self._reader = db.connect(engine.path)
         self._reader_lock = asyncio.Lock()
         self._admin = db.connect(engine.path)  # management ops write here; the engine notices (data_version)
@@ -245,7 +246,9 @@ class Gateway:
 
     async def _attach(self, conn: Conn) -> None:
         pid = conn.participant
-        conn.workspaces = frozenset(await self.read(_workspaces_of, pid))
+        mine = (await self.read(_access, [pid]))[pid]
+        conn.workspaces = frozenset(mine)
+        self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
         first = pid not in self.conns
         self.conns.setdefault(pid, []).append(conn)
         if first:
@@ -253,7 +256,7 @@ class Gateway:
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
             if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
-                conn.backlog = len(inbox.items)
+                conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
 
     async def _inbox(self, pid: str, is_agent: bool) -> Inbox:
@@ -266,7 +269,7 @@ class Gateway:
         self._arrived[pid] = []
         try:
             rows = await self.read(_unacked, pid)
-            inbox = Inbox(pid, is_agent)
+            inbox = Inbox(pid, is_agent, allow=self._allower(pid))
             inbox.add(rows + self._arrived.pop(pid))
             self.inboxes[pid] = inbox
             fut.set_result(inbox)
@@ -288,7 +291,15 @@ class Gateway:
         if not mine:
             self.conns.pop(pid, None)
             self.inboxes.pop(pid, None)
+            self._receives.pop(pid, None)
             self._presence(conn, False)
+
+    def _allower(self, pid: str):
+        """Checked as each delivery arrives and again as it goes out: its workspace is still one where `pid`
+        is a member with receive (refreshed by `_rescan` when another connection wrote the database)."""
+        def allow(item: Item) -> bool:
+            return item.message["workspace"] in self._receives.get(pid, ())
+        return allow
 
     def _presence(self, conn: Conn, online: bool) -> None:
         """Tell those following a workspace that someone in it came or went."""
@@ -507,7 +518,16 @@ class Gateway:
         return frozenset(t.members) | (conv.members if conv is not None else frozenset())
 
     async def _rescan(self) -> None:
-        """Another process changed the database: drop revoked sessions, load new deliveries."""
+        """Another process changed the database: memberships first (what each connection may still get and
+        follow: a workspace left, receive or monitor taken away), then revoked sessions, then new deliveries."""
+        for pid, mine in (await self.read(_access, list(self.conns))).items():
+            if pid not in self.conns:
+                continue
+            self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
+            for c in self.conns[pid]:
+                c.workspaces = frozenset(mine)
+                c.follows = {ws for ws in c.follows if ws in self._receives[pid]}
+                c.monitors = {ws for ws in c.monitors if ws in c.follows and mine[ws][1]}
         for pid in list(self.conns):
             for c in list(self.conns.get(pid, ())):
                 if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
@@ -565,8 +585,18 @@ def _auth(conn: sqlite3.Connection, frame: dict):
     return None
 
 
-def _workspaces_of(conn: sqlite3.Connection, pid: str) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT workspace FROM memberships WHERE participant = ?", (pid,))]
+def _access(conn: sqlite3.Connection, pids: list[str]) -> dict[str, dict[str, tuple[bool, bool]]]:
+    """For each participant, its workspaces: {workspace: (receive, monitors)}; nothing for a revoked agent."""
+    out: dict[str, dict[str, tuple[bool, bool]]] = {p: {} for p in pids}
+    for i in range(0, len(pids), 500):
+        chunk = pids[i:i + 500]
+        rows = conn.execute(
+            f"""SELECT m.participant, m.workspace, m.receive, m.monitor OR m.role IN ('owner', 'admin')
+                FROM memberships m LEFT JOIN agents a ON a.id = m.participant
+                WHERE m.participant IN ({",".join("?" * len(chunk))}) AND coalesce(a.revoked, 0) = 0""", chunk)
+        for pid, ws, receive, monitor in rows:
+            out[pid][ws] = (bool(receive), bool(monitor))
+    return out
 
 
 def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 class Sink(Protocol):
@@ -42,9 +42,15 @@ class Inbox:
     sinks: list[Sink] = field(default_factory=list)
     gone: set[int] = field(default_factory=set)  # acked here, perhaps not yet committed: never re-add
     _gone_order: deque = field(default_factory=deque)
+    # May this delivery go out now? (Is its recipient still in its workspace, with receive?) Asked when an
+    # item arrives and again when it would be handed out: a membership lost meanwhile holds it back.
+    allow: Callable[[Item], bool] | None = None
+
+    def allows(self, item: Item) -> bool:
+        return self.allow is None or self.allow(item)
 
     def add(self, items: list[Item]) -> None:
-        fresh = [i for i in items if i.id not in self.items and i.id not in self.gone]
+        fresh = [i for i in items if i.id not in self.items and i.id not in self.gone and self.allows(i)]
         if not fresh:
             return
         if self.items and fresh[0].id < next(reversed(self.items)):
@@ -65,7 +71,8 @@ class Inbox:
             self.offer()
         else:
             for i in self.items.values():
-                sink.push(deliver_frame(i, []))
+                if self.allows(i):
+                    sink.push(deliver_frame(i, []))
 
     def detach(self, sink: Sink) -> None:
         if sink in self.sinks:
@@ -85,6 +92,9 @@ class Inbox:
         context: list[Item] = []
         for item in list(self.items.values()):
             if item.id in self.holder or item.id in held_context:
+                continue
+            if not self.allows(item):  # no longer its to get: held back (still unacked in the store)
+                del self.items[item.id]
                 continue
             if not item.wake:
                 context.append(item)
