@@ -1,0 +1,104 @@
+"""A three-agent party on loopback (issue 4; seed 004, "Running a Party"; docs/rules.md, "Parties")."""
+
+import asyncio
+import time
+
+from ygg_server import admin
+
+
+async def setup_party(server):
+    server.admin(admin.add_person, "alice", "pw-" + "x" * 8)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    keys = {}
+    for name in ("lead", "pike", "nova"):
+        keys[name] = server.admin(admin.add_agent, name, "alice")["api_key"]
+        server.admin(admin.fund, name, 1000)
+    alice = await server.person("alice")
+    first = await alice.send(workspace=ws, conversation="dm:lead", topic="new", title="Hi", type="inform", to=["lead"],
+                             text="hello")
+    cid = first["message"]["conversation"]
+    for name in ("pike", "nova"):
+        r = await alice.request("add_participant", workspace=ws, conversation=cid, participant=name)
+        assert r["op"] == "add_participant" and r["changed"] and len(r["members"]) == (4 if name == "nova" else 3), r
+    again = await alice.request("add_participant", workspace=ws, conversation=cid, participant="nova")
+    assert again["op"] == "add_participant" and again["changed"] is False  # already there: nothing happens
+    r = await alice.request("set_lead", workspace=ws, conversation=cid, lead="lead")
+    assert r["lead"] is not None, r
+    return ws, cid, alice, keys
+
+
+async def test_lead_delegates_to_two_who_work_at_once_and_is_woken_once(server):
+    """Seed 004: "the Lead can also split a job between the others with delegate, who then work on their parts at
+    the same time before the Lead writes the reply"."""
+    ws, cid, alice, keys = await setup_party(server)
+    lead = await server.client(api_key=keys["lead"])
+    helpers = {n: await server.client(api_key=keys[n]) for n in ("pike", "nova")}
+    spans: dict[str, tuple[float, float]] = {}
+    lead_wakes: list[dict] = []
+
+    async def helper(name, client):
+        while True:
+            d = await client.next_delivery(timeout=10)
+            await client.ack([d["id"]])
+            if not d["wake"]:
+                continue
+            m = d["message"]
+            start = time.monotonic()
+            await asyncio.sleep(0.4)  # the work
+            spans[name] = (start, time.monotonic())
+            r = await client.send(workspace=ws, conversation=cid, topic=m["topic"], type="response",
+                                  in_reply_to=m["id"], text=f"{name}'s part")
+            assert r["op"] == "sent", r
+            return
+
+    async def run_lead():
+        while True:
+            d = await lead.next_delivery(timeout=10)
+            await lead.ack([d["id"]])
+            if not d["wake"]:
+                continue
+            lead_wakes.append(d)
+            m = d["message"]
+            if m["author"].startswith("human."):  # the person's job: split it
+                r = await lead.send(workspace=ws, conversation=cid, topic=m["topic"], type="request",
+                                    to=["pike", "nova"], text="pike: research; nova: translate", state="waiting")
+                assert r["op"] == "sent" and sum(x["wake"] for x in r["deliveries"]) == 2, r  # both at once
+                continue
+            r = await lead.send(workspace=ws, conversation=cid, topic=m["topic"], type="inform", to=["@alice"],
+                                text="both parts are in: " + ", ".join(
+                                    [c["text"] for c in d["context"] if c["author"] != m["author"]] + [m["text"]]))
+            assert r["op"] == "sent", r
+            return r
+
+    tasks = [asyncio.create_task(helper(n, c)) for n, c in helpers.items()]
+    lead_task = asyncio.create_task(run_lead())
+    sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                            text="research this and translate it")
+    assert sent["op"] == "sent" and sent["message"]["to"] != [] , sent
+    woke = {x["to"] for x in sent["deliveries"] if x["wake"]}
+    assert len(woke) == 1  # the Lead alone; the others get it as context
+    final = await asyncio.wait_for(lead_task, 15)
+    await asyncio.gather(*tasks)
+    # concurrent: each helper started before the other finished
+    (a0, a1), (b0, b1) = spans["pike"], spans["nova"]
+    assert a0 < b1 and b0 < a1, spans
+    # the Lead was woken once by the person and once when the last answer came in, that wake carrying the first
+    assert len(lead_wakes) == 2, [w["message"]["text"] for w in lead_wakes]
+    last = lead_wakes[1]
+    assert last["message"]["type"] == "response"
+    assert "wake_coalesced" in last["context_reasons"]
+    assert "pike's part" in final["message"]["text"] and "nova's part" in final["message"]["text"]
+
+
+async def test_removing_the_last_participant_is_refused_and_hops_are_a_setting(server):
+    """Seed 004: "You can remove a participant at any time, except the last one" """
+    ws, cid, alice, keys = await setup_party(server)
+    for name in ("pike", "nova"):
+        r = await alice.request("remove_participant", workspace=ws, conversation=cid, participant=name)
+        assert r["op"] == "remove_participant", r
+    r = await alice.request("remove_participant", workspace=ws, conversation=cid, participant="lead")
+    assert r["op"] == "refused" and r["reason"] == "last_participant", r
+    r = await alice.request("set_setting", workspace=ws, key="party.maxHops", value=2)
+    assert r["op"] == "set_setting" and r["value"] == 2, r
+    r = await alice.request("set_setting", workspace=ws, key="party.maxHops", value=-1)
+    assert r["op"] == "refused", r
