@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
 import threading
 import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +43,59 @@ class Limits:
     outgoing: int = 10_000  # frames queued for one slow connection before we drop it
     prefetch: int = 16  # wakes one agent connection may hold at once
     origins: tuple[str, ...] = ()  # browser Origins allowed, besides none at all
+    # failed sign-ins allowed per auth_window from one remote address, and for one credential (an API key's
+    # id, a handle); past that, `auth` is answered `unauthenticated` with `retry_after` and not checked
+    auth_failures_per_address: int = 30
+    auth_failures_per_key: int = 10
+    auth_window: float = 60.0
+
+
+class AuthLimiter:
+    """Failed sign-ins in a sliding window, per key (("addr", ip) or ("key", credential id)).
+
+    Memory is bounded: each key keeps at most its limit of timestamps, and at most `max_keys` keys are
+    remembered (the least recently failed forgotten first), however many made-up key ids are tried."""
+
+    def __init__(self, per_address: int, per_key: int, window: float, max_keys: int = 100_000):
+        self.limit = {"addr": max(1, per_address), "key": max(1, per_key)}
+        self.window, self.max_keys = window, max_keys
+        self.failures: OrderedDict[tuple[str, str], deque] = OrderedDict()
+
+    def retry_after(self, keys: list[tuple[str, str]], now: float) -> float:
+        """Seconds until every one of `keys` may try again (0: now)."""
+        wait = 0.0
+        for k in keys:
+            q = self.failures.get(k)
+            if q is None:
+                continue
+            while q and q[0] <= now - self.window:
+                q.popleft()
+            if len(q) >= self.limit[k[0]]:
+                wait = max(wait, q[0] + self.window - now)
+        return wait
+
+    def failed(self, keys: list[tuple[str, str]], now: float) -> None:
+        for k in keys:
+            q = self.failures.get(k)
+            if q is None:
+                q = self.failures[k] = deque(maxlen=self.limit[k[0]])
+                if len(self.failures) > self.max_keys:
+                    self.failures.popitem(last=False)
+            else:
+                self.failures.move_to_end(k)
+            q.append(now)
+
+
+def _auth_keys(conn: "Conn", frame: dict) -> list[tuple[str, str]]:
+    """What a sign-in is counted against: the remote address, and the API key's id or the handle."""
+    peer = conn.ws.remote_address
+    keys = [("addr", str(peer[0]) if peer else "?")]
+    key, handle = frame.get("api_key"), frame.get("handle")
+    if isinstance(key, str) and key.startswith(auth.KEY_PREFIX + "_"):
+        keys.append(("key", "k:" + key.split("_", 2)[1][:64]))
+    elif isinstance(handle, str):
+        keys.append(("key", "h:" + handle[:64]))
+    return keys
 
 
 @dataclass(eq=False)
@@ -108,6 +163,8 @@ class Gateway:
         # held by the thread using each connection: a cancelled await releases the asyncio lock, not the thread
         self._guards = {id(self._reader): threading.Lock(), id(self._admin): threading.Lock()}
         self._server = None
+        self._limiter = AuthLimiter(self.limits.auth_failures_per_address, self.limits.auth_failures_per_key,
+                                    self.limits.auth_window)
 
     # --- serving ---
 
@@ -227,8 +284,17 @@ class Gateway:
                 return False
 
     async def _session(self, conn: Conn, frame: dict, ref: Any, quiet: bool = False) -> bool:
+        keys = _auth_keys(conn, frame)
+        wait = self._limiter.retry_after(keys, time.monotonic())
+        if wait > 0:  # too many failures from this address or for this credential: not even checked
+            conn.push({**protocol.error(ref, "unauthenticated", "too many failed sign-ins; try again later"),
+                       "retry_after": math.ceil(wait)})
+            if quiet:
+                await self._close(conn, 1008, "unauthenticated")
+            return False
         res = await self.read(_auth, frame)
         if res is None:
+            self._limiter.failed(keys, time.monotonic())
             conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid"))
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
