@@ -25,6 +25,8 @@ import websockets
 from websockets.asyncio.client import connect
 
 log = logging.getLogger("ygg.client")
+ws_log = logging.getLogger("ygg.client.websockets")  # frames carry the key: never logged (INFO and up only)
+ws_log.setLevel(logging.INFO)
 
 
 class Refused(Exception):
@@ -93,7 +95,7 @@ class Client:
         delay = 0.1
         while not self.closed:
             try:
-                async with connect(self.url, max_size=2**22, open_timeout=self.timeout) as ws:
+                async with connect(self.url, max_size=2**22, open_timeout=self.timeout, logger=ws_log) as ws:
                     self._ws = ws
                     self._forget_unacked()
                     session = await self._hello(ws)

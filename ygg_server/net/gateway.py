@@ -28,6 +28,10 @@ from ..store import sqlite as db
 from .inbox import Inbox, Item
 
 log = logging.getLogger("ygg.net")
+# websockets logs every frame at DEBUG, and a frame may carry an API key, a password, a session token or a
+# message's text: its logger here stays at INFO whatever the root level (docs/security.md)
+ws_log = logging.getLogger("ygg.net.websockets")
+ws_log.setLevel(logging.INFO)
 
 
 DROP_GRACE = 2.0  # seconds a dropped slow connection has to take its close frame
@@ -173,7 +177,7 @@ class Gateway:
         origins = [None, *self.limits.origins]
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
-            origins=origins, ping_interval=20, ping_timeout=20, process_request=None,
+            origins=origins, ping_interval=20, ping_timeout=20, process_request=None, logger=ws_log,
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
