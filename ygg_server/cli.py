@@ -18,16 +18,21 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the server")
-    s.add_argument("--data-dir", required=True)
+    s.add_argument("--data-dir", default=None, help="the embedded SQLite database's directory (without --db)")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8765)
     s.add_argument("--db", default=None, help="postgresql://… (default: embedded SQLite in the data dir)")
+    _pg_arguments(s)
+    s.add_argument("--node-id", default=None, help="PostgreSQL: this node's id (default: random)")
+    s.add_argument("--lease-seconds", type=float, default=30.0,
+                   help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
     s.add_argument("--origin", action="append", default=[], help="a browser Origin to allow (repeatable)")
     s.add_argument("--log-level", default="WARNING")
 
     a = sub.add_parser("admin", help="operator commands")
-    a.add_argument("--data-dir", required=True)
-    a.add_argument("--db", default=None)
+    a.add_argument("--data-dir", default=None)
+    a.add_argument("--db", default=None, help="postgresql://… (instead of the data dir's SQLite)")
+    _pg_arguments(a)
     asub = a.add_subparsers(dest="action", required=True)
     x = asub.add_parser("add-person")
     x.add_argument("handle")
@@ -62,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("rest", nargs=argparse.REMAINDER)
 
     args = p.parse_args(argv)
+    if args.command in ("serve", "admin") and not (args.data_dir or args.db):
+        p.error("--data-dir DIR or --db postgresql://… is required")
+    if args.command in ("serve", "admin") and args.db and not _is_pg(args.db):
+        p.error("--db takes a postgresql:// URL")
     if args.command == "serve":
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
         return asyncio.run(serve(args))
@@ -72,8 +81,22 @@ def main(argv: list[str] | None = None) -> int:
     return run_admin(args)
 
 
+def _pg_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-prepared", action="store_true",
+                   help="PostgreSQL: no prepared statements, for transaction poolers (or ?prepared=false in the URL)")
+
+
+def _is_pg(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
 def run_admin(args) -> int:
-    conn = db.connect(db.db_path(args.data_dir))
+    if args.db:
+        from .store import postgres as pg
+
+        conn = pg.connect_sync(args.db, False if args.no_prepared else None)
+    else:
+        conn = db.connect(db.db_path(args.data_dir))
     try:
         act = args.action
         if act == "add-person":
@@ -108,10 +131,15 @@ async def serve(args) -> int:
     from .net.gateway import Gateway, Limits
 
     if args.db:
-        print(json.dumps({"error": "unsupported", "detail": "PostgreSQL is not built yet"}))
-        return 2
-    engine = Engine(db.db_path(args.data_dir))
-    gw = Gateway(engine, Limits(origins=tuple(args.origin)))
+        from .net.cluster import PgGateway
+        from .pg_engine import PgEngine
+
+        engine = PgEngine(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
+                          lease=args.lease_seconds)
+        gw = PgGateway(engine, Limits(origins=tuple(args.origin)))
+    else:
+        engine = Engine(db.db_path(args.data_dir))
+        gw = Gateway(engine, Limits(origins=tuple(args.origin)))
     await gw.start(args.host, args.port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

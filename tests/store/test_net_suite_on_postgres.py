@@ -1,0 +1,23 @@
+"""tests/net's loopback suite, run again on PostgreSQL: the same behaviour from either store.
+
+The test functions are imported from tests/net, so they run here with this directory's
+`server` and `team` fixtures, with `store` fixed to "postgres". Tests that reach into
+SQLite or the embedded engine's internals stay in tests/net only (listed in SQLITE_ONLY).
+"""
+
+import pytest
+
+from tests.net.test_basics import *  # noqa: F401,F403
+from tests.net.test_delivery import *  # noqa: F401,F403
+from tests.net.test_events import *  # noqa: F401,F403
+from tests.net.test_isolation import *  # noqa: F401,F403
+from tests.net.test_limits import *  # noqa: F401,F403
+from tests.net.test_org import *  # noqa: F401,F403
+from tests.net.test_party import *  # noqa: F401,F403
+from tests.net.test_queries import *  # noqa: F401,F403
+from tests.net.test_sessions import *  # noqa: F401,F403
+
+
+@pytest.fixture
+def store() -> str:
+    return "postgres"

@@ -1,0 +1,204 @@
+"""The store suite: what both stores must do alike (the `store` fixture: sqlite, postgres).
+
+Each test runs on SQLite and on PostgreSQL; the PostgreSQL runs are skipped, saying why,
+when no server is reachable (tests/store/conftest.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import msgspec
+import pytest
+
+from ygg_server import admin, queries
+from ygg_server.core import rules
+from ygg_server.store import sqlite as db
+
+from .conftest import PW, _serve, _shutdown, admin_connection
+
+
+async def test_admin_commands_and_queries_on_a_plain_connection(store, database):
+    """ygg_server/admin.py and queries.py run unchanged on either store's connection."""
+    c = admin_connection(store, database)
+    try:
+        alice = admin.add_person(c, "alice", PW)
+        ws = admin.add_workspace(c, "team", "alice")["id"]
+        admin.add_person(c, "bob", PW)
+        admin.add_member(c, "team", "bob", "viewer")
+        agent = admin.add_agent(c, "helper", "alice")
+        assert admin.fund(c, "helper", 40)["balance"] == 40
+        assert admin.fund(c, "helper@alice", 2)["balance"] == 42
+        assert admin.fund(c, None, 9, pool_ws="team")["balance"] == 9
+        group = admin.add_group(c, ws, "crew", ["helper", "@bob"])
+        assert sorted(group["members"]) == sorted([agent["id"], admin.person(c, "bob")])
+        assert admin.set_plan(c, "alice", "free")["plan"] == "free"
+        with pytest.raises(admin.AdminError) as e:
+            admin.add_person(c, "alice", PW)
+        assert e.value.code == "handle_taken"
+        members = queries.list_members(c, alice["id"], {"workspace": ws})["members"]
+        assert {m["name"] for m in members} == {"alice", "bob", "helper"}
+        assert queries.balances(c, alice["id"], {"workspace": ws}) == {"pool": 9, "agents": {agent["id"]: 42}}
+        assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"][0]["name"] == "crew"
+        assert [w["name"] for w in queries.list_workspaces(c, alice["id"], {})["workspaces"]] == \
+            ["alice (personal)", "team"]
+        assert admin.revoke_agent(c, "helper")["revoked"] is True
+        assert [m["name"] for m in queries.list_members(c, alice["id"], {"workspace": ws})["members"]
+                if m["kind"] == "agent"] == []
+    finally:
+        c.close()
+
+
+async def test_history_search_and_topics_read_the_same(team):
+    alice = await team.person("alice")
+    first = await alice.send(workspace=team.ws, topic="new", title="Plans", to=["researcher"], text="The quick brown fox")
+    topic = first["message"]["topic"]
+    for i in range(5):
+        await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text=f"note {i}")
+    page = await alice.call("history", workspace=team.ws, limit=4)
+    assert [m["text"] for m in page["messages"]] == ["note 4", "note 3", "note 2", "note 1"] and page["more"]
+    rest = await alice.call("history", workspace=team.ws, limit=4, before=page["cursor"])
+    assert [m["text"] for m in rest["messages"]] == ["note 0", "The quick brown fox"] and not rest["more"]
+    assert rest["messages"][-1]["woke"] == [first["deliveries"][0]["to"]]
+    found = await alice.call("search_messages", workspace=team.ws, query="quick brown")
+    assert [m["text"] for m in found["messages"]] == ["The quick brown fox"]
+    assert (await alice.call("search_messages", workspace=team.ws, query="brown quick"))["messages"] == []
+    topics = (await alice.call("list_topics", workspace=team.ws))["topics"]
+    assert [t["title"] for t in topics] == ["Plans"]
+    t = (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]
+    assert t["status"] == "open" and team.admin(db.load_topic, topic).title == "Plans"
+
+
+async def test_client_id_makes_a_resend_answer_the_first_send(team):
+    alice = await team.person("alice")
+    a = await alice.send(workspace=team.ws, topic="new", title="Once", to=["researcher"], text="x", client_id="c-1")
+    b = await alice.send(workspace=team.ws, topic="new", title="Once", to=["researcher"], text="x", client_id="c-1")
+    assert b["duplicate"] and b["message"]["id"] == a["message"]["id"]
+    count = team.conn.execute("SELECT count(*) FROM messages WHERE text = 'x'").fetchone()[0]
+    assert count == 1
+
+
+async def test_credits_run_out_pause_the_topic_and_a_funding_wakes_the_agent(team):
+    """Seed 000: "its message is refused, its topic pauses, and the people who can fund it see a request"."""
+    out = team.admin(admin.add_agent, "poor", "alice")
+    team.admin(admin.fund, "poor", 2)
+    alice = await team.person("alice")
+    poor = await team.client(api_key=out["api_key"])
+    asked = await alice.send(workspace=team.ws, topic="new", title="Job", to=["poor"], text="go")
+    topic = asked["message"]["topic"]
+    await poor.ack([(await poor.next_delivery(timeout=5))["id"]])
+    for i in range(2):
+        r = await poor.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text=f"step {i}")
+        assert r["op"] == "sent" and r["cost"] == 1
+    r = await poor.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="step 2")
+    assert r["op"] == "refused" and r["reason"] == "credits_exhausted"
+    assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["status"] == "paused"
+    funded = await alice.call("fund", workspace=team.ws, agent="poor", amount=5)
+    assert funded["balance"] == 5
+    d = await poor.next_delivery(timeout=10)
+    assert d["message"]["notice"] == "credits_refilled" and d["message"]["topic"] == topic
+    assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["status"] == "open"
+    rows = team.conn.execute("SELECT delta FROM ledger WHERE account = ? ORDER BY id", (out["id"],)).fetchall()
+    assert [r[0] for r in rows] == [2, -1, -1, 5]
+
+
+async def test_a_topic_budget_is_spent_and_then_refuses(team):
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    asked = await alice.send(workspace=team.ws, topic="new", title="Budget", to=["researcher"], text="go")
+    topic = asked["message"]["topic"]
+    assert (await alice.call("set_budget", workspace=team.ws, topic=topic, budget=1))["budget"] == 1
+    await researcher.ack([(await researcher.next_delivery(timeout=5))["id"]])
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="one")
+    assert r["op"] == "sent"
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="two")
+    assert r["op"] == "refused" and r["reason"] == "credits_exhausted"
+
+
+async def test_the_clock_nudges_a_silent_agent(store, database):
+    """Timers run from the store's `next_due`: a request unanswered for NUDGE_AFTER gets a nudge."""
+    now = [__import__("time").time_ns() // 1000]
+    s = await _serve(store, database, clock=lambda: now[0])
+    try:
+        s.admin(admin.add_person, "alice", PW)
+        ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+        key = s.admin(admin.add_agent, "slow", "alice")["api_key"]
+        s.admin(admin.fund, "slow", 10)
+        alice = await s.person("alice")
+        slow = await s.client(api_key=key)
+        await alice.send(workspace=ws, topic="new", title="Wait", to=["slow"], state="waiting", text="please answer")
+        await slow.ack([(await slow.next_delivery(timeout=5))["id"]])
+        now[0] += rules.NUDGE_AFTER + 1_000_000
+        d = await slow.next_delivery(timeout=10)
+        assert d["message"]["author"] == "system.ygg" and d["message"]["notice"], d["message"]
+    finally:
+        await _shutdown(s)
+
+
+async def test_a_restart_offers_again_what_was_not_acked_and_nothing_that_was(store, database):
+    s = await _serve(store, database)
+    s.admin(admin.add_person, "alice", PW)
+    ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+    key = s.admin(admin.add_agent, "worker", "alice")["api_key"]
+    alice = await s.person("alice")
+    worker = await s.client(api_key=key, prefetch=1)
+    for i in range(3):
+        await alice.send(workspace=ws, topic="new", title=f"T{i}", to=["worker"], text=f"job {i}")
+    d0 = await worker.next_delivery(timeout=5)
+    await worker.ack([d0["id"]])
+    d1 = await worker.next_delivery(timeout=5)  # not acked
+    await _shutdown(s)
+    s = await _serve(store, database)
+    try:
+        worker = await s.client(api_key=key)
+        got = [await worker.next_delivery(timeout=5) for _ in range(2)]
+        assert [d["message"]["text"] for d in got] == ["job 1", "job 2"] and got[0]["id"] == d1["id"]
+        with pytest.raises(asyncio.TimeoutError):
+            await worker.next_delivery(timeout=0.5)
+    finally:
+        await _shutdown(s)
+
+
+async def test_a_running_server_sees_a_side_connection_at_once(team):
+    """The admin CLI writes beside a running server (SQLite: data_version; PostgreSQL: NOTIFY and meta.config)."""
+    alice = await team.person("alice")
+    out = team.admin(admin.add_agent, "late", "alice")
+    late = await team.client(api_key=out["api_key"])
+    r = await alice.send(workspace=team.ws, topic="new", title="Hi", to=["late"], text="welcome")
+    assert r["op"] == "sent" and r["deliveries"][0]["wake"]
+    assert (await late.next_delivery(timeout=5))["message"]["text"] == "welcome"
+    team.admin(admin.revoke_agent, "late")
+    for _ in range(100):
+        if out["id"] not in team.gw.conns:
+            break
+        await asyncio.sleep(0.05)
+    assert out["id"] not in team.gw.conns, "a revoked agent's connections close"
+    r = await alice.send(workspace=team.ws, topic="new", title="Gone", to=["late"], text="there?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_recipient"
+
+
+async def test_admin_cli_takes_the_store_as_the_server_does(store, database, tmp_path):
+    """`ygg-server admin --data-dir DIR …` or `--db postgresql://… …`: the same commands, JSON on the last line."""
+    where = ["--data-dir", str(tmp_path)] if store == "sqlite" else ["--db", database]
+    if store == "sqlite":
+        database = db.db_path(tmp_path)
+
+    async def cli(*args):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ygg_server.cli", "admin", *where, *map(str, args),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        return json.loads(out.decode().strip().splitlines()[-1])
+
+    assert (await cli("add-person", "alice", "--password", PW))["handle"] == "alice"
+    ws = (await cli("add-workspace", "team", "--owner", "alice"))["id"]
+    agent = await cli("add-agent", "helper", "--owner", "alice")
+    assert (await cli("fund", "helper", 7))["balance"] == 7
+    c = admin_connection(store, database)
+    try:
+        assert queries.balances(c, admin.person(c, "alice"), {"workspace": ws})["agents"] == {agent["id"]: 7}
+    finally:
+        c.close()

@@ -1,0 +1,474 @@
+"""The gateway on PostgreSQL: one node of several on one database.
+
+What changes from the embedded gateway (`gateway.Gateway`, which this extends):
+
+- **Claims** (seed 003 §2, §27): an agent's deliveries are claimed from the database with
+  `SELECT … FOR UPDATE SKIP LOCKED` (`store.postgres.CLAIM_DELIVERIES`), leased to one of its
+  connections (`deliveries.leased_by`, `lease_until`), instead of being handed out by the
+  in-memory `Inbox`. `ClaimInbox` is the adapter the gateway uses for an agent; one `Claimer`
+  per node runs the claims of all its agents, one statement per round. Leases are renewed while
+  a connection lives, returned when it closes, and run out when its node dies.
+- **Announcements** (§28): what a node commits is published to its own connections at once and
+  NOTIFYed to the others (`PgEngine._announce`); a node that hears that an agent connected to it
+  has work claims it, a person's new deliveries are read and pushed, topic and balance events
+  and monitored messages go to the followers connected here.
+- **Presence** (§26): each node keeps a row per participant it serves (`presence`) and a
+  heartbeat (`nodes`); "online" is a connection here, or a row on a node whose heartbeat is
+  fresh. Presence events are sent when a participant's first connection anywhere opens and
+  its last one closes.
+People's deliveries still go to every one of their connections (the in-memory `Inbox`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import OrderedDict
+from typing import Any
+
+import msgspec
+
+from .. import auth, protocol, queries
+from ..core import Kind
+from ..engine import Published
+from ..pg_engine import PgEngine
+from ..store import postgres as pg
+from ..store import sqlite as db
+from .gateway import Conn, Gateway, Limits, _unacked
+from .inbox import Inbox, Item, deliver_frame
+
+log = logging.getLogger("ygg.cluster")
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class ClaimInbox:
+    """An agent's work on this node: what its connections here hold, claimed from the database."""
+
+    is_agent = True
+
+    def __init__(self, participant: str, claimer: "Claimer"):
+        self.participant = participant
+        self.claimer = claimer
+        self.sinks: list[Conn] = []
+        self.held: dict[int, tuple[Conn, list[int]]] = {}  # wake id -> (connection, context ids it carries)
+        self.items: dict[int, Item] = {}  # (the gateway counts a person's backlog here; agents have none)
+        self.news = 1  # announcements so far; a claim that found less than it could take, at `seen`, ends them
+        self.seen = 0
+
+    def add(self, items: list[Item]) -> None:
+        """Work was announced (published here, or read): claim."""
+        self.claimer.remember(items)
+        self.offer()
+
+    def offer(self) -> None:
+        self.news += 1
+        self.claimer.want(self)
+
+    def attach(self, sink: Conn) -> None:
+        sink.holder = self.claimer.holder()
+        self.sinks.append(sink)
+        self.offer()
+
+    def detach(self, sink: Conn) -> None:
+        if sink in self.sinks:
+            self.sinks.remove(sink)
+        for wid in list(sink.leased):
+            self.held.pop(wid, None)
+        sink.leased.clear()
+        holder = getattr(sink, "holder", None)
+        if holder is not None:
+            self.claimer.release(holder, self.participant)
+        if self.sinks:
+            self.claimer.want(self)
+
+    def roomiest(self) -> tuple[Conn, int] | None:
+        best = max(self.sinks, key=lambda s: s.prefetch - len(s.leased), default=None)
+        if best is None or best.dropped:
+            return None
+        room = best.prefetch - len(best.leased)
+        return (best, room) if room > 0 else None
+
+    def deliver(self, sink: Conn, item: Item, context: list[Item]) -> None:
+        self.held[item.id] = (sink, [c.id for c in context])
+        sink.leased.add(item.id)
+        sink.push(deliver_frame(item, context))
+
+    def ack(self, ids: list[int]) -> list[int]:
+        """Retire acked wakes held here and the context they carried; return every id retired."""
+        retired: list[int] = []
+        for i in ids:
+            h = self.held.pop(i, None)
+            if h is None:
+                continue
+            sink, context = h
+            sink.leased.discard(i)
+            retired.append(i)
+            retired += context
+        if retired and self.news != self.seen:  # room again, and perhaps more work than was taken
+            self.claimer.want(self)
+        return retired
+
+
+class Claimer:
+    """Runs this node's claims: every agent inbox with work announced and room, one statement a round."""
+
+    def __init__(self, engine: PgEngine, lease: float):
+        self.engine = engine
+        self.lease = lease
+        self.pending: dict[str, ClaimInbox] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._count = itertools.count(1)
+        self.objs: OrderedDict[str, dict] = OrderedDict()  # message id -> object: recent, built here already
+        self.tasks: set[asyncio.Task] = set()
+
+    def holder(self) -> str:
+        """A lease holder id: this node, one of its connections."""
+        return f"{self.engine.node}/{next(self._count)}"
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=5)
+
+    def want(self, inbox: ClaimInbox) -> None:
+        self.pending[inbox.participant] = inbox
+        self._wake.set()
+
+    def remember(self, items: list[Item]) -> None:
+        for i in items:
+            self.objs[i.message["id"]] = i.message
+        while len(self.objs) > 20_000:
+            self.objs.popitem(last=False)
+
+    def spawn(self, coro) -> None:
+        t = asyncio.ensure_future(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    def release(self, holder: str, participant: str) -> None:
+        self.spawn(self._release(holder, participant))
+
+    async def _release(self, holder: str, participant: str) -> None:
+        """A connection closed: its leases return, and whoever else serves the agent is told."""
+        try:
+            async with self.engine.pool.acquire() as c:
+                async with c.transaction():
+                    rows = await c.fetch(pg.RELEASE_DELIVERIES, holder)
+                    if rows:
+                        await c.execute("SELECT pg_notify($1, $2)", pg.CHANNEL,
+                                        msgspec.json.encode({"n": "", "d": {participant: 0}}).decode())
+        except Exception:
+            log.exception("release of %s failed (its leases will run out)", holder)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.pending:
+                todo = list(self.pending.values())
+                self.pending.clear()
+                asks = [(ib, *pick) for ib in todo if (pick := ib.roomiest()) is not None]
+                if not asks:
+                    continue
+                news = [ib.news for ib, _, _ in asks]
+                try:
+                    rows = await self._claim(asks)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("claim failed; trying again shortly")
+                    await asyncio.sleep(0.5)
+                    for ib, _, _ in asks:
+                        self.pending[ib.participant] = ib
+                    continue
+                self._dispatch(asks, rows, news)
+
+    async def _claim(self, asks: list[tuple[ClaimInbox, Conn, int]]) -> list:
+        now = now_us()
+        async with self.engine.pool.acquire() as c:
+            return await c.fetch(
+                pg.CLAIM_DELIVERIES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
+                [n for _, _, n in asks], now, now + int(self.lease * 1e6))
+
+    def _dispatch(self, asks, rows, news) -> None:
+        wakes: dict[str, list[Item]] = {}
+        carried: dict[int, list[Item]] = {}
+        for did, recipient, wake, reason, holder, carrier, mid, body in rows:
+            obj = self.objs.get(mid)
+            if obj is None:
+                obj = protocol.message_obj(db.decode_message(body))
+            item = Item(did, bool(wake), reason, obj)
+            if wake:
+                wakes.setdefault(holder, []).append(item)
+            else:
+                carried.setdefault(carrier, []).append(item)
+        for (ib, sink, n), seen in zip(asks, news):
+            items = wakes.get(sink.holder, [])
+            if items and sink not in ib.sinks:  # it closed while the claim ran: give the leases back
+                self.release(sink.holder, ib.participant)
+                continue
+            for item in items:
+                ib.deliver(sink, item, carried.get(item.id, []))
+            if len(items) >= n:
+                self.want(ib)  # there may be more
+            else:
+                ib.seen = seen  # all there was (unless announced since): an ack need not claim again
+
+
+class PgGateway(Gateway):
+    """A gateway node on PostgreSQL (`ygg-server serve --db postgresql://…`)."""
+
+    def __init__(self, engine: PgEngine, limits: Limits | None = None):
+        super().__init__(engine, limits)
+        self.engine: PgEngine = engine
+        self.claimer = Claimer(engine, engine.lease)
+        self.beat = min(max(engine.lease / 3, 0.2), 5.0)  # heartbeat, lease renewal, expired-lease sweep
+        self.node_timeout = 4 * self.beat  # a node silent this long is gone
+        self._tasks: set[asyncio.Task] = set()
+        engine.on_notify = self._remote
+
+    def _connect(self):
+        return pg.SyncConnection(self.engine.url, self.engine.prepared)
+
+    # --- lifecycle ---
+
+    async def start(self, host: str = "127.0.0.1", port: int = 8765):
+        await self.engine.open()
+        self.claimer.start()
+        server = await super().start(host, port)
+        self._heart = asyncio.ensure_future(self._heartbeat())
+        return server
+
+    async def close(self) -> None:
+        for t in (getattr(self, "_sweep", None), getattr(self, "_heart", None)):
+            if t is not None:
+                t.cancel()
+        if self._server:
+            self._server.close()
+            await self._server.wait_closed()
+        await self.claimer.stop()  # lets the leases of closed connections go back
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        if self.engine.pool is not None:
+            try:
+                async with self.engine.pool.acquire() as c:
+                    await c.execute("DELETE FROM presence WHERE node = $1", self.engine.node)
+                    await c.execute("DELETE FROM nodes WHERE id = $1", self.engine.node)
+            except Exception:
+                log.exception("could not sign this node off")
+        await self.engine.aclose()
+        for conn in (self._reader, self._admin):
+            await asyncio.to_thread(conn.close)
+
+    def _spawn(self, coro) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    # --- inboxes ---
+
+    async def _inbox(self, pid: str, is_agent: bool):
+        if is_agent:
+            inbox = self.inboxes.get(pid)
+            if inbox is None:
+                inbox = self.inboxes[pid] = ClaimInbox(pid, self.claimer)
+            return inbox
+        inbox = self.inboxes.get(pid)
+        if inbox is not None:  # another node may have taken acks since: forget what is no longer owed
+            rows = await self.read(_unacked, pid)
+            owed = {r.id for r in rows}
+            for i in [i for i in inbox.items if i not in owed]:
+                inbox.items.pop(i)
+            inbox.add(rows)
+            return inbox
+        return await super()._inbox(pid, is_agent)
+
+    async def _rescan(self) -> None:
+        for pid in list(self.conns):
+            for c in list(self.conns.get(pid, ())):
+                if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
+                    await c.ws.close(1008, "session revoked")
+            inbox = self.inboxes.get(pid)
+            if isinstance(inbox, ClaimInbox):
+                inbox.offer()
+            elif inbox is not None:
+                inbox.add(await self.read(_unacked, pid))
+
+    # --- news from the other nodes ---
+
+    def _remote(self, msg: dict) -> None:
+        if msg.get("x") == "rescan":
+            self._spawn(self._rescan())
+            return
+        if "p" in msg:
+            pid, online, workspaces = msg["p"]
+            if pid not in self.conns:
+                self._tell_presence(pid, frozenset(workspaces), online)
+        people: dict[str, int] = {}
+        for pid, first in (msg.get("d") or {}).items():
+            inbox = self.inboxes.get(pid)
+            if isinstance(inbox, ClaimInbox):
+                inbox.offer()
+            elif inbox is not None or pid in self._arrived:
+                people[pid] = first
+        if people:
+            self._spawn(self._people(people))
+        topics = [x for x in msg.get("t") or () if self._followed(x[0])]
+        balances = [tuple(x) for x in msg.get("b") or () if self._followed(x[0])]
+        messages = [x for x in msg.get("m") or () if self._monitored(x[0])]
+        if topics or balances or messages:
+            self._spawn(self._relay(topics, balances, messages))
+
+    def _followed(self, ws: str) -> bool:
+        return any(ws in c.follows for conns in self.conns.values() for c in conns)
+
+    def _monitored(self, ws: str) -> bool:
+        return any(ws in c.monitors for conns in self.conns.values() for c in conns)
+
+    async def _people(self, first: dict[str, int]) -> None:
+        """People connected here with new deliveries from another node: read them, push them."""
+        pids = sorted(first)
+        async with self.engine.pool.acquire() as c:
+            rows = await c.fetch(
+                """SELECT d.id, d.recipient, d.wake, d.reason, m.body
+                   FROM unnest($1::text[], $2::bigint[]) AS r(who, since)
+                   JOIN deliveries d ON d.recipient = r.who AND d.id >= r.since AND d.acked_at IS NULL
+                   JOIN messages m ON m.id = d.message ORDER BY d.id""", pids, [first[p] for p in pids])
+        got: dict[str, list[Item]] = {}
+        objs: dict[bytes, dict] = {}
+        for did, who, wake, reason, body in rows:
+            obj = objs.get(body)
+            if obj is None:
+                obj = objs[body] = protocol.message_obj(db.decode_message(body))
+            got.setdefault(who, []).append(Item(did, bool(wake), reason, obj))
+        for pid, items in got.items():
+            if pid in self._arrived:
+                self._arrived[pid] += items
+            elif pid in self.inboxes:
+                self.inboxes[pid].add(items)
+
+    async def _relay(self, topics: list, balances: list, messages: list) -> None:
+        """Topic and balance events, and monitored messages, committed by another node."""
+        out = Published(balances=balances)
+        async with self.engine.pool.acquire() as c:
+            if topics:
+                rows = await c.fetch("SELECT state FROM topics WHERE id = ANY($1::text[])", [t for _, t in topics])
+                out.topics = [db._topic_dec.decode(r[0]) for r in rows]
+            if messages:
+                ids = [m for _, m in messages]
+                rows = await c.fetch("SELECT id, body FROM messages WHERE id = ANY($1::text[]) ORDER BY seq", ids)
+                msgs = {mid: db.decode_message(body) for mid, body in rows}
+                out.messages = [msgs[m] for m in ids if m in msgs]
+                for did, mid, who, wake, reason in await c.fetch(
+                        "SELECT id, message, recipient, wake, reason FROM deliveries WHERE message = ANY($1::text[]) "
+                        "ORDER BY id", ids):
+                    if mid in msgs:
+                        out.deliveries.append(db.Stored(did, who, bool(wake), reason, msgs[mid]))
+        if out.messages:
+            self._monitor(out)
+        if out.topics or out.balances:
+            self._events(out)
+
+    # --- presence across nodes ---
+
+    def _presence(self, conn: Conn, online: bool) -> None:
+        # who follows now is who is told (as the embedded gateway does at this moment)
+        targets = [c for conns in self.conns.values() for c in conns if c.follows & conn.workspaces]
+        self._spawn(self._presence_db(conn.participant, conn.kind, conn.workspaces, online, targets))
+
+    async def _presence_db(self, pid: str, kind: str, workspaces: frozenset[str], online: bool,
+                           targets: list[Conn]) -> None:
+        """Record this node's part; tell everyone only on the first connection anywhere / the last one."""
+        now = now_us()
+        try:
+            async with self.engine.pool.acquire() as c:
+                if online:
+                    await c.execute(
+                        """INSERT INTO presence (node, participant, kind, last_seen) VALUES ($1, $2, $3, $4)
+                           ON CONFLICT (node, participant) DO UPDATE SET last_seen = excluded.last_seen""",
+                        self.engine.node, pid, kind, now)
+                else:
+                    await c.execute("DELETE FROM presence WHERE node = $1 AND participant = $2", self.engine.node, pid)
+                elsewhere = await c.fetchval(
+                    """SELECT count(*) FROM presence p JOIN nodes n ON n.id = p.node
+                       WHERE p.participant = $1 AND p.node != $2 AND n.heartbeat_at > $3""",
+                    pid, self.engine.node, now - int(self.node_timeout * 1e6))
+                if (pid in self.conns) != online or elsewhere:
+                    return  # it came back (or went) meanwhile, or it is still connected to another node
+                await c.execute("SELECT pg_notify($1, $2)", pg.CHANNEL, msgspec.json.encode(
+                    {"n": self.engine.node, "p": [pid, online, sorted(workspaces)]}).decode())
+        except Exception:
+            log.exception("presence of %s not recorded", pid)
+            return
+        self._tell_presence(pid, workspaces, online, targets)
+
+    def _tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
+        if targets is None:
+            targets = [c for conns in self.conns.values() for c in conns]
+        for c in targets:
+            for ws in c.follows & workspaces:
+                c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": pid, "online": online})
+
+    async def _op_presence(self, conn: Conn, ref, frame) -> dict:
+        members = (await self.read(queries.list_members, conn.participant, frame))["members"]
+        ids = [m["id"] for m in members]
+        now = now_us()
+        async with self.engine.pool.acquire() as c:
+            rows = await c.fetch(
+                """SELECT DISTINCT p.participant FROM presence p JOIN nodes n ON n.id = p.node
+                   WHERE p.participant = ANY($1::text[]) AND p.node != $2 AND n.heartbeat_at > $3
+                   AND (p.kind != 'agent' OR p.last_seen >= $4)""",
+                ids, self.engine.node, now - int(self.node_timeout * 1e6),
+                now - int(self.limits.presence_timeout * 1e6))
+        elsewhere = {r[0] for r in rows}
+        return {"op": "presence", "ref": ref, "online": {i: self.online(i) or i in elsewhere for i in ids}}
+
+    # --- the heartbeat: this node lives, its leases hold, expired leases are claimed again ---
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.beat)
+            try:
+                await self._beat()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("heartbeat failed")
+
+    async def _beat(self) -> None:
+        now = now_us()
+        mono = time.monotonic()
+        holders, seen = [], {}
+        for pid, conns in self.conns.items():
+            for c in conns:
+                h = getattr(c, "holder", None)
+                if h is not None:
+                    holders.append(h)
+                seen[pid] = max(seen.get(pid, 0), now - int((mono - c.last_seen) * 1e6))
+        async with self.engine.pool.acquire() as c:
+            await c.execute("UPDATE nodes SET heartbeat_at = $2 WHERE id = $1", self.engine.node, now)
+            if holders:
+                await c.execute(pg.RENEW_DELIVERIES, holders, now + int(self.engine.lease * 1e6))
+            if seen:
+                ps = sorted(seen)
+                await c.execute(
+                    """UPDATE presence p SET last_seen = s.at FROM unnest($2::text[], $3::bigint[]) AS s(who, at)
+                       WHERE p.node = $1 AND p.participant = s.who""", self.engine.node, ps, [seen[p] for p in ps])
+            gone = now - int(self.node_timeout * 1e6)
+            await c.execute("DELETE FROM presence WHERE node IN (SELECT id FROM nodes WHERE heartbeat_at < $1)", gone)
+            await c.execute("DELETE FROM nodes WHERE heartbeat_at < $1", now - 86_400_000_000)
+        for inbox in list(self.inboxes.values()):
+            if isinstance(inbox, ClaimInbox) and inbox.roomiest() is not None:
+                self.claimer.want(inbox)  # leases of a vanished node ran out: claim them
+        if await self.engine.relisten():
+            await self._rescan()  # announcements may have been missed while the listener was down

@@ -1,0 +1,1005 @@
+"""The engine on PostgreSQL: Load -> Decide -> Apply -> Publish, safe with several nodes.
+
+The same surface as `engine.Engine` (`submit(kind, ...)`, `start(loop, publish)`, `stop()`)
+and the same commands (send, ack, fund, set_budget, session, sync), on asyncio and asyncpg.
+Several server processes may run on one database; what makes that safe:
+
+- **Decided under row locks.** A batch of sends and acks is one transaction. It first locks,
+  in one statement and in one global order (conversations, topics, agent wallets, then a
+  limited plan's usage row), every row the batch's decisions read and change, and loads them
+  from there (`SELECT … FOR UPDATE` returns the newest committed version). Then the core
+  decides each send in memory, in arrival order, and the batch's writes go out in a few bulk
+  statements before the COMMIT. A workspace pool is read without a lock, and only when a
+  decision charges it is it locked and compared; if another node changed it meanwhile, the
+  batch is decided again against the locked value. Two nodes therefore never spend the same
+  credits twice nor write a topic from a stale state.
+- **Retries.** A deadlock, a serialization failure, or a unique violation (two nodes storing
+  one `client_id`) rolls the batch back and decides it again; a batch that fails otherwise is
+  split, so a bad command fails alone.
+- **What is cached per node** is what only changes through `meta.config`: directories, the
+  General conversations, organizations and plans, per-agent flags. Each batch reads the
+  version in its locking statement and drops the caches when it moved. Topics, wallets,
+  conversations other than General, usage and open-topic counts are never cached.
+- **Announcements** cross nodes with NOTIFY, sent inside the transaction (so only if it
+  commits): who has new deliveries, topic and balance changes, the messages for monitors.
+- **Timers** (nudges, polls, auto-done) are claimed: every node looks every `timer_interval`
+  seconds for topics whose `next_due` passed, `FOR UPDATE SKIP LOCKED`, so one node handles each.
+- Unlimited plans count usage on a per-node row; limited plans on the shared row, under its lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import asyncpg
+import msgspec
+
+from . import auth, protocol
+from .core import (
+    PLANS, POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
+    general_id, next_due,
+)
+from .core import party as core_party
+from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
+from .engine import MAX_BATCH, Engine, Published, _month, now_us
+from .store import postgres as pg
+from .store import sqlite as db
+
+log = logging.getLogger("ygg.pg_engine")
+
+RETRYABLE = (
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+    asyncpg.exceptions.UniqueViolationError,
+    asyncpg.exceptions.LockNotAvailableError,
+)
+MAX_ATTEMPTS = 12
+_EMPTY = Directory.build("", [], [])
+_dec_topic = db._topic_dec
+_enc = msgspec.json.Encoder()
+
+
+@dataclass(slots=True)
+class _Command:
+    kind: str
+    args: tuple
+    future: asyncio.Future
+
+
+@dataclass
+class _Snapshot:
+    """What one batch loaded under its locks (immutable between decisions of an attempt)."""
+
+    version: int = 0
+    topics: dict[str, Topic] = field(default_factory=dict)
+    convs: dict[str, Conversation] = field(default_factory=dict)
+    wallets: dict[str, int | None] = field(default_factory=dict)  # agent -> balance (locked)
+    pools: dict[str, int] = field(default_factory=dict)  # workspace -> pool balance
+    locked_pools: set[str] = field(default_factory=set)
+    opened: dict[str, int] = field(default_factory=dict)
+    usage: dict[tuple[str, str], int] = field(default_factory=dict)  # limited plans: used this month
+    idem: dict[tuple[str, str], bytes] = field(default_factory=dict)
+
+
+@dataclass
+class _Work:
+    """The batch's state while deciding: the snapshot, moved by each decision in turn."""
+
+    snap: _Snapshot
+    topics: dict[str, Topic]
+    convs: dict[str, Conversation]
+    wallets: dict[str, int | None]
+    pools: dict[str, int]
+    opened: dict[str, int]
+    usage: dict[tuple[str, str], int]
+    idem: dict[tuple[str, str], bytes]
+    flags: set[tuple[str, str]]
+    decisions: list[tuple[Decision, str, str | None, str | None]] = field(default_factory=list)
+    new_idem: list[tuple[str, str, bytes, int]] = field(default_factory=list)
+    pools_charged: set[str] = field(default_factory=set)
+    limited: set[str] = field(default_factory=set)  # orgs whose usage row is the shared one
+
+    @classmethod
+    def of(cls, s: _Snapshot, flags: set) -> "_Work":
+        return cls(s, dict(s.topics), dict(s.convs), dict(s.wallets), dict(s.pools), dict(s.opened),
+                   dict(s.usage), dict(s.idem), set(flags))
+
+
+class PgEngine:
+    def __init__(self, url: str, *, clock: Callable[[], int] = now_us, prepared: bool | None = None,
+                 node: str | None = None, lease: float = 30.0, timer_interval: float = 1.0):
+        self.url = url
+        self.dsn, self.prepared = pg.parse_dsn(url, prepared)
+        self.path = url  # what the gateway's reader and admin connections open
+        self.node = node or uuid.uuid4().hex[:12]
+        self.clock = clock
+        self.lease = lease
+        self.timer_interval = timer_interval
+        self.conversations: dict[str, dict[str, Conversation]] = {}  # what this node saw, for event visibility
+        self.on_notify: Callable[[dict], None] | None = None  # the gateway's handler of other nodes' news
+        self.conn: asyncpg.Connection | None = None  # the writer
+        self.pool: asyncpg.Pool | None = None  # claims, releases, heartbeats, fetches
+        self.listener: asyncpg.Connection | None = None
+        self._sync: pg.SyncConnection | None = None  # cold loads through the sqlite-shaped loaders; side writes
+        self._queue: asyncio.Queue | None = None
+        self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._publish: Callable[[Published], None] | None = None
+        self._timers: list[tuple[int, str]] = []
+        self._next_poll = 0.0
+        self._after: tuple = ((), {}, {})
+        self._reset(None)
+
+    # --- lifecycle ---
+
+    async def open(self) -> None:
+        """Connect, migrate, register this node, listen. Idempotent."""
+        if self.conn is not None:
+            return
+        self.conn = await pg.connect(self.dsn, self.prepared)
+        await pg.migrate(self.conn)
+        self._sync = await asyncio.to_thread(pg.SyncConnection, self.url, self.prepared)
+        self.pool = await pg.create_pool(self.dsn, self.prepared, size=4)
+        self._reset(await self.conn.fetchval("SELECT value FROM meta WHERE key = 'config'"))
+        now = self.clock()
+        await self.conn.execute(
+            """INSERT INTO nodes (id, started_at, heartbeat_at) VALUES ($1, $2, $2)
+               ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at""", self.node, now)
+        await self._listen()
+
+    async def _listen(self) -> None:
+        self.listener = await pg.connect(self.dsn, self.prepared)
+        await self.listener.add_listener(pg.CHANNEL, self._notified)
+
+    async def relisten(self) -> bool:
+        """Reconnect the listener if it was lost; True if it was (the caller rescans: news may be missed)."""
+        if self.listener is not None and not self.listener.is_closed():
+            return False
+        try:
+            await self._listen()
+        except (OSError, asyncpg.PostgresError):
+            log.warning("listener: cannot reconnect yet")
+            return False
+        return True
+
+    def _notified(self, _conn, _pid, _channel, payload: str) -> None:
+        try:
+            msg = msgspec.json.decode(payload)
+        except msgspec.DecodeError:
+            return
+        if msg.get("n") == self.node:
+            return
+        if msg.get("x") == "rescan":
+            self._stale = True
+        if self.on_notify is not None:
+            self.on_notify(msg)
+
+    def start(self, loop: asyncio.AbstractEventLoop, publish: Callable[[Published], None]) -> None:
+        self._loop, self._publish = loop, publish
+        self._queue = asyncio.Queue()
+        self._task = loop.create_task(self._run())
+
+    def stop(self) -> None:
+        """Stop and close (callable from another thread, as `Gateway.close` does)."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:
+                asyncio.run_coroutine_threadsafe(self.aclose(), loop).result(30)
+                return
+        if loop is not None and not loop.is_closed() and not loop.is_running():
+            loop.run_until_complete(self.aclose())
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._queue.put_nowait(None)
+            try:
+                await asyncio.wait_for(self._task, 15)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+            self._task = None
+        for c in (self.listener, self.conn):
+            if c is not None and not c.is_closed():
+                try:
+                    await c.close(timeout=5)
+                except Exception:
+                    c.terminate()
+        self.listener = self.conn = None
+        if self.pool is not None:
+            try:
+                await asyncio.wait_for(self.pool.close(), 5)
+            except Exception:
+                self.pool.terminate()
+            self.pool = None
+        if self._sync is not None:
+            await asyncio.to_thread(self._sync.close)
+            self._sync = None
+
+    def submit(self, kind: str, *args) -> asyncio.Future:
+        fut = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Command(kind, args, fut))
+        return fut
+
+    # --- caches (only what changes through meta.config) ---
+
+    def _reset(self, version: int | None) -> None:
+        self._version = version
+        self._stale = False
+        self.directories: dict[str, Directory] = {}
+        self._settings: dict[str, dict] = {}
+        self._orgs: dict[str, tuple[str, str] | None] = {}
+        self._flags: set[tuple[str, str]] | None = None
+        self.conversations = {}
+
+    async def _cold(self, fn, *args):
+        return await asyncio.to_thread(fn, self._sync, *args)
+
+    async def _ensure(self, workspaces: set[str]) -> None:
+        """Directories, General conversations and organizations of these workspaces, cached."""
+        for ws in workspaces:
+            if ws not in self.directories:
+                d = await self._cold(db.load_directory, ws)
+                if not d.memberships:
+                    continue  # a made-up workspace id is not kept
+                self.directories[ws] = d
+                gid = general_id(ws)
+                convs = await self._cold(_load_conversations, [gid])
+                if gid in convs:  # (the gateway asks a topic's conversation's kind: General's is fixed)
+                    self.conversations.setdefault(ws, {})[gid] = convs[gid]
+                self._orgs[ws] = await self._cold(db.org_of, ws)
+                self._settings[ws] = await self._cold(db.settings, ws)
+        if self._flags is None:
+            self._flags = await self._cold(db.load_flags)
+
+    def _directory(self, ws: str) -> Directory:
+        return self.directories.get(ws, _EMPTY)
+
+    def _party_limits(self, ws: str) -> dict:
+        """The workspace's party settings as View fields (as Engine._party_limits)."""
+        s = self._settings.get(ws) or {}
+        return {"max_hops": s.get("party.maxHops", MAX_HOPS),
+                "throttle": (s.get("party.throttleDirect", THROTTLE_DIRECT), s.get("party.throttleGroup", THROTTLE_GROUP))}
+
+    # --- the writer task ---
+
+    async def _run(self) -> None:
+        q = self._queue
+        while True:
+            wait = max(0.0, self._next_poll - time.monotonic())
+            if self._timers:
+                wait = min(wait, max(0.0, (self._timers[0][0] - self.clock()) / 1e6))
+            try:
+                first = await asyncio.wait_for(q.get(), wait) if wait > 0 else q.get_nowait()
+            except (asyncio.TimeoutError, asyncio.QueueEmpty):
+                first = _IDLE
+            if first is None:
+                return
+            batch = [] if first is _IDLE else [first]
+            stop = False
+            while len(batch) < MAX_BATCH and not q.empty():
+                nxt = q.get_nowait()
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            try:
+                await self._tick(batch)
+            except Exception as e:  # never let the writer die
+                log.exception("tick failed")
+                for cmd in batch:
+                    if not cmd.future.done():
+                        cmd.future.set_exception(e)
+            if stop:
+                return
+
+    async def _tick(self, batch: list[_Command]) -> None:
+        out = Published()
+        results: dict[int, Any] = {}
+        group = [c for c in batch if c.kind in ("send", "ack")]
+        if group:
+            await self._group(group, results, out)
+        for cmd in batch:
+            if cmd.kind not in ("send", "ack"):
+                results[id(cmd)] = await self._single(cmd, out)
+        now_m = time.monotonic()
+        if now_m >= self._next_poll or (self._timers and self._timers[0][0] <= self.clock()):
+            self._next_poll = now_m + self.timer_interval
+            try:
+                await self._due(out)
+            except Exception:
+                log.exception("timers failed")
+        for cmd in batch:
+            r = results.get(id(cmd))
+            if cmd.future.done():
+                continue
+            if isinstance(r, BaseException):
+                cmd.future.set_exception(r)
+            else:
+                cmd.future.set_result(r)
+        if self._publish and (out.deliveries or out.messages or out.topics or out.balances or out.rescan):
+            self._publish(out)
+
+    async def _attempts(self, fn, *args):
+        """Run fn(*args) in a transaction, again on deadlock / serialization failure / unique violation."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                self._after = ((), {}, {})
+                async with self.conn.transaction():
+                    result = await fn(*args)
+                self._apply_after()  # committed: now this node's caches may follow
+                return result
+            except RETRYABLE as e:
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+                log.info("retrying after %s", type(e).__name__)
+                await asyncio.sleep(random.uniform(0, 0.002 * (2 ** min(attempt, 6))))
+            except (asyncpg.exceptions.ConnectionDoesNotExistError, asyncpg.exceptions.InterfaceError, OSError):
+                await self._reconnect()
+                raise
+
+    async def _reconnect(self) -> None:
+        try:
+            if self.conn is not None:
+                self.conn.terminate()
+            self.conn = await pg.connect(self.dsn, self.prepared)
+        except (OSError, asyncpg.PostgresError):
+            log.warning("writer: cannot reconnect yet")
+
+    async def _group(self, cmds: list[_Command], results: dict[int, Any], out: Published) -> None:
+        """Sends and acks in one transaction; a batch that fails for another reason is split."""
+        try:
+            answers, part = await self._attempts(self._batch, cmds)
+        except Exception as e:
+            if len(cmds) == 1:
+                log.exception("command %s failed", cmds[0].kind)
+                results[id(cmds[0])] = e
+                return
+            for c in cmds:
+                await self._group([c], results, out)
+            return
+        results.update(answers)
+        _merge(out, part)
+
+    async def _single(self, cmd: _Command, out: Published) -> Any:
+        try:
+            if cmd.kind == "sync":
+                return None
+            if cmd.kind == "session":
+                return await self._session(*cmd.args)
+            if cmd.kind in ("set_profile", "set_setting"):  # not decisions: Engine's, on the side connection
+                return await asyncio.to_thread(getattr(Engine, "_do_" + cmd.kind), _Side(self), *cmd.args, out=out)
+            handler = getattr(self, "_do_" + cmd.kind)
+            answer, part = await self._attempts(handler, *cmd.args)
+        except Exception as e:
+            log.exception("command %s failed", cmd.kind)
+            return e
+        _merge(out, part)
+        return answer
+
+    # --- sends and acks: one transaction ---
+
+    async def _batch(self, cmds: list[_Command]) -> tuple[dict[int, Any], Published]:
+        now = self.clock()
+        month = _month(now)
+        answers: dict[int, Any] = {}
+        sends: list[tuple[_Command, str, dict]] = []
+        acks: list[tuple[_Command, str, list[int], Any]] = []
+        for cmd in cmds:
+            if cmd.kind == "ack":
+                acks.append((cmd, *cmd.args))
+                continue
+            author, frame = cmd.args
+            early = _check(frame)
+            if early is not None:
+                answers[id(cmd)] = early
+            else:
+                sends.append((cmd, author, frame))
+        work = await self._load(sends, month) if sends else None
+        while work is not None:
+            for cmd, author, frame in sends:
+                try:
+                    answers[id(cmd)] = self._send(work, author, frame, now, month)
+                except Exception as e:
+                    log.exception("send failed")
+                    answers[id(cmd)] = e
+            moved = await self._lock_pools(work)
+            if not moved:
+                break
+            limited = work.limited
+            work = _Work.of(work.snap, self._flags)  # a pool changed under us: decide again, now locked
+            work.limited = limited
+        out = Published()
+        acked = await self._write(work, now, out, acks) if work is not None else await self._write(None, now, out, acks)
+        for cmd, participant, ids, ref in acks:
+            mine = [i for i in ids if (i, participant) in acked]
+            for i in mine:
+                acked.discard((i, participant))
+            answers[id(cmd)] = {"op": "acked", "ref": ref, "ids": mine}
+        return answers, out
+
+    async def _load(self, sends: list[tuple[_Command, str, dict]], month: str) -> _Work:
+        """Lock and load every row the batch's decisions depend on, in the global lock order."""
+        for _ in range(3):
+            await self._ensure({f["workspace"] for _, _, f in sends})
+            convs, topics, agents, pools, idem, limited, opening = set(), set(), set(), set(), [], set(), set()
+            for _, author, f in sends:
+                ws = f["workspace"]
+                d = self._directory(ws)
+                if author not in d.memberships:
+                    continue
+                cid = _conversation_id(d, f.get("conversation", "general"), author)
+                if cid is not None:  # General too: its party counters move with agents' messages
+                    convs.add(cid)
+                t = f.get("topic")
+                if isinstance(t, str) and t != "new":
+                    topics.add(t)
+                if d.participants[author].kind == Kind.AGENT:
+                    agents.add(author)
+                    pools.add(ws)
+                    if not isinstance(t, str) or t == "new":
+                        opening.add(author)
+                if f.get("client_id") is not None:
+                    idem.append((author, f["client_id"]))
+                org = self._orgs.get(ws)
+                if org is not None and PLANS.get(org[1], PLANS["team"]).messages_per_month is not None:
+                    limited.add(org[0])
+            if limited:
+                await self.conn.executemany(
+                    "INSERT INTO usage (org, month, count) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
+                    [(o, month) for o in sorted(limited)])
+            rows = await self.conn.fetch(
+                _LOAD, sorted(convs), sorted(topics), sorted(agents), sorted(pools),
+                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month)
+            snap = _Snapshot()
+            for kind, a, b, c, x, y, n, blob in rows:
+                if kind == "v":
+                    snap.version = n
+                elif kind == "t":
+                    snap.topics[a] = _dec_topic.decode(blob)
+                elif kind == "c":
+                    snap.convs[a] = db.conversation(a, b, c, x, y, blob.decode())
+                elif kind == "w":
+                    snap.wallets[a] = n
+                elif kind == "p":
+                    snap.pools[a] = n
+                elif kind == "i":
+                    snap.idem[(a, b)] = blob
+                elif kind == "u":
+                    snap.usage[(a, month)] = snap.usage.get((a, month), 0) + (n or 0)
+            if snap.version != self._version:
+                self._reset(snap.version)
+                continue  # someone changed the directory: load it again, lock again (a superset)
+            for a in agents:
+                snap.wallets.setdefault(a, None)
+            for cv in snap.convs.values():  # seen now: the gateway shows their topics' events to their members
+                self.conversations.setdefault(cv.workspace, {})[cv.id] = cv
+            if opening:  # after the wallet locks: another node's new topic for the same agent is visible now
+                snap.opened = dict.fromkeys(opening, 0)
+                for opener, count in await self.conn.fetch(
+                        "SELECT opener, count(*) FROM topics WHERE opener = ANY($1::text[]) AND status != 'closed' "
+                        "GROUP BY opener", sorted(opening)):
+                    snap.opened[opener] = count
+            w = _Work.of(snap, self._flags)
+            w.limited = limited
+            return w
+        raise asyncpg.exceptions.SerializationError("the configuration kept changing")
+
+    def _send(self, w: _Work, author: str, frame: dict, now: int, month: str) -> dict:
+        ref = frame.get("ref")
+        client_id = frame.get("client_id")
+        if client_id is not None:
+            reply = w.idem.get((author, client_id))
+            if reply is not None:
+                return {**msgspec.json.decode(reply), "ref": ref, "duplicate": True}
+        ws = frame["workspace"]
+        conv_ref = frame.get("conversation", "general")
+        directory = self._directory(ws)
+        if author not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        try:
+            post = protocol.to_post(frame, message_id=str(uuid.uuid4()), author=author, workspace=ws)
+        except protocol.BadFrame as e:
+            return protocol.error(ref, "bad_frame", e.detail)
+        known = self._known(w, ws)
+        conv = directory.conversation(conv_ref, author, known)
+        topic = w.topics.get(post.topic) if post.topic and post.topic != "new" else None
+        if topic is not None and topic.workspace != ws:
+            topic = None
+        agent = directory.participants[author].kind == Kind.AGENT
+        view = View(
+            directory, conv, topic,
+            open_opened=w.opened.get(author, 0) if agent else 0,
+            wallet=w.wallets.get(author) if agent else None,
+            pool=w.pools.get(ws) or 0 if agent else 0,
+            plan_left=self._plan_left(w, ws, month),
+            flags=frozenset(w.flags),
+            new_conversation=conv is not None and conv.id not in known,
+            **self._party_limits(ws),
+        )
+        d = decide(view, post, now)
+        self._stage(w, d, ws, now, month)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+        main = d.routed[0]
+        reply = {
+            "op": "sent", "ref": ref, "message": protocol.message_obj(main.message),
+            "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in main.deliveries],
+            "cost": main.message.cost,
+        }
+        if client_id is not None:
+            body = msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"})
+            w.idem[(author, client_id)] = body
+            w.new_idem.append((author, client_id, body, now))
+        return reply
+
+    def _known(self, w: _Work, ws: str) -> dict[str, Conversation]:
+        return {cid: c for cid, c in w.convs.items() if c.workspace == ws}
+
+    def _plan_left(self, w: _Work, ws: str, month: str) -> int | None:
+        org = self._orgs.get(ws)
+        if org is None:
+            return None
+        limit = PLANS.get(org[1], PLANS["team"]).messages_per_month
+        if limit is None:
+            return None
+        return max(0, limit - w.usage.get((org[0], month), 0))
+
+    def _stage(self, w: _Work, d: Decision, ws: str, now: int, month: str | None) -> None:
+        """Move the batch's state by one decision (the database is written once, at the end)."""
+        org = self._orgs.get(ws)
+        for t in d.topics:
+            before = w.topics.get(t.id)
+            was_open = before is not None and before.status != TopicStatus.CLOSED
+            is_open = t.status != TopicStatus.CLOSED
+            if was_open != is_open and t.opener in w.opened:
+                w.opened[t.opener] += 1 if is_open else -1
+            w.topics[t.id] = t
+        if d.conversation is not None:
+            w.convs[d.conversation.id] = d.conversation
+        for e in d.ledger:
+            if e.account == POOL:
+                w.pools[e.workspace] = (w.pools.get(e.workspace) or 0) + e.delta
+                w.pools_charged.add(e.workspace)
+            else:
+                w.wallets[e.account] = (w.wallets.get(e.account) or 0) + e.delta
+        for f in d.flags:
+            (w.flags.add if f.on else w.flags.discard)((f.name, f.agent))
+        if d.usage and org and month:
+            w.usage[(org[0], month)] = w.usage.get((org[0], month), 0) + d.usage
+        w.decisions.append((d, ws, org[0] if org else None, month))
+
+    async def _lock_pools(self, w: _Work) -> bool:
+        """Lock the pools the decisions charged; True if one moved since it was read (decide again)."""
+        todo = sorted(w.pools_charged - w.snap.locked_pools)
+        if not todo:
+            return False
+        moved = False
+        rows = await self.conn.fetch(
+            "SELECT workspace, balance FROM wallets WHERE account = 'pool' AND workspace = ANY($1::text[]) "
+            "ORDER BY workspace FOR UPDATE", todo)
+        for ws, bal in rows:
+            if w.snap.pools.get(ws) != bal:
+                w.snap.pools[ws] = bal
+                moved = True
+        w.snap.locked_pools.update(todo)
+        return moved
+
+    # --- writing a batch ---
+
+    async def _write(self, w: _Work | None, now: int, out: Published,
+                     acks: list = ()) -> set[tuple[int, str]]:
+        """Write a transaction's decisions and acks, and NOTIFY the other nodes, in one statement; fill `out`."""
+        ack_ids, ack_who = [], []
+        for _, participant, ids, _ in acks:
+            for i in ids:
+                ack_ids.append(i)
+                ack_who.append(participant)
+        decisions = w.decisions if w is not None else []
+        if not decisions and not ack_ids:
+            return set()
+        # conversations, topics, wallets, usage, flags: each row written once, in its last state
+        convs: dict[str, Conversation] = {}
+        topics: dict[str, Topic] = {}
+        msgs, seen, dl, ledger = [], set(), [], []
+        deltas: dict[tuple[str, str], int] = {}
+        usage: dict[tuple[str, str, str], int] = {}
+        flags: dict[tuple[str, str], bool] = {}
+        balances: dict[tuple[str, str], int] = {}
+        for d, ws, org, month in decisions:
+            if d.conversation is not None:
+                convs[d.conversation.id] = d.conversation
+            for t in d.topics:
+                topics[t.id] = t
+            for r in d.routed:  # a message decided twice (a notice's derived id) is stored once
+                m = r.message
+                if m.id not in seen:
+                    seen.add(m.id)
+                    msgs.append(m)
+                    dl += [(m, x) for x in r.deliveries]
+            for e in d.ledger:
+                key = db.wallet_key(e.workspace, e.account)
+                deltas[key] = deltas.get(key, 0) + e.delta
+                ledger.append(e)
+                bal = w.pools.get(e.workspace) if e.account == POOL else w.wallets.get(e.account)
+                balances[(e.workspace, e.account)] = bal or 0
+            if d.usage and org and month:
+                key = (org, month, "" if org in w.limited else self.node)  # "": the shared row, in `usage`
+                usage[key] = usage.get(key, 0) + d.usage
+            for f in d.flags:
+                flags[(f.name, f.agent)] = f.on
+        cs, ts, ks, us = list(convs.values()), list(topics.values()), sorted(deltas), sorted(usage)
+        on = [k for k, v in flags.items() if v]
+        off = [k for k, v in flags.items() if not v]
+        idem = w.new_idem if w is not None else []
+        news = pg.payloads(self.node, {
+            "t": [[t.workspace, t.id] for t in ts], "b": [[*k, v] for k, v in balances.items()],
+            "m": [[m.workspace, m.id] for m in msgs],
+        })
+        rows = await self.conn.fetch(
+            _WRITE, now, ack_ids, ack_who,
+            [x.id for x in cs], [x.workspace for x in cs], [str(x.kind) for x in cs], [x.name for x in cs],
+            [msgspec.json.encode(sorted(x.members)).decode() for x in cs],
+            [t.id for t in ts], [t.workspace for t in ts], [t.conversation for t in ts], [t.opener for t in ts],
+            [str(t.status) for t in ts], [next_due(t) for t in ts], [_enc.encode(t) for t in ts],
+            [t.created_at for t in ts],
+            [m.id for m in msgs], [m.workspace for m in msgs], [m.conversation for m in msgs], [m.topic for m in msgs],
+            [m.author for m in msgs], [str(m.type) for m in msgs], [m.text for m in msgs],
+            [_enc.encode(m) for m in msgs], [m.created_at for m in msgs],
+            [m.id for m, _ in dl], [x.recipient for _, x in dl], [int(x.wake) for _, x in dl],
+            [x.reason for _, x in dl], list(range(len(dl))),
+            [k[0] for k in ks], [k[1] for k in ks], [deltas[k] for k in ks],
+            [e.workspace for e in ledger], [e.account for e in ledger], [e.delta for e in ledger],
+            [e.cause for e in ledger],
+            [k[0] for k in us], [k[1] for k in us], [k[2] for k in us], [usage[k] for k in us],
+            [k[0] for k in on], [k[1] for k in on], [k[0] for k in off], [k[1] for k in off],
+            [x[0] for x in idem], [x[1] for x in idem], [x[2] for x in idem],
+            1 if flags else 0,  # other nodes cache flags: make them drop theirs
+            self.node, pg.CHANNEL, news, [db.party_json(x) for x in cs])
+        stored_ids: dict[tuple[str, str], int] = {}
+        inserted: set[str] = set()
+        acked: set[tuple[int, str]] = set()
+        for kind, n, mid, who in rows:
+            if kind == "d":
+                stored_ids[(mid, who)] = n
+            elif kind == "m":
+                inserted.add(mid)
+            elif kind == "a":
+                acked.add((n, who))
+        stored = []
+        for m, x in dl:
+            did = stored_ids.get((m.id, x.recipient))
+            if did is not None:
+                stored.append(db.Stored(did, x.recipient, x.wake, x.reason, m))
+        stored.sort(key=lambda s: s.id)
+        written = {s.message.id for s in stored}
+        addressed = {m.id for m, _ in dl}
+        out.deliveries += stored
+        out.messages += [m for m in msgs if m.id in inserted and (m.id in written or m.id not in addressed)]
+        out.topics += ts
+        out.balances += [(*k, v) for k, v in balances.items()]
+        self._after = (flags, convs, topics)  # for this node's caches, after the COMMIT (_attempts)
+        return acked
+
+    def _apply_after(self) -> None:
+        flags, convs, topics = self._after
+        self._after = ((), {}, {})
+        if flags and self._flags is not None:
+            for (name, agent), on in flags.items():
+                (self._flags.add if on else self._flags.discard)((name, agent))
+        for cv in convs.values():
+            self.conversations.setdefault(cv.workspace, {})[cv.id] = cv
+        for t in topics.values():
+            when = next_due(t)
+            if when is not None:
+                heapq.heappush(self._timers, (when, t.id))
+
+    # --- the other commands, each its own transaction ---
+
+    async def _session(self, participant: str, lifetime: int) -> tuple[str, int]:
+        cap = pg.Capture()
+        token, expires = auth.new_session(cap, participant, self.clock(), lifetime)
+        await pg.run_captured(self.conn, cap)
+        return token, expires
+
+    async def _fresh(self, workspaces: set[str]) -> None:
+        """The caches as of now (for the commands outside a batch): drop them if the config moved."""
+        version = await self.conn.fetchval("SELECT value FROM meta WHERE key = 'config'")
+        if version != self._version:
+            self._reset(version)
+        await self._ensure(workspaces)
+
+    async def _do_fund(self, funder: str, ws: str, account: str, amount: Any, ref: Any) -> tuple[dict, Published]:
+        out = Published()
+        await self._fresh({ws})
+        directory = self._directory(ws)
+        if funder not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace"), out
+        if account != POOL:
+            found = directory.resolve((account,))
+            if isinstance(found, tuple) and len(found) == 1:
+                account = found[0]
+        key = db.wallet_key(ws, account)
+        # lock order: topics, then the wallet; then look again for topics paused meanwhile
+        paused: dict[str, Topic] = {}
+        for step in range(2):
+            if account == POOL:
+                rows = await self.conn.fetch(
+                    "SELECT id, state FROM topics WHERE status = 'paused' AND workspace = $1 ORDER BY id FOR UPDATE", ws)
+            else:
+                rows = await self.conn.fetch(
+                    """SELECT id, state FROM topics WHERE status = 'paused'
+                       AND convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1 ORDER BY id FOR UPDATE""", account)
+            for tid, state in rows:
+                paused[tid] = _dec_topic.decode(state)
+            if step == 0:
+                bal = await self.conn.fetchval(
+                    "SELECT balance FROM wallets WHERE workspace = $1 AND account = $2 FOR UPDATE", *key)
+        topics = [t for t in paused.values() if t.pause == "credits"]
+        now = self.clock()
+        view = View(directory, None, flags=frozenset(self._flags))
+        d = fund(view, funder, account, amount, tuple(topics), now, f"fund:{uuid.uuid4()}")
+        w = _Work.of(_Snapshot(), self._flags)
+        if account == POOL:
+            w.pools[ws] = bal or 0
+        else:
+            w.wallets[account] = bal
+        self._stage(w, d, ws, now, None)
+        await self._write(w, now, out)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail), out
+        bal = w.pools[ws] if account == POOL else w.wallets[account]
+        return {"op": "funded", "ref": ref, "account": account, "balance": bal}, out
+
+    async def _do_set_budget(self, who: str, ws: str, topic_id: str, budget: Any, ref: Any) -> tuple[dict, Published]:
+        out = Published()
+        await self._fresh({ws})
+        directory = self._directory(ws)
+        row = await self.conn.fetchrow("SELECT state FROM topics WHERE id = $1 FOR UPDATE", topic_id) \
+            if isinstance(topic_id, str) else None
+        t = _dec_topic.decode(row[0]) if row else None
+        if who not in directory.memberships or t is None or t.workspace != ws:
+            return protocol.refused(ref, "unknown_topic", "no such topic"), out
+        p = directory.participants[who]
+        role = directory.memberships[who].role
+        if p.kind != Kind.HUMAN or not (role in ("owner", "admin") or (role != "viewer" and who in t.members)):
+            return protocol.refused(ref, "permission_denied", "a person in the topic, or an admin, sets its budget"), out
+        if budget is not None and (type(budget) is not int or not 0 <= budget <= 10**9):
+            return protocol.refused(ref, "bad_amount", "a budget is a whole number of credits, or null for none"), out
+        now = self.clock()
+        w = _Work.of(_Snapshot(), self._flags)
+        self._stage(w, Decision(topics=(msgspec.structs.replace(t, budget=budget),)), ws, now, None)
+        await self._write(w, now, out)
+        return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}, out
+
+    async def _do_party(self, who: str, frame: dict) -> tuple[dict, Published]:
+        """add_participant / remove_participant / set_lead (as Engine._do_party), the conversation locked."""
+        out = Published()
+        op, ref = frame.get("op"), frame.get("ref")
+        ws, conv_ref = frame.get("workspace"), frame.get("conversation")
+        target = frame.get("lead") if op == "set_lead" else frame.get("participant")
+        if not isinstance(ws, str) or not isinstance(conv_ref, str) or not (
+                isinstance(target, str) or (op == "set_lead" and target is None)):
+            return protocol.error(ref, "bad_frame", f"{op} needs workspace, conversation and "
+                                  + ("lead (or null)" if op == "set_lead" else "participant")), out
+        await self._fresh({ws})
+        directory = self._directory(ws)
+        if who not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace"), out
+        cid = _conversation_id(directory, conv_ref, who)
+        row = await self.conn.fetchrow(
+            "SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = $1 AND workspace = $2 "
+            "FOR UPDATE", cid, ws)
+        known = {row[0]: db.conversation(*row)} if row else {}
+        conv = directory.conversation(conv_ref, who, known)
+        if conv is not None and conv.id not in known:
+            conv = None  # a direct conversation nobody wrote in yet is not there to change
+        view = View(directory, conv, flags=frozenset(self._flags))
+        now = self.clock()
+        if op == "set_lead":
+            d = core_party.set_lead(view, who, target)
+        else:
+            d = core_party.change_members(view, who, "add" if op == "add_participant" else "remove", target, now)
+        w = _Work.of(_Snapshot(), self._flags)
+        self._stage(w, d, ws, now, None)
+        await self._write(w, now, out)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail), out
+        c = d.conversation or conv
+        return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
+                "changed": d.conversation is not None}, out
+
+    # --- timers: claimed, so one node handles each due topic ---
+
+    async def _due(self, out: Published) -> None:
+        now = self.clock()
+        while self._timers and self._timers[0][0] <= now:
+            heapq.heappop(self._timers)
+        part = await self._attempts(self._due_tx, now)
+        _merge(out, part)
+
+    async def _due_tx(self, now: int) -> Published:
+        out = Published()
+        rows = await self.conn.fetch(
+            "SELECT id, workspace, state FROM topics WHERE next_due <= $1 ORDER BY next_due LIMIT 200 "
+            "FOR UPDATE SKIP LOCKED", now)
+        if not rows:
+            return out
+        await self._fresh({r[1] for r in rows})
+        topics = [_dec_topic.decode(r[2]) for r in rows]
+        convs = await _fetch_conversations(self.conn, sorted({t.conversation for t in topics}))
+        w = _Work.of(_Snapshot(), self._flags)
+        for t in topics:
+            when = next_due(t)
+            if when is None or when > now:
+                continue
+            conv = convs.get(t.conversation)
+            view = View(self._directory(t.workspace), conv, flags=frozenset(w.flags))
+            d = due(view, t, now)
+            if d.topics:
+                self._stage(w, d, t.workspace, now, None)
+        await self._write(w, now, out)
+        return out
+
+
+_IDLE = object()
+
+
+class _Side:
+    """What Engine's set_profile and set_setting use, on this node's side connection (autocommit).
+
+    They are not decisions: an UPDATE of an agent's profile or a workspace's settings. Written
+    there, the write bumps meta.config, so every node (this one too) drops its cached
+    directories and settings before its next batch.
+    """
+
+    _SETTINGS = Engine._SETTINGS
+
+    def __init__(self, engine: "PgEngine"):
+        self.conn = engine._sync
+        self.directories: dict = {}
+        self.settings: dict = {}
+
+    def directory(self, ws: str) -> Directory:
+        return db.load_directory(self.conn, ws)
+
+    def _settings(self, ws: str) -> dict:
+        return db.settings(self.conn, ws)
+
+
+def _merge(out: Published, part: Published) -> None:
+    out.deliveries += part.deliveries
+    out.messages += part.messages
+    out.topics += part.topics
+    out.balances += part.balances
+    out.rescan = out.rescan or part.rescan
+
+
+def _check(frame: dict) -> dict | None:
+    """The answers a send gets before anything is loaded."""
+    ref = frame.get("ref")
+    client_id = frame.get("client_id")
+    if client_id is not None and (not isinstance(client_id, str) or not 0 < len(client_id) <= 200):
+        return protocol.error(ref, "bad_frame", "client_id must be a short string")
+    if not isinstance(frame.get("workspace"), str) or not isinstance(frame.get("conversation", "general"), str):
+        return protocol.error(ref, "bad_frame", "workspace and conversation must be strings")
+    return None
+
+
+def _conversation_id(d: Directory, ref: str, author: str) -> str | None:
+    if ref == "general":
+        return general_id(d.workspace)
+    made = d.conversation(ref, author, {})
+    return made.id if made is not None else ref
+
+
+def _load_conversations(conn, ids: list[str]) -> dict[str, Conversation]:
+    """(sync, on the loader connection) conversations by id."""
+    out = {}
+    for cid in ids:
+        row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
+                           (cid,)).fetchone()
+        if row:
+            out[cid] = db.conversation(*row)
+    return out
+
+
+async def _fetch_conversations(conn: asyncpg.Connection, ids: list[str]) -> dict[str, Conversation]:
+    rows = await conn.fetch(
+        "SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($1::text[])", ids)
+    return {r[0]: db.conversation(*r) for r in rows}
+
+
+# One statement loads a batch: the config version, then (locking, in this order) conversations (General
+# included: its party counters move with agents' messages),
+# topics, agent wallets, limited plans' shared usage rows; then, unlocked, pools, the other usage
+# rows and the idempotency replies. UNION ALL runs its parts in order, so the lock order holds.
+# Agents with no wallet row yet are serialized by an advisory lock on their id instead.
+_LOAD = """
+WITH v AS (SELECT value FROM meta WHERE key = 'config'),
+c AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($1::text[])
+      ORDER BY id FOR UPDATE),
+t AS (SELECT id, state FROM topics WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE),
+w AS (SELECT account, balance FROM wallets WHERE workspace = '*' AND account = ANY($3::text[]) ORDER BY account FOR UPDATE),
+nw AS (SELECT count(pg_advisory_xact_lock(hashtextextended('wallet:' || a, 0))) AS n
+       FROM (SELECT a FROM unnest($3::text[]) AS a WHERE a NOT IN (SELECT account FROM w) ORDER BY a) s),
+ul AS (SELECT org, count::bigint AS count FROM usage WHERE org = ANY($7::text[]) AND month = $8 ORDER BY org FOR UPDATE),
+uo AS (SELECT org, sum(count)::bigint AS count FROM usage_nodes WHERE org = ANY($7::text[]) AND month = $8
+       GROUP BY org),
+p AS (SELECT workspace, balance FROM wallets WHERE account = 'pool' AND workspace = ANY($4::text[])),
+i AS (SELECT participant, client_id, reply FROM idempotency
+      WHERE (participant, client_id) IN (SELECT * FROM unnest($5::text[], $6::text[])))
+SELECT 'v', NULL, NULL, NULL, NULL, NULL, value, NULL::bytea FROM v
+UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM c
+UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM t
+UNION ALL SELECT 'w', account, NULL, NULL, NULL, NULL, balance, NULL FROM w
+UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, n, NULL FROM nw
+UNION ALL SELECT 'u', org, NULL, NULL, NULL, NULL, count, NULL FROM ul
+UNION ALL SELECT 'u', org, NULL, NULL, NULL, NULL, count, NULL FROM uo
+UNION ALL SELECT 'p', workspace, NULL, NULL, NULL, NULL, balance, NULL FROM p
+UNION ALL SELECT 'i', participant, client_id, NULL, NULL, NULL, NULL, reply FROM i
+"""
+
+# One statement writes a transaction: acks, conversations, topics, messages and their deliveries
+# (only for messages not stored before), wallets and the ledger, usage, flags, idempotency
+# replies, the config version; and NOTIFYs the other nodes (delivered at COMMIT): who has new
+# deliveries (made here, from the rows inserted, 60 recipients a payload), and $52, the
+# payloads made in Python (topics, balances, messages).
+_WRITE = """
+WITH
+ak AS (UPDATE deliveries d SET acked_at = $1 FROM unnest($2::bigint[], $3::text[]) AS a(id, who)
+       WHERE d.id = a.id AND d.recipient = a.who AND d.acked_at IS NULL RETURNING d.id, d.recipient),
+cv AS (INSERT INTO conversations (id, workspace, kind, name, members, party, created_at)
+       SELECT x.*, $1 FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $53::text[]) AS x
+       ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party),
+tp AS (INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at)
+       SELECT x.*, $1 FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[],
+                                  $15::bytea[], $16::bigint[]) AS x
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
+       state = excluded.state, updated_at = excluded.updated_at),
+m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
+      SELECT * FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::text[],
+                           $24::bytea[], $25::bigint[])
+      ON CONFLICT (id) DO NOTHING RETURNING id),
+d AS (INSERT INTO deliveries (message, recipient, wake, reason)
+      SELECT x.message, x.recipient, x.wake, x.reason
+      FROM unnest($26::text[], $27::text[], $28::int[], $29::text[], $30::int[]) AS x(message, recipient, wake, reason, ord)
+      WHERE x.message IN (SELECT id FROM m) ORDER BY x.ord
+      RETURNING id, message, recipient),
+wl AS (INSERT INTO wallets (workspace, account, balance) SELECT * FROM unnest($31::text[], $32::text[], $33::bigint[])
+       ON CONFLICT (workspace, account) DO UPDATE SET balance = wallets.balance + excluded.balance),
+lg AS (INSERT INTO ledger (workspace, account, delta, cause, created_at)
+       SELECT x.*, $1 FROM unnest($34::text[], $35::text[], $36::bigint[], $37::text[]) AS x),
+us AS (INSERT INTO usage (org, month, count)
+       SELECT x.org, x.month, x.count FROM unnest($38::text[], $39::text[], $40::text[], $41::bigint[])
+         AS x(org, month, node, count) WHERE x.node = ''
+       ON CONFLICT (org, month) DO UPDATE SET count = usage.count + excluded.count),
+un AS (INSERT INTO usage_nodes (org, month, node, count)
+       SELECT * FROM unnest($38::text[], $39::text[], $40::text[], $41::bigint[]) AS x(org, month, node, count)
+       WHERE x.node != ''
+       ON CONFLICT (org, month, node) DO UPDATE SET count = usage_nodes.count + excluded.count),
+fon AS (INSERT INTO flags (workspace, name, agent) SELECT '*', x.n, x.a FROM unnest($42::text[], $43::text[]) AS x(n, a)
+        ON CONFLICT DO NOTHING),
+foff AS (DELETE FROM flags f USING unnest($44::text[], $45::text[]) AS x(n, a)
+         WHERE f.workspace = '*' AND f.name = x.n AND f.agent = x.a),
+idm AS (INSERT INTO idempotency (participant, client_id, reply, created_at)
+        SELECT x.*, $1 FROM unnest($46::text[], $47::text[], $48::bytea[]) AS x),
+cfg AS (UPDATE meta SET value = value + 1 WHERE key = 'config' AND $49::int > 0),
+nd AS (SELECT pg_notify($51, json_build_object('n', $50::text, 'd', json_object_agg(recipient, first))::text) AS x
+       FROM (SELECT recipient, min(id) AS first, (row_number() OVER (ORDER BY recipient) - 1) / 60 AS chunk
+             FROM d GROUP BY recipient) s GROUP BY chunk),
+np AS (SELECT pg_notify($51, p) AS x FROM unnest($52::text[]) AS p)
+SELECT 'd', id, message, recipient FROM d
+UNION ALL SELECT 'm', NULL, id, NULL FROM m
+UNION ALL SELECT 'a', id, NULL, recipient FROM ak
+UNION ALL SELECT 'n', count(*), NULL, NULL FROM (SELECT x FROM nd UNION ALL SELECT x FROM np) z
+"""

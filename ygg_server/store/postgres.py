@@ -1,0 +1,551 @@
+"""PostgreSQL, the store for more than one server node (asyncpg).
+
+The same tables as the SQLite schema (`schema.py`): text ids (random UUIDs, `human.<hex>`,
+`agent.<hex>`), timestamps as integer microseconds UTC (BIGINT), JSON in TEXT, encoded
+states in BYTEA. What PostgreSQL adds for several nodes:
+
+- `deliveries.leased_by` / `lease_until` / `carrier`: a claimed delivery's lease, as columns on
+  the row that is locked (see `Claimable`), and the wake that carries a context delivery;
+- `usage_nodes`: each node counts an unlimited plan's messages on its own row there (no row every
+  node must lock); a limited plan's count is kept in `usage`, under that row's lock; a month's
+  usage is the sum of both;
+- `nodes` (heartbeats) and `presence` (who is connected where);
+- `meta`: the schema version and the `config` version, bumped by every write that is not a
+  decision (the admin commands, the socket's management ops), so nodes drop what they cache.
+
+Connections: `connect()` (async, for the engine, claims and listeners) and `SyncConnection`
+(a blocking adapter with the sqlite3 surface, so `admin.py`, `queries.py` and `auth.py` run
+unchanged on PostgreSQL). Prepared statements can be switched off for transaction poolers
+(pgbouncer in transaction mode): `prepared=false` in the URL, or `--no-prepared`; asyncpg then
+runs with `statement_cache_size=0` (unnamed statements only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+import msgspec
+
+CHANNEL = "ygg"  # LISTEN/NOTIFY channel every node listens on
+NOTIFY_MAX = 7000  # bytes per NOTIFY payload (PostgreSQL's limit is 8000)
+
+# --- URLs ---
+
+_FALSE = {"0", "false", "off", "no"}
+
+
+def is_url(db: str | None) -> bool:
+    return isinstance(db, str) and db.startswith(("postgres://", "postgresql://"))
+
+
+def parse_dsn(url: str, prepared: bool | None = None) -> tuple[str, bool]:
+    """(dsn for asyncpg, prepared statements on?) from `postgresql://…[?prepared=false]`.
+
+    `prepared` given here (the `--no-prepared` flag) wins over the URL. Other query
+    parameters are passed on: asyncpg sends unknown ones as server settings
+    (`?search_path=…`, `?application_name=…`).
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    found = None
+    rest = []
+    for k, v in query:
+        if k == "prepared":
+            found = v.lower() not in _FALSE
+        else:
+            rest.append((k, v))
+    dsn = urlunsplit(parts._replace(query=urlencode(rest)))
+    if prepared is None:
+        prepared = True if found is None else found
+    return dsn, prepared
+
+
+async def connect(dsn: str, prepared: bool = True, **kw) -> asyncpg.Connection:
+    if not prepared:
+        kw["statement_cache_size"] = 0
+    return await asyncpg.connect(dsn, **kw)
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    """On release to the pool: only end a transaction left open (asyncpg's default reset costs a round trip)."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
+async def create_pool(dsn: str, prepared: bool = True, size: int = 4) -> asyncpg.Pool:
+    kw = {} if prepared else {"statement_cache_size": 0}
+    return await asyncpg.create_pool(dsn, min_size=1, max_size=size, reset=_reset, **kw)
+
+
+# --- schema ---
+
+MIGRATIONS: list[str] = [
+    # 1: the SQLite schema's tables (schema.py, migrations 1-3), plus leases, per-node usage, nodes, presence
+    """
+    CREATE TABLE people (
+        id TEXT PRIMARY KEY, handle TEXT NOT NULL UNIQUE, password_hash TEXT, created_at BIGINT NOT NULL
+    );
+    CREATE TABLE orgs (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, plan TEXT NOT NULL, owner TEXT NOT NULL, created_at BIGINT NOT NULL
+    );
+    CREATE TABLE org_members (
+        org TEXT NOT NULL, person TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (org, person)
+    );
+    CREATE TABLE workspaces (
+        id TEXT PRIMARY KEY, org TEXT NOT NULL, name TEXT NOT NULL, restricted INTEGER NOT NULL DEFAULT 0,
+        personal_of TEXT, settings TEXT NOT NULL DEFAULT '{}', created_at BIGINT NOT NULL
+    );
+    CREATE UNIQUE INDEX workspaces_personal ON workspaces (personal_of) WHERE personal_of IS NOT NULL;
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, key_id TEXT UNIQUE, key_hash TEXT,
+        revoked INTEGER NOT NULL DEFAULT 0, pinned TEXT, profile TEXT NOT NULL DEFAULT '{}',
+        created_at BIGINT NOT NULL, UNIQUE (owner, name)
+    );
+    CREATE TABLE memberships (
+        workspace TEXT NOT NULL, participant TEXT NOT NULL, role TEXT NOT NULL,
+        send INTEGER NOT NULL DEFAULT 1, receive INTEGER NOT NULL DEFAULT 1,
+        can_message TEXT, takes_from TEXT, monitor INTEGER NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL, PRIMARY KEY (workspace, participant)
+    );
+    CREATE INDEX memberships_participant ON memberships (participant);
+    CREATE TABLE groups (
+        workspace TEXT NOT NULL, name TEXT NOT NULL, members TEXT NOT NULL, PRIMARY KEY (workspace, name)
+    );
+    CREATE TABLE conversations (
+        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+        members TEXT NOT NULL, created_at BIGINT NOT NULL, party TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX conversations_workspace ON conversations (workspace);
+    CREATE TABLE topics (
+        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, conversation TEXT NOT NULL, opener TEXT NOT NULL,
+        status TEXT NOT NULL, next_due BIGINT, state BYTEA NOT NULL, created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );
+    CREATE INDEX topics_conversation ON topics (conversation, updated_at);
+    CREATE INDEX topics_opener ON topics (opener) WHERE status != 'closed';
+    CREATE INDEX topics_due ON topics (next_due) WHERE next_due IS NOT NULL;
+    CREATE INDEX topics_paused ON topics (workspace) WHERE status = 'paused';
+    CREATE TABLE messages (
+        seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL,
+        conversation TEXT NOT NULL, topic TEXT, author TEXT NOT NULL, type TEXT NOT NULL,
+        text TEXT NOT NULL, body BYTEA NOT NULL, created_at BIGINT NOT NULL
+    );
+    CREATE INDEX messages_conversation ON messages (conversation, seq);
+    CREATE INDEX messages_topic ON messages (topic, seq);
+    CREATE INDEX messages_workspace ON messages (workspace, seq);
+    CREATE INDEX messages_text ON messages USING GIN (to_tsvector('simple', text));
+    CREATE TABLE deliveries (
+        id BIGSERIAL PRIMARY KEY, message TEXT NOT NULL, recipient TEXT NOT NULL,
+        wake INTEGER NOT NULL, reason TEXT, acked_at BIGINT,
+        leased_by TEXT, lease_until BIGINT, carrier BIGINT
+    );
+    CREATE INDEX deliveries_open ON deliveries (recipient, id) WHERE acked_at IS NULL;
+    CREATE INDEX deliveries_message ON deliveries (message);
+    CREATE INDEX deliveries_leased ON deliveries (leased_by) WHERE acked_at IS NULL AND leased_by IS NOT NULL;
+    CREATE TABLE wallets (
+        workspace TEXT NOT NULL, account TEXT NOT NULL, balance BIGINT NOT NULL, PRIMARY KEY (workspace, account)
+    );
+    CREATE TABLE ledger (
+        id BIGSERIAL PRIMARY KEY, workspace TEXT NOT NULL, account TEXT NOT NULL,
+        delta BIGINT NOT NULL, cause TEXT NOT NULL, created_at BIGINT NOT NULL
+    );
+    CREATE TABLE flags (
+        workspace TEXT NOT NULL, name TEXT NOT NULL, agent TEXT NOT NULL, PRIMARY KEY (workspace, name, agent)
+    );
+    CREATE TABLE usage (
+        org TEXT NOT NULL, month TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (org, month)
+    );
+    CREATE TABLE usage_nodes (
+        org TEXT NOT NULL, month TEXT NOT NULL, node TEXT NOT NULL, count BIGINT NOT NULL,
+        PRIMARY KEY (org, month, node)
+    );
+    CREATE TABLE sessions (
+        token_hash TEXT PRIMARY KEY, participant TEXT NOT NULL, expires_at BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+    );
+    CREATE TABLE idempotency (
+        participant TEXT NOT NULL, client_id TEXT NOT NULL, reply BYTEA NOT NULL, created_at BIGINT NOT NULL,
+        PRIMARY KEY (participant, client_id)
+    );
+    CREATE TABLE nodes (
+        id TEXT PRIMARY KEY, started_at BIGINT NOT NULL, heartbeat_at BIGINT NOT NULL
+    );
+    CREATE TABLE presence (
+        node TEXT NOT NULL, participant TEXT NOT NULL, kind TEXT NOT NULL, last_seen BIGINT NOT NULL,
+        PRIMARY KEY (node, participant)
+    );
+    CREATE INDEX presence_participant ON presence (participant);
+    INSERT INTO meta (key, value) VALUES ('config', 0);
+    """,
+]
+
+
+async def migrate(conn: asyncpg.Connection) -> int:
+    """Apply the migrations not applied yet, once, whichever node starts first; return the version."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(7947001)")  # one migrator at a time
+        await conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)")
+        version = await conn.fetchval("SELECT value FROM meta WHERE key = 'schema'") or 0
+        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+            await conn.execute(sql)
+            await conn.execute(
+                """INSERT INTO meta (key, value) VALUES ('schema', $1)
+                   ON CONFLICT (key) DO UPDATE SET value = excluded.value""", i)
+        return len(MIGRATIONS)
+
+
+# --- one claim pattern (seed 003 §27) ---
+
+@dataclass(frozen=True)
+class Claimable:
+    """A table whose rows are work that one holder at a time may take.
+
+    Seed 003 §27: "Three kinds of work (tasks, messages, and permission requests) are all
+    claimed with the same locking pattern, SELECT ... FOR UPDATE SKIP LOCKED." This is that
+    pattern, written once: rows of `owner` that are `ready` and not under a live lease are
+    locked (skipping rows another transaction holds), oldest first, and leased to a holder
+    until a time. The lease predicate is on the row that is locked, so PostgreSQL re-checks
+    it on the row's newest version after the lock is taken (no join decides who may claim).
+    A lease is renewed while its holder lives and returned when it goes; a holder that
+    vanishes (a killed node) lets its leases run out, and the rows are claimable again.
+    """
+
+    table: str
+    owner: str  # the column saying whose work a row is
+    ready: str  # SQL over alias `t`: the row is still work to do
+    key: str = "id"
+    order: str = "id"
+    holder: str = "leased_by"
+    until: str = "lease_until"
+
+    def ready_rows(self, owner: str, now: str, limit: str | None = None, extra: str = "") -> str:
+        """A locking sub-select of the claimable rows of `owner` (SQL expressions for owner, now, limit)."""
+        return (
+            f"SELECT t.{self.key} FROM {self.table} t WHERE t.{self.owner} = {owner} AND {self.ready}"
+            + (f" AND {extra}" if extra else "")
+            + f" AND (t.{self.until} IS NULL OR t.{self.until} < {now}) ORDER BY t.{self.order}"
+            + (f" LIMIT {limit}" if limit else "")
+            + " FOR UPDATE OF t SKIP LOCKED"
+        )
+
+    def claim(self, ready_extra: str = "", returning: str = "*", also: str = "", want: str = "want") -> str:
+        """Lease up to n rows to each (owner, holder, n) of relation `want` ($1/$2/$3 in WANT);
+        $4 is now, $5 the lease's end. `also`: more assignments ("col = expr, ").
+
+        An owner appears once per statement: rows a transaction claimed itself are not
+        skipped by its own locks.
+        """
+        return f"""UPDATE {self.table} d SET {also}{self.holder} = p.holder, {self.until} = $5
+        FROM (SELECT t.{self.key} AS key, {want}.holder FROM {want} CROSS JOIN LATERAL
+              ({self.ready_rows(f"{want}.owner", "$4", f"{want}.n", ready_extra)}) t) p
+        WHERE d.{self.key} = p.key RETURNING {returning}"""
+
+    def release(self, reset: str = "") -> str:
+        """Return every lease of holder $1 (a connection that closed); RETURNING the owners."""
+        extra = f", {reset}" if reset else ""
+        return (f"UPDATE {self.table} t SET {self.holder} = NULL, {self.until} = NULL{extra} "
+                f"WHERE t.{self.holder} = $1 AND {self.ready} RETURNING t.{self.owner}")
+
+    def renew(self) -> str:
+        """Extend to $2 the leases of the live holders $1."""
+        return (f"UPDATE {self.table} t SET {self.until} = $2 "
+                f"WHERE t.{self.holder} = ANY($1::text[]) AND {self.ready}")
+
+
+WANT = "want AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS w(owner, holder, n))"
+DELIVERIES = Claimable("deliveries", owner="recipient", ready="t.acked_at IS NULL")
+
+# An agent's claim: its oldest unleased wakes (up to the room its connection has), each with the
+# context deliveries that piled up before it and that no live wake carries yet (`carrier`).
+_D_COLS = "d.id, d.message, d.recipient, d.wake, d.reason, d.leased_by, d.carrier"
+CLAIM_DELIVERIES = f"""
+WITH {WANT},
+wakes AS ({DELIVERIES.claim("t.wake = 1", _D_COLS, also="carrier = NULL, ")}),
+tops AS (SELECT recipient, max(id) AS top, min(leased_by) AS holder FROM wakes GROUP BY recipient),
+ctx AS (
+  UPDATE deliveries d SET leased_by = p.holder, lease_until = $5,
+         carrier = (SELECT min(w.id) FROM wakes w WHERE w.recipient = d.recipient AND w.id > d.id)
+  FROM (SELECT t.id, tops.holder FROM tops CROSS JOIN LATERAL
+        ({DELIVERIES.ready_rows("tops.recipient", "$4", None, "t.wake = 0 AND t.id < tops.top")}) t) p
+  WHERE d.id = p.id RETURNING {_D_COLS})
+SELECT x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body
+FROM (SELECT * FROM wakes UNION ALL SELECT * FROM ctx) x JOIN messages m ON m.id = x.message ORDER BY x.id
+"""
+RELEASE_DELIVERIES = DELIVERIES.release("carrier = NULL")
+RENEW_DELIVERIES = DELIVERIES.renew()
+
+
+# --- a blocking adapter with the sqlite3 surface ---
+
+_OVERRIDES_RAW = {
+    # sqlite.credit_paused: the paused topics a funding may un-pause are locked, in id order
+    # (the engine's lock order: topics, then wallets)
+    "SELECT state FROM topics WHERE status = 'paused'":
+        "SELECT state FROM topics WHERE status = 'paused' ORDER BY id FOR UPDATE",
+    # queries.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), a phrase
+    """SELECT m.conversation, m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ? ORDER BY m.seq DESC LIMIT ?""":
+        """SELECT m.conversation, m.body FROM messages m
+           WHERE to_tsvector('simple', m.text) @@ phraseto_tsquery('simple', $1)
+           AND m.workspace = $2 AND m.created_at >= $3 ORDER BY m.seq DESC LIMIT $4""",
+}
+
+
+def _norm(sql: str) -> str:
+    return " ".join(sql.split())
+
+
+OVERRIDES = {_norm(k): v for k, v in _OVERRIDES_RAW.items()}
+_SERIAL = {"deliveries": "id", "ledger": "id", "messages": "seq"}
+_INCREMENT = re.compile(r"SET (\w+) = \1 \+ excluded\.\1")
+# SQLite's 0/1 flag columns used as truth values ("m.monitor OR …"): PostgreSQL wants a boolean
+_FLAGS = r"(?:\w+\.)?(?:monitor|receive|send|revoked|wake|restricted)"
+_FLAG_OR = re.compile(rf"\b({_FLAGS})\s+(OR|AND)\b(?!\s*\()")
+_OR_FLAG = re.compile(rf"\b(OR|AND)\s+({_FLAGS})\b(?!\s*(?:=|<|>|!|IS\b|IN\b))")
+_WRITE = ("INSERT", "UPDATE", "DELETE")
+_translated: dict[str, tuple[str, bool, str | None]] = {}
+
+
+def translate(sql: str) -> tuple[str, bool, str | None]:
+    """SQLite SQL as the store modules write it -> (PostgreSQL SQL, returns rows?, serial column)."""
+    hit = _translated.get(sql)
+    if hit is not None:
+        return hit
+    norm = _norm(sql)
+    serial = None
+    if norm in OVERRIDES:
+        out = OVERRIDES[norm]
+    else:
+        out, n, quoted = [], 0, False
+        for ch in sql:  # ? -> $n, outside string literals
+            if ch == "'":
+                quoted = not quoted
+            if ch == "?" and not quoted:
+                n += 1
+                out.append(f"${n}")
+            else:
+                out.append(ch)
+        out = "".join(out)
+        if not out.lstrip().upper().startswith(("INSERT", "UPDATE")):
+            out = _FLAG_OR.sub(lambda x: f"({x[1]} <> 0) {x[2]}", out)
+            out = _OR_FLAG.sub(lambda x: f"{x[1]} ({x[2]} <> 0)", out)
+        if "INSERT OR IGNORE INTO" in out:
+            out = out.replace("INSERT OR IGNORE INTO", "INSERT INTO") + " ON CONFLICT DO NOTHING"
+        m = re.match(r"\s*INSERT INTO (\w+)", out)
+        if m:
+            out = _INCREMENT.sub(lambda x: f"SET {x[1]} = {m[1]}.{x[1]} + excluded.{x[1]}", out)
+            if m[1] in _SERIAL and "RETURNING" not in out.upper():
+                serial = _SERIAL[m[1]]
+                out += f" RETURNING {serial}"
+    head = out.lstrip()[:6].upper()
+    rows = head.startswith(("SELECT", "WITH")) or " RETURNING " in out.upper() or serial is not None
+    _translated[sql] = hit = (out, rows, serial)
+    return hit
+
+
+class Cursor:
+    def __init__(self, rows: list[tuple] | None = None, rowcount: int = -1, lastrowid: int | None = None):
+        self._rows = rows or []
+        self.rowcount = rowcount if rowcount >= 0 else len(self._rows)
+        self.lastrowid = lastrowid
+
+    def fetchone(self):
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple]:
+        return list(self._rows)
+
+    def __iter__(self):
+        return iter(self._rows)
+
+
+class SyncConnection:
+    """A PostgreSQL connection with the part of sqlite3's surface the store modules use.
+
+    `execute(sql, params)` takes SQLite's SQL (`?` marks, `INSERT OR IGNORE`, `BEGIN
+    IMMEDIATE`) and runs it on asyncpg, on an event loop of its own in a thread, so the
+    callers stay synchronous (the admin CLI, `queries`, `auth`, the gateway's reader).
+    A transaction (or a statement outside one) that wrote something also bumps the config
+    version and tells every node to rescan, as SQLite's `data_version` does for one node.
+    """
+
+    dialect = "postgres"
+
+    def __init__(self, url: str, prepared: bool | None = None, notify: bool = True):
+        self.dsn, self.prepared = parse_dsn(url, prepared)
+        self.notify = notify
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ygg-pg-sync", daemon=True)
+        self._thread.start()
+        self._lock = threading.RLock()
+        self._in_tx = False
+        self._dirty = False
+        try:
+            self._conn: asyncpg.Connection = self._run(connect(self.dsn, self.prepared))
+            self._run(migrate(self._conn))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def _run(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
+        with self._lock:
+            return self._run(self._execute(sql, tuple(params)))
+
+    async def _execute(self, sql: str, params: tuple) -> Cursor:
+        word = sql.lstrip()[:10].upper()
+        c = self._conn
+        if word.startswith("PRAGMA"):
+            return Cursor()
+        if word.startswith("BEGIN"):
+            await c.execute("BEGIN")
+            self._in_tx, self._dirty = True, False
+            return Cursor()
+        if word.startswith("COMMIT") or word.startswith("END"):
+            if self._dirty:
+                await self._changed()
+            await c.execute("COMMIT")
+            self._in_tx = self._dirty = False
+            return Cursor()
+        if word.startswith("ROLLBACK") and "TO" not in sql.upper():
+            await c.execute("ROLLBACK")
+            self._in_tx = self._dirty = False
+            return Cursor()
+        out, rows, serial = translate(sql)
+        write = word.startswith(_WRITE)
+        if write and not self._in_tx:
+            async with c.transaction():
+                cur = await self._statement(out, rows, serial, params)
+                await self._changed()
+            return cur
+        if write:
+            self._dirty = True
+        return await self._statement(out, rows, serial, params)
+
+    async def _statement(self, sql: str, rows: bool, serial: str | None, params: tuple) -> Cursor:
+        if rows:
+            got = [tuple(r) for r in await self._conn.fetch(sql, *params)]
+            if serial is not None:
+                return Cursor([], len(got), got[-1][0] if got else None)
+            return Cursor(got)
+        status = await self._conn.execute(sql, *params)
+        tail = status.rsplit(" ", 1)[-1]
+        return Cursor([], int(tail) if tail.isdigit() else -1)
+
+    async def _changed(self) -> None:
+        if not self.notify:
+            return
+        await self._conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'config'")
+        await self._conn.execute("SELECT pg_notify($1, $2)", CHANNEL, '{"x":"rescan"}')
+
+    def close(self) -> None:
+        try:
+            self._run(self._conn.close(timeout=5))
+        except Exception:
+            pass
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        if not self._loop.is_running():
+            self._loop.close()
+
+
+class Capture:
+    """Records what a store function would execute, to replay it with `run_captured` on asyncpg."""
+
+    dialect = "postgres"
+
+    def __init__(self):
+        self.calls: list[tuple[str, tuple]] = []
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Cursor:
+        self.calls.append((sql, tuple(params)))
+        return Cursor()
+
+
+async def run_captured(conn: asyncpg.Connection, cap: Capture) -> None:
+    for sql, params in cap.calls:
+        out, rows, _ = translate(sql)
+        if rows:
+            await conn.fetch(out, *params)
+        else:
+            await conn.execute(out, *params)
+
+
+def connect_sync(url: str, prepared: bool | None = None) -> SyncConnection:
+    return SyncConnection(url, prepared)
+
+
+# --- notifications ---
+
+def payloads(node: str, parts: dict[str, Any]) -> list[str]:
+    """Split an announcement into NOTIFY payloads under the size limit.
+
+    `parts` maps a short key to a dict (split by key) or a list (split by item); every
+    payload carries the node id `n` so a node ignores its own.
+    """
+    enc = msgspec.json.encode
+    whole = {"n": node, **{k: v for k, v in parts.items() if v}}
+    raw = enc(whole)
+    if len(raw) <= NOTIFY_MAX:
+        return [raw.decode()] if len(whole) > 1 else []
+    out: list[str] = []
+    cur: dict[str, Any] = {"n": node}
+    size = 16 + len(node)
+    for k, v in parts.items():
+        items = list(v.items()) if isinstance(v, dict) else list(v)
+        for item in items:
+            n = len(enc(item)) + 4
+            if size + n > NOTIFY_MAX and len(cur) > 1:
+                out.append(enc(cur).decode())
+                cur, size = {"n": node}, 16 + len(node)
+            if isinstance(v, dict):
+                cur.setdefault(k, {})[item[0]] = item[1]
+            else:
+                cur.setdefault(k, []).append(item)
+            size += n + len(k)
+    if len(cur) > 1:
+        out.append(enc(cur).decode())
+    return out
+
+
+# --- scratch databases (tests, the benchmark) ---
+
+def _with_db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+async def create_database(url: str, prefix: str = "ygg_test") -> str:
+    """CREATE DATABASE <prefix>_<random> on the server of `url`; return its URL (same parameters)."""
+    import secrets
+
+    name = f"{prefix}_{secrets.token_hex(6)}"
+    dsn, _ = parse_dsn(url)
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return _with_db(url, name)
+
+
+async def drop_database(url: str) -> None:
+    """DROP DATABASE of `url` (from the server's `postgres` database), whoever is still connected."""
+    name = urlsplit(url).path.lstrip("/")
+    dsn, _ = parse_dsn(_with_db(url, "postgres"))
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
