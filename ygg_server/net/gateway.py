@@ -87,7 +87,12 @@ class AuthLimiter:
 
 
 def _auth_keys(conn: "Conn", frame: dict) -> list[tuple[str, str]]:
-    """What a sign-in is counted against: the remote address, and the API key's id or the handle."""
+    """What a sign-in is counted against: the remote address, and the API key's id or the handle.
+
+    Nothing for a session token: 256 random bits are not guessed, and an expired token is the common honest
+    failure (a host whose agents all started together would otherwise lock itself out an hour later)."""
+    if "api_key" not in frame and "handle" not in frame:
+        return []
     peer = conn.ws.remote_address
     keys = [("addr", str(peer[0]) if peer else "?")]
     key, handle = frame.get("api_key"), frame.get("handle")
