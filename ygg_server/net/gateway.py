@@ -28,6 +28,10 @@ from ..store import sqlite as db
 from .inbox import Inbox, Item
 
 log = logging.getLogger("ygg.net")
+# websockets logs every frame at DEBUG, and a frame may carry an API key, a password, a session token or a
+# message's text: its logger here stays at INFO whatever the root level (docs/security.md)
+ws_log = logging.getLogger("ygg.net.websockets")
+ws_log.setLevel(logging.INFO)
 
 
 DROP_GRACE = 2.0  # seconds a dropped slow connection has to take its close frame
@@ -170,6 +174,7 @@ class Gateway:
         self._server = None
         self._limiter = AuthLimiter(self.limits.auth_failures_per_address, self.limits.auth_failures_per_key,
                                     self.limits.auth_window)
+        self._hashing = asyncio.Semaphore(1)  # one argon2 check at a time (each takes ~64 MiB), off the reader
 
     def _connect(self):
         """A connection beside the engine's, for reads and management ops (net/cluster.py: PostgreSQL)."""
@@ -182,7 +187,7 @@ class Gateway:
         origins = [None, *self.limits.origins]
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
-            origins=origins, ping_interval=20, ping_timeout=20, process_request=None,
+            origins=origins, ping_interval=20, ping_timeout=20, process_request=None, logger=ws_log,
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
@@ -302,6 +307,9 @@ class Gateway:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         res = await self.read(_auth, frame)
+        if isinstance(res, _Password):  # a slow hash by design: not on the reader connection everyone queries
+            async with self._hashing:
+                res = await asyncio.to_thread(res.check)
         if res is None:
             self._limiter.failed(keys, time.monotonic())
             conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid"))
@@ -644,9 +652,7 @@ def _auth(conn: sqlite3.Connection, frame: dict):
         if not isinstance(frame["handle"], str) or not isinstance(frame["password"], str):
             return None
         row = conn.execute("SELECT id, password_hash FROM people WHERE handle = ?", (frame["handle"],)).fetchone()
-        if not auth.check_password(row[1] if row else None, frame["password"]):
-            return None
-        return row[0], Kind.HUMAN.value, frame["handle"], None, auth.PERSON_SESSION
+        return _Password(row, frame["handle"], frame["password"])  # checked by the caller, off this connection
     if "token" in frame:
         found = auth.session_participant(conn, frame["token"], now)
         if found is None:
@@ -658,6 +664,20 @@ def _auth(conn: sqlite3.Connection, frame: dict):
         row = conn.execute("SELECT name FROM agents WHERE id = ? AND revoked = 0", (pid,)).fetchone()
         return (pid, Kind.AGENT.value, row[0], frame["token"], expires) if row else None
     return None
+
+
+@dataclass(frozen=True)
+class _Password:
+    """A person's sign-in whose password is still to be checked (argon2: slow on purpose)."""
+
+    row: tuple | None  # (id, password_hash) of that handle, or None
+    handle: str
+    password: str = field(repr=False)
+
+    def check(self):
+        if not auth.check_password(self.row[1] if self.row else None, self.password):
+            return None
+        return self.row[0], Kind.HUMAN.value, self.handle, None, auth.PERSON_SESSION
 
 
 def _access(conn: sqlite3.Connection, pids: list[str]) -> dict[str, dict[str, tuple[bool, bool]]]:
