@@ -169,6 +169,7 @@ class Target:
     workspace: str
     agents: list[tuple[str, str]]  # (name, api key)
     names: dict[str, str]  # participant id -> name
+    urls: list[str] = field(default_factory=list)  # several nodes: agent i connects to urls[i % len(urls)]
 
 
 @dataclass
@@ -207,6 +208,7 @@ class _Window:
 class Agent:
     def __init__(self, gen: "LoadGen", name: str, key: str, peers: list[str]):
         self.gen, self.name, self.key = gen, name, key
+        self.url: str | None = None  # this agent's node, when there are several
         self.free: deque[str] = deque(peers)  # peers with no request of mine outstanding, in rotation
         self.seq = 0
         self.topic: str | None = None
@@ -215,7 +217,7 @@ class Agent:
         self.reader: asyncio.Task | None = None
 
     async def connect(self) -> None:
-        self.ws = await connect(self.gen.url, max_size=1 << 20, compression=self.gen.compression,
+        self.ws = await connect(self.url or self.gen.url, max_size=1 << 20, compression=self.gen.compression,
                                 ping_interval=None, open_timeout=30)
         await self.ws.send(_dumps({"op": "auth", "ref": "a", "api_key": self.key, "prefetch": 64}))
         session = _dec.decode(await self.ws.recv())
@@ -308,6 +310,8 @@ class LoadGen:
             Agent(self, everyone[i], target.agents[i][1], [everyone[(i + k) % n] for k in range(1, peers + 1)])
             for i in mine
         ]
+        for i, a in zip(mine, self.agents):
+            a.url = target.urls[i % len(target.urls)] if target.urls else None
         self.window = _Window()
 
     async def connect(self) -> None:
@@ -480,16 +484,82 @@ class Proc:
         self.log.close()
 
 
+class Procs:
+    """Several server processes (the nodes of one cluster), measured as one; and their database's CPU."""
+
+    def __init__(self, procs: list[Proc], db_url: str | None = None):
+        self.procs, self.db_url = procs, db_url
+        self.url = procs[0].url
+        self.db_pids: list[int] = []
+
+    def cpu(self) -> float:
+        return sum(p.cpu() for p in self.procs)
+
+    def db_cpu(self) -> float:
+        """CPU seconds of the PostgreSQL backends serving this database (same machine only; else nan)."""
+        if self.db_url is None:
+            return float("nan")
+        if not self.db_pids:
+            self.db_pids = _backend_pids(self.db_url)
+        total = 0.0
+        for pid in self.db_pids:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass
+        return total if self.db_pids else float("nan")
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.stop()
+
+
+def _backend_pids(url: str) -> list[int]:
+    from urllib.parse import urlsplit
+
+    import asyncpg
+
+    from .store import postgres as pg
+
+    async def run():
+        c = await asyncpg.connect(pg.parse_dsn(url)[0])
+        try:
+            return [r[0] for r in await c.fetch(
+                "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid != pg_backend_pid()",
+                urlsplit(url).path.lstrip("/"))]
+        finally:
+            await c.close()
+
+    try:
+        return asyncio.run(run()) if not _in_loop() else []
+    except Exception:
+        return []
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False
+
+
 def _names(n: int) -> list[str]:
     return [f"bench{i:03d}" for i in range(n)]
 
 
-def setup_ygg(data_dir: Path, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
-    """A person, a workspace, `agents` agents in it, each funded with 10^9 credits."""
+def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
+    """A person, a workspace, `agents` agents in it, each funded with 10^9 credits (a data dir, or a PostgreSQL URL)."""
     from . import admin
     from .store import sqlite as db
 
-    conn = db.connect(db.db_path(data_dir))
+    if isinstance(data_dir, str):
+        from .store import postgres as pg
+
+        conn = pg.connect_sync(data_dir)
+    else:
+        conn = db.connect(db.db_path(data_dir))
     try:
         admin.add_person(conn, "bench", "bench-password")
         ws = admin.add_workspace(conn, "bench", "bench")["id"]
@@ -507,10 +577,15 @@ def setup_ygg(data_dir: Path, agents: int) -> tuple[str, list[tuple[str, str]], 
     return ws, keys, names
 
 
-def _persisted(data_dir: Path) -> int:
+def _persisted(data_dir: Path | str) -> int:
     from .store import sqlite as db
 
-    conn = db.connect(db.db_path(data_dir))
+    if isinstance(data_dir, str):
+        from .store import postgres as pg
+
+        conn = pg.connect_sync(data_dir)
+    else:
+        conn = db.connect(db.db_path(data_dir))
     try:
         return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     finally:
@@ -553,9 +628,17 @@ def _profiler(kind: str, profile: str | None) -> list[str]:
             "-o", str(Path(profile) / f"{kind}.txt"), "--"]
 
 
-def start_server(kind: str, workdir: Path, agents: int, profile: str | None = None) -> tuple[Proc, Target]:
+def start_server(kind: str, workdir: Path, agents: int, profile: str | None = None,
+                 db: str | None = None) -> tuple[Proc, Target]:
     workdir.mkdir(parents=True, exist_ok=True)
     py = [*_profiler(kind, profile), sys.executable]
+    if kind in ("pg", "pg2"):  # one node, or two, on a fresh PostgreSQL database (`db` is a scratch URL)
+        ws, keys, names = setup_ygg(db, agents)
+        nodes = [Proc([*(_profiler(f"{kind}-{i}", profile) or []), sys.executable, "-m", "ygg_server.cli",
+                       "serve", "--db", db, "--port", "0", "--node-id", f"bench{i}"],
+                      workdir / f"{kind}-node{i}.log") for i in range(1 if kind == "pg" else 2)]
+        procs = Procs(nodes, db)
+        return procs, Target(nodes[0].url, ws, keys, names, [n.url for n in nodes])
     if kind == "ygg":
         data = workdir / "ygg-data"
         ws, keys, names = setup_ygg(data, agents)
@@ -570,6 +653,10 @@ def start_server(kind: str, workdir: Path, agents: int, profile: str | None = No
     return proc, Target(proc.url, "relay", keys, {n: n for n, _ in keys})
 
 
+async def _backend_pids_async(url: str) -> list[int]:
+    return await asyncio.to_thread(_backend_pids, url)
+
+
 @dataclass
 class Measured:
     kind: str
@@ -577,7 +664,8 @@ class Measured:
     seconds: float  # the measured window
     wall: float  # the whole phase: warm-up, window, drain
     result: PhaseResult
-    server_cpu: float  # CPU seconds the server used over `wall`
+    server_cpu: float  # CPU seconds the server used over `wall` (all its nodes)
+    db_cpu: float = float("nan")  # CPU seconds of its PostgreSQL backends (pg, pg2)
 
     @property
     def rate(self) -> float:
@@ -606,11 +694,26 @@ class Measured:
             "late_ms": round(r.late_ms, 2), "errors": dict(r.errors),
             "server_cpu": round(self.server_cpu / self.wall, 3), "loadgen_cpu": round(r.cpu / self.wall, 3),
             "server_us_per_msg": round(self.server_us, 1), "loadgen_us_per_msg": round(self.loadgen_us, 1),
+            **({} if self.db_cpu != self.db_cpu else {
+                "db_cpu": round(self.db_cpu / self.wall, 3),
+                "db_us_per_msg": round(self.db_cpu / max(1, r.total) * 1e6, 1)}),
         }
 
 
 async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
-    proc, target = start_server(kind, workdir, args.agents, args.profile)
+    db_url = None
+    if kind in ("pg", "pg2"):
+        from .store import postgres as pg
+
+        db_url = await pg.create_database(args.db, prefix="ygg_bench")
+    try:
+        proc, target = await asyncio.to_thread(start_server, kind, workdir, args.agents, args.profile, db_url)
+    except BaseException:
+        if db_url:
+            await pg.drop_database(db_url)
+        raise
+    if isinstance(proc, Procs):
+        proc.db_pids = await _backend_pids_async(db_url)
     driver = None
     try:
         peers = min(args.peers, args.agents - 1)
@@ -622,11 +725,15 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
 
         async def phase(name: str, *call, **kw) -> None:
             t0, cpu0 = time.monotonic(), proc.cpu()
+            db0 = proc.db_cpu() if isinstance(proc, Procs) else float("nan")
             parts = await driver.call(*call, **kw)
             r = PhaseResult()
             for x in parts:
                 r.merge(x)
-            out.append(Measured(kind, name, args.seconds, time.monotonic() - t0, r, proc.cpu() - cpu0))
+            m = Measured(kind, name, args.seconds, time.monotonic() - t0, r, proc.cpu() - cpu0)
+            if isinstance(proc, Procs):
+                m.db_cpu = proc.db_cpu() - db0
+            out.append(m)
 
         # throughput: closed loop, `--window` requests outstanding per agent
         begin = time.monotonic_ns() + ns // 5
@@ -647,6 +754,14 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
         proc.stop()
         if kind == "ygg" and not args.quiet:
             print(f"  ygg: {_persisted(workdir / 'ygg-data'):,} messages persisted", flush=True)
+        if db_url:
+            if not args.quiet:
+                n = await asyncio.to_thread(_persisted, db_url)
+                print(f"  {kind}: {n:,} messages persisted", flush=True)
+            if not args.keep:
+                await pg.drop_database(db_url)
+            elif not args.quiet:
+                print(f"  kept database {db_url}")
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -657,8 +772,14 @@ def server(args: argparse.Namespace) -> int:
         # with one peer, an agent's topic would hold only one pair: 8 in a row is a suspected loop
         print("--agents must be at least 3 and --peers at least 2", file=sys.stderr)
         return 2
-    if not set(args.servers.split(",")) <= {"relay", "ygg"}:
-        print("--servers: a comma-separated list of relay and ygg", file=sys.stderr)
+    if args.servers is None:
+        args.servers = "ygg,pg,pg2" if args.db else "relay,ygg"
+    if not set(args.servers.split(",")) <= {"relay", "ygg", "pg", "pg2"}:
+        print("--servers: a comma-separated list of relay, ygg, pg and pg2", file=sys.stderr)
+        return 2
+    if {"pg", "pg2"} & set(args.servers.split(",")) and not args.db:
+        print("pg and pg2 need --db postgresql://… (a server where the benchmark may create a database)",
+              file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="ygg-bench-server-"))
     runs: list[dict[str, Measured]] = []
@@ -727,6 +848,8 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
         # what the throughput ratio would be if each server had the same CPU to itself: robust to a busy machine
         yu, ru = med("ygg", "throughput", lambda m: m.server_us), med("relay", "throughput", lambda m: m.server_us)
         summary["cpu_ratio"] = round(ru / yu, 3) if yu else None
+    if "pg" in fig and "pg2" in fig:  # issue 7: two nodes on one database, next to one
+        summary["pg2_over_pg"] = round(fig["pg2"]["tput"] / fig["pg"]["tput"], 3) if fig["pg"]["tput"] else None
     if args.quiet:
         return summary
     print(f"\nygg bench server: {args.agents} agents, {peers} peers each, window {args.window}, "
@@ -745,6 +868,10 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
                                                        f"{med(k, 'throughput', lambda m: m.result.cpu / m.wall):.0%}")
     row("closed loop: CPU us/msg server / lg", lambda k: f"{med(k, 'throughput', lambda m: m.server_us):.0f} / "
                                                          f"{med(k, 'throughput', lambda m: m.loadgen_us):.0f}")
+    if {"pg", "pg2"} & set(kinds):
+        row("closed loop: PostgreSQL CPU, us/msg", lambda k: "" if k not in ("pg", "pg2") else
+            f"{med(k, 'throughput', lambda m: m.db_cpu / m.wall):.0%}, "
+            f"{med(k, 'throughput', lambda m: m.db_cpu / max(1, m.result.total) * 1e6):.0f}")
     row(f"open loop {args.rate:g}/s: achieved msgs/s", lambda k: f"{med(k, 'latency', lambda m: m.rate):,.0f}")
     row(f"open loop {args.rate:g}/s: p50 ms", lambda k: f"{fig[k]['p50']:.2f}")
     row(f"open loop {args.rate:g}/s: p99 ms", lambda k: f"{fig[k]['p99']:.2f}")
@@ -767,6 +894,9 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
             print(f"server CPU per message relay/ygg: {summary['cpu_ratio']:.2f}  (the throughput ratio if both were CPU-bound on equal CPU)")
         if pr is not None:
             print(f"p99 ygg/relay at {args.rate:g} msgs/s offered: {pr:.2f}  (goal <= 2.0: {'met' if pr <= 2 else 'NOT met'})")
+    if summary.get("pg2_over_pg") is not None:
+        r = summary["pg2_over_pg"]
+        print(f"throughput two nodes / one node on PostgreSQL: {r:.2f}  (goal >= 1.6: {'met' if r >= 1.6 else 'NOT met'})")
     return summary
 
 
@@ -779,7 +909,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peers", type=int, default=4, help="peers each agent asks, round-robin (default 4)")
     p.add_argument("--procs", type=int, default=1, help="load generator processes (default 1)")
     p.add_argument("--repeat", type=int, default=1, help="run the servers this many times, alternating; report medians")
-    p.add_argument("--servers", default="relay,ygg", help="which servers, in order (default relay,ygg)")
+    p.add_argument("--servers", default=None,
+                   help="which servers, in order: relay, ygg (one node, SQLite), pg (one node, PostgreSQL), "
+                        "pg2 (two nodes, PostgreSQL) (default relay,ygg; with --db: ygg,pg,pg2)")
+    p.add_argument("--db", default=None, metavar="URL",
+                   help="postgresql://… where pg/pg2 make a fresh database per run (dropped after)")
     p.add_argument("--no-compression", action="store_true", help="clients do not offer permessage-deflate")
     p.add_argument("--profile", metavar="DIR", help="sample the servers with py-spy into DIR/<server>.txt")
     p.add_argument("--keep", action="store_true", help="keep the temporary data dir and server logs")

@@ -27,19 +27,26 @@ PW = "pw-" + "x" * 8
 
 
 def _pg_available() -> tuple[bool, str]:
+    """Is a server reachable? (PG_ADMIN falls back to the `postgres` database when `test` is missing.)"""
+    global PG_ADMIN
     try:
-        import asyncpg  # noqa: F401
+        import asyncpg
     except ImportError:
         return False, "asyncpg is not installed"
 
-    async def probe():
-        import asyncpg
-
-        c = await asyncpg.connect(PG_ADMIN, timeout=5)
+    async def probe(url):
+        c = await asyncpg.connect(url, timeout=5)
         await c.close()
 
     try:
-        asyncio.run(probe())
+        asyncio.run(probe(PG_ADMIN))
+    except asyncpg.InvalidCatalogNameError:
+        fallback = PG_ADMIN.rsplit("/", 1)[0] + "/postgres"
+        try:
+            asyncio.run(probe(fallback))
+        except Exception as e:  # noqa: BLE001
+            return False, f"no PostgreSQL at {fallback} ({type(e).__name__}: {e})"
+        PG_ADMIN = fallback
     except Exception as e:  # noqa: BLE001
         return False, f"no PostgreSQL at {PG_ADMIN} ({type(e).__name__}: {e})"
     return True, ""
