@@ -1,0 +1,195 @@
+"""The isolation matrix (issue 8): every op, from a session of workspace A, with every kind of id of
+workspace B, gets the same answer as with an id that does not exist, and changes nothing.
+
+tests/net/test_isolation.py checks the common cases one by one; this walks the whole matrix: for each
+op and each place an id goes, the answer with B's id and the answer with a made-up id are compared
+(without `ref`, and with the id itself replaced, since some details echo the reference written), the
+database's row counts are compared before and after, and nobody in B (carol, her agent spy, her monitor
+subscription) hears anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+
+import pytest
+
+from .conftest import counts
+
+A = "$A"  # team A's workspace
+
+# (op, fields): "$kind" is replaced by B's id of that kind, or by a made-up one; `$me_to` is whom the
+# sender may address in A (so that only the id under test can make a send fail).
+CASES: list[tuple[str, dict]] = [
+    # send: B's workspace, conversations, topics, participants, messages
+    ("send", {"workspace": "$ws", "topic": "new", "title": "T", "to": "$me_to", "text": "x"}),
+    ("send", {"workspace": "$personal", "topic": "new", "title": "T", "to": "$me_to", "text": "x"}),
+    *[("send", {"workspace": A, "conversation": c, "topic": "new", "title": "T", "to": "$me_to", "text": "x"})
+      for c in ("$general", "$dm", "$group", "dm:$person", "dm:$agent", "dm:@$handle", "dm:$agent_name",
+                "dm:$agent_name@$handle", "group:$group_name")],
+    *[("send", {"workspace": A, "topic": t, "title": "T", "to": "$me_to", "text": "x"})
+      for t in ("$topic", "$dm_topic", "$message", "$dm_message")],
+    *[("send", {"workspace": A, "topic": "new", "title": "T", "to": [r], "text": "x"})
+      for r in ("$person", "$agent", "@$handle", "$agent_name", "$agent_name@$handle", "group:$group_name")],
+    *[("send", {"workspace": A, "topic": "new", "title": "T", "to": "$me_to", "state": "waiting", "waiting_for": [r],
+                "text": "x"}) for r in ("$person", "$agent", "@$handle", "$agent_name@$handle")],
+    ("send", {"workspace": A, "topic": "new", "title": "T", "to": "$me_to", "in_reply_to": "$message", "text": "x"}),
+    ("send", {"workspace": A, "topic": "new", "title": "T", "to": "$me_to", "in_reply_to": "$dm_message", "text": "x"}),
+    # fund
+    ("fund", {"workspace": "$ws", "agent": "$agent", "amount": 5}),
+    ("fund", {"workspace": "$ws", "pool": True, "amount": 5}),
+    *[("fund", {"workspace": A, "agent": x, "amount": 5})
+      for x in ("$agent", "$agent_name", "$agent_name@$handle", "$person")],
+    # ack
+    ("ack", {"ids": ["$delivery"]}),
+    ("ack", {"ids": ["$delivery", "$delivery"]}),
+    # queries
+    *[(op, {"workspace": w}) for op in ("list_members", "list_agents", "list_conversations", "list_topics",
+                                         "list_groups", "balances", "presence") for w in ("$ws", "$personal")],
+    ("search_messages", {"workspace": "$ws", "query": "secret"}),
+    *[("history", {"workspace": A, "conversation": c}) for c in ("$general", "$dm", "$group")],
+    ("history", {"workspace": "$ws", "conversation": "general"}),
+    ("history", {"workspace": "$ws", "conversation": "$general"}),
+    *[("history", {"workspace": A, "conversation": "general", "topic": t}) for t in ("$topic", "$dm_topic")],
+    *[("list_topics", {"workspace": A, "conversation": c}) for c in ("$general", "$dm", "$group")],
+    *[("topic", {"workspace": w, "topic": t}) for w in (A, "$ws") for t in ("$topic", "$dm_topic", "$message")],
+    # subscriptions
+    ("subscribe", {"workspace": "$ws"}),
+    ("subscribe", {"workspace": "$ws", "monitor": True}),
+    ("subscribe", {"workspace": "$personal", "monitor": True}),
+    # management
+    *[("set_budget", {"workspace": w, "topic": t, "budget": 5}) for w in (A, "$ws") for t in ("$topic", "$dm_topic")],
+    ("add_member", {"workspace": "$ws", "handle": "bob", "role": "member"}),
+    ("add_member", {"workspace": "$ws", "handle": "alice", "role": "owner"}),
+    ("add_member", {"workspace": A, "handle": "$person", "role": "member"}),
+    ("add_member", {"workspace": A, "handle": "$agent", "role": "member"}),
+    ("add_agent", {"name": "probe", "workspace": "$ws"}),
+    ("add_agent", {"name": "probe", "workspace": "$personal"}),
+    # parties, profiles, settings (docs/protocol.md, "Parties")
+    *[(op, {"workspace": "$ws", "conversation": "$general", "participant": "$agent"})
+      for op in ("add_participant", "remove_participant")],
+    *[(op, {"workspace": A, "conversation": c, "participant": "researcher"})
+      for op in ("add_participant", "remove_participant") for c in ("$general", "$dm", "$group", "dm:$agent")],
+    *[("add_participant", {"workspace": A, "conversation": "general", "participant": p})
+      for p in ("$person", "$agent", "@$handle", "$agent_name", "$agent_name@$handle")],
+    ("set_lead", {"workspace": "$ws", "conversation": "$group", "lead": "$agent"}),
+    *[("set_lead", {"workspace": A, "conversation": c, "lead": None}) for c in ("$general", "$dm", "$group")],
+    ("set_profile", {"agent": "$agent", "title": "mine now"}),
+    ("set_profile", {"agent": "$agent_name", "title": "mine now"}),
+    ("set_setting", {"workspace": "$ws", "key": "party.maxHops", "value": 3}),
+    ("set_setting", {"workspace": "$personal", "key": "party.maxHops", "value": 3}),
+]
+
+KINDS = ("ws", "personal", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
+         "handle", "agent_name", "group_name", "delivery")
+
+
+def ghosts(team) -> dict:
+    """Made-up ids of every kind, shaped like the real ones."""
+    top = team.conn.execute("SELECT coalesce(max(id), 0) FROM deliveries").fetchone()[0]
+    u = lambda: str(uuid.uuid4())  # noqa: E731
+    return {"ws": u(), "personal": u(), "general": u(), "dm": u(), "group": u(), "topic": u(), "dm_topic": u(),
+            "message": u(), "dm_message": u(), "person": f"human.{uuid.uuid4().hex}",
+            "agent": f"agent.{uuid.uuid4().hex}", "handle": "zed9", "agent_name": "ghost7", "group_name": "nocell7",
+            "delivery": top + 1_000_000}
+
+
+def fill(value, ids: dict, team, me_to):
+    if isinstance(value, dict):
+        return {k: fill(v, ids, team, me_to) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids, team, me_to) for v in value]
+    if not isinstance(value, str):
+        return value
+    if value == "$me_to":
+        return me_to
+    if value == A:
+        return team.ws
+    if value == "$delivery":
+        return ids["delivery"]
+    return re.sub(r"\$([a-z_]+)", lambda m: str(ids[m.group(1)]), value)
+
+
+def normal(reply: dict, ids: dict) -> str:
+    """The answer without `ref`, what only a stored message makes unique, and the id under test."""
+    r = {k: v for k, v in reply.items() if k != "ref"}
+    if r.get("op") == "sent":
+        r["message"] = {k: v for k, v in r["message"].items() if k not in ("id", "created_at", "topic")}
+    long_ids = sorted((str(ids[k]) for k in KINDS if isinstance(ids[k], str) and len(ids[k]) > 8), key=len, reverse=True)
+    short = [ids["handle"], ids["agent_name"], ids["group_name"]]
+
+    def scrub(v, key=None):
+        if isinstance(v, dict):
+            return {k: scrub(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [scrub(x, key) for x in v]
+        if key == "ids" and v == ids["delivery"]:
+            return "<id>"
+        if isinstance(v, str) and v in ids.values():
+            return "<id>"
+        if isinstance(v, str):
+            for i in long_ids:
+                v = v.replace(i, "<id>")
+            for name in short:
+                v = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", "<id>", v)
+        return v
+
+    return json.dumps(scrub(r), sort_keys=True)
+
+
+def b_rows(team) -> tuple:
+    b, c = team.b, team.conn
+    return (
+        c.execute("SELECT count(*) FROM messages WHERE workspace IN (?, ?)", (b["ws"], b["personal"])).fetchone(),
+        c.execute("SELECT count(*), count(acked_at) FROM deliveries WHERE recipient IN (?, ?)",
+                  (b["agent"], b["person"])).fetchone(),
+        c.execute("SELECT id, state FROM topics WHERE workspace = ? ORDER BY id", (b["ws"],)).fetchall(),
+        c.execute("SELECT id, members FROM conversations WHERE workspace = ? ORDER BY id", (b["ws"],)).fetchall(),
+        c.execute("SELECT * FROM wallets WHERE account = ? OR workspace = ? ORDER BY 1, 2", (b["agent"], b["ws"])).fetchall(),
+        c.execute("SELECT * FROM memberships WHERE workspace IN (?, ?) ORDER BY 1, 2", (b["ws"], b["personal"])).fetchall(),
+        c.execute("SELECT count(*) FROM ledger WHERE workspace = ? OR account = ?", (b["ws"], b["agent"])).fetchone(),
+    )
+
+
+@pytest.mark.parametrize("who", ["alice", "researcher"])
+async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(teams, who):
+    """docs/protocol.md: "an id the asker may not see gets `{"op":"error","code":"not_found"}`, exactly as an id that does not exist"; "`unknown_conversation`, `unknown_topic`, `unknown_workspace` | no such thing (another workspace's ids get exactly this answer)"."""
+    team = teams
+    b = dict(team.b, handle="carol", group_name="cell")
+    sender = await (team.person("alice") if who == "alice" else team.client(api_key=team.keys["researcher"]))
+    me_to = ["researcher"] if who == "alice" else ["@alice"]
+    spy = await team.client(api_key=b["key"])
+    while True:  # spy's own backlog, before anything here
+        try:
+            await spy.next_delivery(timeout=0.3)
+        except asyncio.TimeoutError:
+            break
+    await team.carol.subscribe(b["ws"], monitor=True)
+    while team.carol.pending_deliveries():
+        await team.carol.next_delivery(timeout=1)
+    seen_codes = set()
+    for op, fields in CASES:
+        ghost = ghosts(team)
+        before, before_b = counts(team), b_rows(team)
+        foreign = await sender.request(op, **fill(fields, b, team, me_to))
+        mid, mid_b = counts(team), b_rows(team)
+        missing = await sender.request(op, **fill(fields, ghost, team, me_to))
+        after, after_b = counts(team), b_rows(team)
+        assert normal(foreign, b) == normal(missing, ghost), (op, fields, foreign, missing)
+        assert before_b == mid_b == after_b, ("team B's rows moved", op, fields)
+        if foreign["op"] == "sent":  # in_reply_to someone else's message: stored like any other reference
+            assert {k: mid[k] - before[k] for k in mid if k not in ("topic_states", "usage")} == \
+                   {k: after[k] - mid[k] for k in mid if k not in ("topic_states", "usage")}, (op, fields)
+        else:
+            assert before == mid == after, ("rows moved", op, fields, foreign)
+        seen_codes.add(foreign.get("code") or foreign.get("reason") or foreign["op"])
+    with pytest.raises(asyncio.TimeoutError):
+        d = await spy.next_delivery(timeout=0.3)
+        raise AssertionError(f"spy got {d}")
+    assert team.carol.pending_deliveries() == 0, "carol got nothing"
+    events = [e for e in team.carol.pending_events() if e.get("kind") in ("message", "topic", "balance")]
+    assert events == [], events
+    assert {"not_found", "unknown_workspace", "unknown_conversation", "unknown_topic", "unknown_recipient"} <= seen_codes
