@@ -1,0 +1,237 @@
+"""What only the PostgreSQL store has: several nodes on one database, the claim pattern, the adapter.
+
+Two nodes here are two PgGateway+PgEngine pairs in this process, each with its own connections
+(tests/store/test_two_nodes.py runs them as processes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sqlite3
+
+import asyncpg
+import pytest
+
+from ygg_server import admin, queries
+from ygg_server.store import postgres as pg
+from ygg_server.store import sqlite as db
+from ygg_server.store.schema import MIGRATIONS
+
+from .conftest import PW, _serve, _shutdown
+
+
+@pytest.fixture
+def store() -> str:
+    return "postgres"
+
+
+def test_each_statement_replaced_whole_still_matches_its_source():
+    """postgres.OVERRIDES replaces statements of sqlite.py and queries.py by their text: an edit there must show."""
+    source = pg._norm(inspect.getsource(db) + inspect.getsource(queries))
+    for sql in pg.OVERRIDES:
+        assert sql in source, f"no longer in sqlite.py/queries.py: {sql[:80]}…"
+
+
+async def test_the_schema_has_every_table_and_column_of_sqlite(pg_url):
+    lite = sqlite3.connect(":memory:")
+    for m in MIGRATIONS:
+        for stmt in db._statements(m):
+            lite.execute(stmt)
+    tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if not r[0].startswith(("messages_fts", "sqlite_"))]
+    c = await pg.connect(pg.parse_dsn(pg_url)[0])
+    try:
+        await pg.migrate(c)
+        assert await pg.migrate(c) == len(pg.MIGRATIONS)  # again: nothing to do
+        for t in tables:
+            want = {r[1] for r in lite.execute(f"PRAGMA table_info({t})")}
+            have = {r[0] for r in await c.fetch(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = $1 AND table_schema = current_schema()", t)}
+            assert want <= have, (t, want - have)
+    finally:
+        await c.close()
+
+
+def test_prepared_statements_are_switched_off_by_flag_or_url():
+    assert pg.parse_dsn("postgresql://u@h/db") == ("postgresql://u@h/db", True)
+    assert pg.parse_dsn("postgresql://u@h/db?prepared=false&search_path=x") == ("postgresql://u@h/db?search_path=x", False)
+    assert pg.parse_dsn("postgresql://u@h/db?prepared=true", prepared=False)[1] is False
+    assert pg.parse_dsn("postgresql://u@h/db?prepared=0")[1] is False
+
+
+async def test_a_node_without_prepared_statements_serves(pg_url):
+    s = await _serve("postgres", pg_url + "&prepared=false")
+    try:
+        assert s.gw.engine.prepared is False
+        s.admin(admin.add_person, "alice", PW)
+        ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+        key = s.admin(admin.add_agent, "helper", "alice")["api_key"]
+        alice, helper = await s.person("alice"), await s.client(api_key=key)
+        r = await alice.send(workspace=ws, topic="new", title="Hi", to=["helper"], text="no cache")
+        assert r["op"] == "sent"
+        assert (await helper.next_delivery(timeout=5))["message"]["text"] == "no cache"
+    finally:
+        await _shutdown(s)
+
+
+async def test_the_claim_pattern_serves_any_table_of_work(pg_url):
+    """Seed 003 §27: one pattern for every kind of work; here a table of tasks, not deliveries."""
+    tasks = pg.Claimable("tasks", owner="queue", ready="t.done = false")
+    claim = f"WITH {pg.WANT} {tasks.claim(returning='d.id')}"
+    dsn = pg.parse_dsn(pg_url)[0]
+    a, b = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+    try:
+        await a.execute("""CREATE TABLE tasks (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL,
+                           done BOOLEAN NOT NULL DEFAULT false, leased_by TEXT, lease_until BIGINT);
+                           INSERT INTO tasks (queue) SELECT 'q' FROM generate_series(1, 10)""")
+        # a claim in progress (its transaction open) holds its rows: another skips them, and never waits
+        tx = a.transaction()
+        await tx.start()
+        first = [r[0] for r in await a.fetch(claim, ["q"], ["a/1"], [4], 100, 200)]
+        second = [r[0] for r in await asyncio.wait_for(b.fetch(claim, ["q"], ["b/1"], [4], 100, 200), 5)]
+        await tx.commit()
+        assert first == [1, 2, 3, 4] and second == [5, 6, 7, 8]
+        # leased rows are not claimed again before their lease ends; after, they are
+        assert [r[0] for r in await b.fetch(claim, ["q"], ["b/2"], [10], 150, 300)] == [9, 10]
+        assert [r[0] for r in await b.fetch(claim, ["q"], ["b/3"], [10], 250, 400)] == [1, 2, 3, 4, 5, 6, 7, 8]
+        await a.execute(tasks.renew(), ["b/3"], 1000)
+        released = await a.fetch(tasks.release(), "b/3")
+        assert len(released) == 8
+        assert len(await b.fetch(claim, ["q"], ["b/4"], [10], 500, 600)) == 10  # (9 and 10 ran out at 300)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_two_nodes_never_spend_the_same_credits(server):
+    """An agent with 100 credits sends 160 messages, half through each node, at once: exactly 100 pass."""
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    key = server.admin(admin.add_agent, "spender", "alice")["api_key"]
+    aid = server.admin(admin.fund, "spender", 100)["id"]
+    alice = await server.person("alice")
+    opened = await alice.send(workspace=ws, topic="new", title="Spend", to=["spender"], text="go")
+    topic = opened["message"]["topic"]
+    url_b = f"ws://127.0.0.1:{other.port}/"
+    conns = [await server.client(api_key=key) for _ in range(4)] + \
+            [await server.client(url_b, api_key=key) for _ in range(4)]
+
+    async def spend(c, k):
+        out = []
+        for i in range(20):
+            out.append(await c.send(workspace=ws, topic=topic, type="inform", to=["@alice"], text=f"{k}.{i}"))
+        return out
+
+    replies = [r for rs in await asyncio.gather(*(spend(c, k) for k, c in enumerate(conns))) for r in rs]
+    sent = [r for r in replies if r["op"] == "sent"]
+    refused = [r for r in replies if r["op"] == "refused"]
+    assert len(sent) == 100 and len(refused) == 60, (len(sent), len(refused))
+    assert all(r["reason"] == "credits_exhausted" for r in refused)
+    assert server.conn.execute("SELECT balance FROM wallets WHERE account = ?", (aid,)).fetchone()[0] == 0
+    spent = server.conn.execute("SELECT sum(delta) FROM ledger WHERE account = ? AND delta < 0", (aid,)).fetchone()[0]
+    assert spent == -100
+
+
+async def test_two_nodes_lose_no_topic_update(server):
+    """200 requests into one topic through two nodes at once: the topic remembers every one."""
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    server.admin(admin.add_agent, "busy", "alice")
+    url_b = f"ws://127.0.0.1:{other.port}/"
+    senders = [await server.person("alice") for _ in range(3)] + [await server.person("alice", url=url_b) for _ in range(3)]
+    first = await senders[0].send(workspace=ws, topic="new", title="Many", to=["busy"], text="0")
+    topic = first["message"]["topic"]
+
+    async def ask(c, k):
+        for i in range(33):
+            r = await c.send(workspace=ws, topic=topic, to=["busy"], text=f"{k}.{i}")
+            assert r["op"] == "sent", r
+
+    await asyncio.gather(*(ask(c, k) for k, c in enumerate(senders)))
+    t = server.admin(db.load_topic, topic)
+    assert len(t.pending) == 1 + 6 * 33, "a request's pending entry was lost: a topic written from a stale state"
+
+
+async def test_an_agent_connected_to_two_nodes_gets_each_wake_once(server):
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    key = server.admin(admin.add_agent, "worker", "alice")["api_key"]
+    url_b = f"ws://127.0.0.1:{other.port}/"
+    workers = [await server.client(api_key=key), await server.client(url_b, api_key=key)]
+    alice_a, alice_b = await server.person("alice"), await server.person("alice", url=url_b)
+    got: list[list[int]] = [[], []]
+    stop = asyncio.Event()
+
+    async def work(w, seen):
+        while not stop.is_set():
+            try:
+                d = await w.next_delivery(timeout=0.2)
+            except asyncio.TimeoutError:
+                continue
+            seen.append(d["message"]["id"])
+            await w.ack([d["id"]])
+
+    tasks = [asyncio.create_task(work(w, g)) for w, g in zip(workers, got)]
+
+    async def ask(a, k):
+        return [(await a.send(workspace=ws, topic="new", title=f"{k}{i}", to=["worker"], text="x"))["message"]["id"]
+                for i in range(60)]
+
+    ids = [m for ms in await asyncio.gather(ask(alice_a, "a"), ask(alice_b, "b")) for m in ms]
+    for _ in range(200):
+        if sum(map(len, got)) >= len(ids):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
+    stop.set()
+    await asyncio.gather(*tasks)
+    every = got[0] + got[1]
+    assert sorted(every) == sorted(ids), "each wake exactly once"
+    assert got[0] and got[1], "both nodes' connections took a share"
+
+
+async def test_events_presence_and_deliveries_cross_nodes(server):
+    """A person following on node B sees what happens on node A, live."""
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    server.admin(admin.add_person, "bob", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    server.admin(admin.add_member, ws, "bob")
+    key = server.admin(admin.add_agent, "helper", "alice")["api_key"]
+    url_b = f"ws://127.0.0.1:{other.port}/"
+    bob = await server.person("bob", url=url_b)
+    await bob.subscribe(ws)
+    helper = await server.client(api_key=key)  # on node A
+
+    async def event(kind):
+        while True:
+            ev = await bob.next_event(timeout=10)
+            if ev.get("kind") == kind:
+                return ev
+
+    ev = await event("presence")
+    assert ev["participant"] == helper.me["id"] and ev["online"] is True
+    online = (await bob.call("presence", workspace=ws))["online"]
+    assert online[helper.me["id"]] is True
+    alice = await server.person("alice")  # on node A
+    sent = await alice.send(workspace=ws, topic="new", title="Across", to=["@bob"], type="inform", text="hello bob")
+    assert (await bob.next_delivery(timeout=10))["message"]["id"] == sent["message"]["id"]
+    t = await event("topic")
+    assert t["topic"]["id"] == sent["message"]["topic"]
+    await helper.close()
+    ev = await event("presence")
+    assert ev["participant"] == helper.me["id"] and ev["online"] is False
+
+
+async def test_nodes_migrate_one_at_a_time(pg_url):
+    dsn = pg.parse_dsn(pg_url)[0]
+    conns = [await asyncpg.connect(dsn) for _ in range(3)]
+    try:
+        assert await asyncio.gather(*(pg.migrate(c) for c in conns)) == [len(pg.MIGRATIONS)] * 3
+    finally:
+        for c in conns:
+            await c.close()
