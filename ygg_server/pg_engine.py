@@ -61,8 +61,6 @@ RETRYABLE = (
     asyncpg.exceptions.LockNotAvailableError,
 )
 MAX_ATTEMPTS = 12
-_LOST = (asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.InterfaceError,
-         asyncpg.exceptions.OperatorInterventionError, OSError, ConnectionError)
 _EMPTY = Directory.build("", [], [])
 _dec_topic = db._topic_dec
 _enc = msgspec.json.Encoder()
@@ -187,9 +185,6 @@ class PgEngine:
         self._loop, self._publish = loop, publish
         self._queue = asyncio.Queue()
         self._task = loop.create_task(self._run())
-        self._acks: list[_Command] = []
-        self._ack_wake = asyncio.Event()
-        self._ack_task = loop.create_task(self._ack_run())
 
     def stop(self) -> None:
         """Stop and close (callable from another thread, as `Gateway.close` does)."""
@@ -206,9 +201,6 @@ class PgEngine:
             loop.run_until_complete(self.aclose())
 
     async def aclose(self) -> None:
-        if getattr(self, "_ack_task", None) is not None:
-            self._ack_task.cancel()
-            self._ack_task = None
         if self._task is not None:
             self._queue.put_nowait(None)
             try:
@@ -216,7 +208,7 @@ class PgEngine:
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
             self._task = None
-        for c in (self.listener, self.conn, getattr(self, "_ack_conn", None)):
+        for c in (self.listener, self.conn):
             if c is not None and not c.is_closed():
                 try:
                     await c.close(timeout=5)
@@ -235,50 +227,8 @@ class PgEngine:
 
     def submit(self, kind: str, *args) -> asyncio.Future:
         fut = asyncio.get_running_loop().create_future()
-        if kind == "ack":  # acks decide nothing and lock nothing a decision reads: their own fast path
-            self._acks.append(_Command(kind, args, fut))
-            self._ack_wake.set()
-        else:
-            self._queue.put_nowait(_Command(kind, args, fut))
+        self._queue.put_nowait(_Command(kind, args, fut))
         return fut
-
-    async def _ack_run(self) -> None:
-        """Acks queued while the last ones were written go together, as one statement (its own
-        transaction, committed when it returns): an ack does not wait for a batch of sends."""
-        self._ack_conn = None
-        while True:
-            await self._ack_wake.wait()
-            self._ack_wake.clear()
-            while self._acks:
-                cmds, self._acks = self._acks, []
-                try:
-                    if self._ack_conn is None or self._ack_conn.is_closed():
-                        self._ack_conn = await pg.connect(self.dsn, self.prepared)
-                    acked = await self._write_acks(self._ack_conn, [(c, *c.args) for c in cmds])
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    log.exception("acks failed")
-                    for c in cmds:
-                        if not c.future.done():
-                            c.future.set_exception(e)
-                    continue
-                for c, (participant, ids, ref) in zip(cmds, (c.args for c in cmds)):
-                    mine = [i for i in ids if (i, participant) in acked]
-                    acked.difference_update((i, participant) for i in mine)
-                    if not c.future.done():
-                        c.future.set_result({"op": "acked", "ref": ref, "ids": mine})
-
-    async def _write_acks(self, conn: asyncpg.Connection, acks: list) -> set[tuple[int, str]]:
-        ids, who = [], []
-        for _, participant, list_ids, _ in acks:
-            ids += list_ids
-            who += [participant] * len(list_ids)
-        rows = await conn.fetch(
-            """UPDATE deliveries d SET acked_at = $1 FROM unnest($2::bigint[], $3::text[]) AS a(id, who)
-               WHERE d.id = a.id AND d.recipient = a.who AND d.acked_at IS NULL RETURNING d.id, d.recipient""",
-            self.clock(), ids, who)
-        return {(r[0], r[1]) for r in rows}
 
     # --- caches (only what changes through meta.config) ---
 
@@ -353,7 +303,6 @@ class PgEngine:
                 return
 
     async def _tick(self, batch: list[_Command]) -> None:
-        await self._usable()
         out = Published()
         results: dict[int, Any] = {}
         group = [c for c in batch if c.kind in ("send", "ack")]
@@ -394,7 +343,7 @@ class PgEngine:
                     raise
                 log.info("retrying after %s", type(e).__name__)
                 await asyncio.sleep(random.uniform(0, 0.002 * (2 ** min(attempt, 6))))
-            except _LOST:  # the outcome of this batch is unknown to us: fail it; the next one reconnects
+            except (asyncpg.exceptions.ConnectionDoesNotExistError, asyncpg.exceptions.InterfaceError, OSError):
                 await self._reconnect()
                 raise
 
@@ -405,11 +354,6 @@ class PgEngine:
             self.conn = await pg.connect(self.dsn, self.prepared)
         except (OSError, asyncpg.PostgresError):
             log.warning("writer: cannot reconnect yet")
-
-    async def _usable(self) -> None:
-        """Before a batch: a writer connection that was lost is made again."""
-        if self.conn is None or self.conn.is_closed():
-            await self._reconnect()
 
     async def _group(self, cmds: list[_Command], results: dict[int, Any], out: Published) -> None:
         """Sends and acks in one transaction; a batch that fails for another reason is split."""

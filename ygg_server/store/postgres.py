@@ -402,8 +402,6 @@ class SyncConnection:
 
     async def _execute(self, sql: str, params: tuple) -> Cursor:
         word = sql.lstrip()[:10].upper()
-        if self._conn.is_closed() and not self._in_tx:  # lost (a restart of the server): connect again
-            self._conn = await connect(self.dsn, self.prepared)
         c = self._conn
         if word.startswith("PRAGMA"):
             return Cursor()
