@@ -596,6 +596,7 @@ _IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait 
 _CATEGORIES = (  # the first that matches, from the innermost frame out
     ("permessage-deflate", "permessage_deflate"), ("SQLite (store)", "sqlite.py:"),
     ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol.py"),
+    ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("pg engine", "pg_engine.py:"), ("claims (cluster)", "cluster.py:"),
     ("engine (incl. its SAVEPOINT/ack SQL)", "engine.py:"), ("gateway, inbox", "gateway.py:"),
     ("gateway, inbox", "inbox.py:"), ("websockets framing", "websockets/"), ("asyncio loop, socket I/O", "asyncio/"),
 )
@@ -800,9 +801,10 @@ def server(args: argparse.Namespace) -> int:
     summary = report(args, runs)
     if args.profile and not args.quiet:
         for kind in args.servers.split(","):
-            f = Path(args.profile) / f"{kind}.txt"
-            if f.exists():
-                print(f"where {kind}'s busy time went (py-spy, {f}):")
+            for f in [Path(args.profile) / f"{kind}.txt", *sorted(Path(args.profile).glob(f"{kind}-[0-9]*.txt"))]:
+                if not f.exists():
+                    continue
+                print(f"where {f.stem}'s busy time went (py-spy, {f}):")
                 for thread, cat, share in profile_summary(f):
                     if share >= 0.005:
                         print(f"  {share:6.1%}  {thread:6}  {cat}")

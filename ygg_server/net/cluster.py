@@ -59,6 +59,7 @@ class ClaimInbox:
         self.items: dict[int, Item] = {}  # (the gateway counts a person's backlog here; agents have none)
         self.news = 1  # announcements so far; a claim that found less than it could take, at `seen`, ends them
         self.seen = 0
+        self._given = 0
 
     def add(self, items: list[Item]) -> None:
         """Work was announced (published here, or read): claim."""
@@ -87,13 +88,16 @@ class ClaimInbox:
             self.claimer.want(self)
 
     def roomiest(self) -> tuple[Conn, int] | None:
-        best = max(self.sinks, key=lambda s: s.prefetch - len(s.leased), default=None)
+        """The connection with the most room; of equals, the one given work least recently."""
+        best = max(self.sinks, key=lambda s: (s.prefetch - len(s.leased), -getattr(s, "given", 0)), default=None)
         if best is None or best.dropped:
             return None
         room = best.prefetch - len(best.leased)
         return (best, room) if room > 0 else None
 
     def deliver(self, sink: Conn, item: Item, context: list[Item]) -> None:
+        self._given += 1
+        sink.given = self._given
         self.held[item.id] = (sink, [c.id for c in context])
         sink.leased.add(item.id)
         sink.push(deliver_frame(item, context))
@@ -250,13 +254,13 @@ class PgGateway(Gateway):
         return server
 
     async def close(self) -> None:
-        for t in (getattr(self, "_sweep", None), getattr(self, "_heart", None)):
-            if t is not None:
-                t.cancel()
+        """Stop serving; return this node's leases and sign it off; then the embedded gateway's close."""
+        if getattr(self, "_heart", None) is not None:
+            self._heart.cancel()
         if self._server:
             self._server.close()
-            await self._server.wait_closed()
-        await self.claimer.stop()  # lets the leases of closed connections go back
+            await self._server.wait_closed()  # every connection detached: their leases are being returned
+        await self.claimer.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
         if self.engine.pool is not None:
@@ -266,9 +270,7 @@ class PgGateway(Gateway):
                     await c.execute("DELETE FROM nodes WHERE id = $1", self.engine.node)
             except Exception:
                 log.exception("could not sign this node off")
-        await self.engine.aclose()
-        for conn in (self._reader, self._admin):
-            await asyncio.to_thread(conn.close)
+        await super().close()  # the engine (PgEngine.stop) and the reader and admin connections
 
     def _spawn(self, coro) -> None:
         t = asyncio.ensure_future(coro)
