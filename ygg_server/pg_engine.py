@@ -176,8 +176,6 @@ class PgEngine:
             return
         if msg.get("n") == self.node:
             return
-        if msg.get("x") == "rescan":
-            self._stale = True
         if self.on_notify is not None:
             self.on_notify(msg)
 
@@ -234,7 +232,6 @@ class PgEngine:
 
     def _reset(self, version: int | None) -> None:
         self._version = version
-        self._stale = False
         self.directories: dict[str, Directory] = {}
         self._settings: dict[str, dict] = {}
         self._orgs: dict[str, tuple[str, str] | None] = {}
