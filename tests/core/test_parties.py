@@ -206,3 +206,28 @@ def test_no_persons_message_buys_more_than_max_hops(actions, max_hops):
                                      for x in d.routed[0].deliveries):
             hops += 1
     assert hops <= max_hops
+
+
+def test_each_agent_is_told_who_else_is_in_the_party():
+    """Seed 004: "Each NPC is told who else is in the Party — names, job titles and a short line from each description"
+
+    The roster leaves out the agent it is for, and people; the Lead is marked; only the first line of a
+    description is told."""
+    from ygg_server.core.party import first_line, roster, roster_obj
+
+    w, cid = party()
+    w.profiles["pike"] = Profile(title="Engineer", description="Runs scripts in a sandbox.\nSecond line.")
+    w.profiles["nova"] = Profile(title="Researcher", description="x" * 500)
+    w._rebuild()
+    w.apply(set_lead(conv_view(w, cid), "human.alice", "lead"))
+    r = roster(w.directory, w.conversations[cid], "lead")
+    assert [(e.name, e.title, e.lead) for e in r] == [("nova", "Researcher", False), ("pike", "Engineer", False)]
+    assert r[1].line == "Runs scripts in a sandbox."
+    assert len(r[0].line) == 160 and r[0].line.endswith("\u2026")
+    assert [e.name for e in roster(w.directory, w.conversations[cid], "pike")] == ["lead", "nova"]
+    assert roster(w.directory, w.conversations[cid], "pike")[0].lead is True
+    assert roster_obj(r)[1] == {"id": "pike", "name": "pike", "title": "Engineer",
+                                "description": "Runs scripts in a sandbox.", "lead": False}
+    assert first_line("\n\n  hi  \nthere") == "hi"
+    solo = w.send("human.alice", "hi", to=["pike"], conversation="dm:pike").message.conversation
+    assert roster(w.directory, w.conversations[solo], "pike") == ()

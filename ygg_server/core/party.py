@@ -4,22 +4,68 @@
 - `turn_queue(directory, candidates, text)`: seed 003 §17's order among agents who could answer.
 - `change_members(view, actor, action, ref, now)` and `set_lead(view, actor, ref)`: a party's
   membership and Lead, as a Decision carrying the new Conversation.
+- `roster(directory, conversation, me)`: who else is in the party, as each agent is told (seed 004).
 """
 
 from __future__ import annotations
 
 import re
 
+import msgspec
 from msgspec.structs import replace
 
 from .decision import Decision, View, refused
 from .directory import Directory, Unresolved
-from .model import Profile
+from .model import Conversation, Profile
 from .vocabulary import ConversationKind, Kind, RefusalReason as R, Role
 
 _AT_START = re.compile(r"\s*@([^\s,:;!?]+)")
 _WORD = re.compile(r"[\w-]+")
 _NO_PROFILE = Profile()
+LINE = 160  # characters of an agent's description its colleagues are told (seed 004: "a short line")
+
+
+class RosterEntry(msgspec.Struct, frozen=True, gc=False):
+    """One colleague in a party, as the others are told of it: name, job title, one line of description."""
+
+    id: str
+    name: str
+    title: str = ""
+    line: str = ""
+    lead: bool = False
+
+
+def first_line(text: str, limit: int = LINE) -> str:
+    """The first non-empty line of `text`, cut to `limit` characters (with an ellipsis when cut)."""
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "\u2026"
+
+
+def roster(d: Directory, conv: Conversation | None, me: str | None = None) -> tuple[RosterEntry, ...]:
+    """Seed 004: "Each NPC is told who else is in the Party — names, job titles and a short line from each
+    description". The conversation's agents still in the workspace, except `me`, by name then id.
+
+    General's party is the whole workspace's agents. Pure and deterministic: the same party gives the
+    same tuple (the directive's stable part renders it).
+    """
+    if conv is None:
+        return ()
+    ps = d.participants
+    ids = d.memberships.keys() if conv.kind == ConversationKind.GENERAL else conv.members
+    out = []
+    for a in ids:
+        p = ps.get(a)
+        if a == me or p is None or p.kind != Kind.AGENT or a not in d.memberships:
+            continue
+        prof = d.profiles.get(a, _NO_PROFILE)
+        out.append(RosterEntry(a, p.name, first_line(prof.title, LINE), first_line(prof.description), a == conv.lead))
+    out.sort(key=lambda e: (e.name, e.id))
+    return tuple(out)
+
+
+def roster_obj(entries: tuple[RosterEntry, ...]) -> list[dict]:
+    """The roster as the wire carries it (docs/protocol.md, `roster` on agents' deliver frames)."""
+    return [{"id": e.id, "name": e.name, "title": e.title, "description": e.line, "lead": e.lead} for e in entries]
 
 
 def named_at_start(d: Directory, text: str) -> str | None:
