@@ -71,3 +71,10 @@ def session_participant(conn: sqlite3.Connection, token: str, now: int) -> tuple
     if row is None or row[1] <= now:
         return None
     return row[0], row[1]
+
+
+def delete_expired(conn: sqlite3.Connection, now: int) -> int:
+    """Delete the sessions that expired (by `now`); how many. Nothing is written when none did."""
+    if conn.execute("SELECT 1 FROM sessions WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() is None:
+        return 0
+    return conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,)).rowcount

@@ -219,3 +219,47 @@ async def test_presence_online_offline_and_silent_agents(tmp_path):
         assert (await online())[ids["researcher"]] is False
         err = await alice.request("presence", workspace="no-such-workspace")
         assert err["op"] == "error" and err["code"] == "not_found"
+
+
+async def test_a_quiet_agent_that_answers_pings_stays_online_and_a_dead_socket_goes_offline(tmp_path):
+    """Seed 003: "an agent counts as offline when nothing has been heard from it for the last few minutes".
+
+    A pong to the server's keepalive ping is something heard: an agent with nothing to say, whose socket
+    answers, stays online; a socket that stops answering is closed after `ping_timeout` and goes offline."""
+    import json
+
+    import websockets
+
+    async with serving(tmp_path, presence_timeout=0.8, ping_interval=0.2, ping_timeout=0.6,
+                       close_timeout=0.5) as s:
+        s.admin(admin.add_person, "alice", PW)
+        ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+        keys = {n: s.admin(admin.add_agent, n, "alice")["api_key"] for n in ("quiet", "dead")}
+        alice = await s.person("alice", PW)
+        await alice.subscribe(ws)
+        quiet = await s.client(api_key=keys["quiet"])
+        raw = await websockets.connect(s.url, ping_interval=None)
+        await raw.send(json.dumps({"op": "auth", "ref": 1, "api_key": keys["dead"]}))
+        assert json.loads(await raw.recv())["op"] == "session"
+        ids = {a["name"]: a["id"] for a in (await alice.call("list_agents", workspace=ws))["agents"]}
+
+        async def online():
+            return (await alice.call("presence", workspace=ws))["online"]
+
+        assert (await online())[ids["dead"]] is True
+        raw.transport.pause_reading()  # the socket stays open, but nothing answers the server's pings any more
+        await asyncio.sleep(2.5)  # 3x presence_timeout without a frame from either agent
+        now = await online()
+        assert now[ids["quiet"]] is True, "its pongs are heard: a quiet agent is online"
+        assert now[ids["dead"]] is False, "nothing heard: offline"
+        assert ids["dead"] not in s.gw.conns, "the keepalive closed the dead socket"
+        events = []
+        while True:
+            try:
+                e = await alice.next_event(timeout=0.3)
+            except asyncio.TimeoutError:
+                break
+            if e["kind"] == "presence":
+                events.append((e["participant"], e["online"]))
+        assert (ids["dead"], False) in events and (ids["quiet"], False) not in events
+        raw.transport.abort()

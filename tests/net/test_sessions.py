@@ -147,6 +147,28 @@ async def test_expired_token_is_refused(team):
         assert await closed_with(ws) == 1008 and ws.close_reason == "session expired"
 
 
+async def test_expired_sessions_are_deleted(team):
+    """docs/protocol.md: "Expired sessions are deleted within `session_sweep` (60 s)": the token table does not grow
+    with every sign-in; a live session stays and still resumes."""
+    now = time.time_ns() // 1000
+    dead = [auth.new_session(team.conn, team.alice, now, -1)[0] for _ in range(3)]
+    alive, _ = auth.new_session(team.conn, team.alice, now, 3_600_000_000)
+
+    def stored(token):
+        return team.conn.execute("SELECT count(*) FROM sessions WHERE token_hash = ?",
+                                 (auth._digest(token),)).fetchone()[0]
+
+    assert [stored(t) for t in dead] == [1, 1, 1]
+    team.gw.limits.session_sweep = 0.2
+    for _ in range(80):  # the sweeper looks at the setting at least every 5 s
+        if not any(stored(t) for t in dead):
+            break
+        await asyncio.sleep(0.1)
+    assert [stored(t) for t in dead] == [0, 0, 0] and stored(alive) == 1
+    c = await team.client(token=alive)
+    assert c.me["handle"] == "alice"
+
+
 async def test_bearer_header_on_the_upgrade_authenticates(team):
     """PROTOCOL.md: "The first frame, or the header `Authorization: Bearer <session token>` on the upgrade request"."""
     alice = await team.person("alice")

@@ -43,7 +43,11 @@ class Limits:
     auth_timeout: float = 10.0  # seconds to authenticate after the upgrade
     open_timeout: float = 10.0  # seconds for the opening handshake
     idle_timeout: float = 600.0  # seconds without a frame before we close
-    presence_timeout: float = 180.0  # an agent silent this long counts as offline
+    presence_timeout: float = 180.0  # an agent silent this long (no frame, no pong) counts as offline
+    ping_interval: float = 20.0  # keepalive: a ping every this many seconds; its pong counts as being heard from
+    ping_timeout: float = 20.0  # a ping unanswered this long closes the connection (1011): a dead socket goes offline
+    close_timeout: float = 10.0  # a closing handshake the other end does not finish is cut off after this
+    session_sweep: float = 60.0  # expired sessions are deleted this often
     outgoing: int = 10_000  # frames queued for one slow connection before we drop it
     prefetch: int = 16  # wakes one agent connection may hold at once
     origins: tuple[str, ...] = ()  # browser Origins allowed, besides none at all
@@ -107,6 +111,17 @@ def _auth_keys(conn: "Conn", frame: dict) -> list[tuple[str, str]]:
     return keys
 
 
+class HeardConnection(ServerConnection):
+    """A server connection that remembers when anything last came from the other end: a frame of any kind,
+    the pong answering our keepalive ping included (seed 003 §26: offline "when nothing has been heard")."""
+
+    heard: float = 0.0
+
+    def process_event(self, event) -> None:
+        self.heard = time.monotonic()
+        super().process_event(event)
+
+
 @dataclass(eq=False)
 class Conn:
     ws: ServerConnection
@@ -120,11 +135,15 @@ class Conn:
     workspaces: frozenset[str] = frozenset()  # where this participant is a member (for presence events)
     monitors: set[str] = field(default_factory=set)  # workspaces followed whole
     follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
-    last_seen: float = field(default_factory=time.monotonic)
     waiting_since: float | None = None  # monotonic time the handler began waiting for the next frame
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
     backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
+
+    @property
+    def last_seen(self) -> float:
+        """Monotonic time anything was last heard on this connection: a frame, or a pong to our ping."""
+        return getattr(self.ws, "heard", 0.0)
 
     def push(self, frame: dict) -> None:
         if self.dropped:
@@ -187,7 +206,9 @@ class Gateway:
         origins = [None, *self.limits.origins]
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
-            origins=origins, ping_interval=20, ping_timeout=20, process_request=None, logger=ws_log,
+            origins=origins, ping_interval=self.limits.ping_interval, ping_timeout=self.limits.ping_timeout,
+            close_timeout=self.limits.close_timeout, process_request=None, logger=ws_log,
+            create_connection=HeardConnection,
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
@@ -231,7 +252,6 @@ class Gateway:
                     conn.waiting_since = time.monotonic()
                     raw = await ws.recv()
                     conn.waiting_since = None
-                    conn.last_seen = time.monotonic()
                     await self._frame(conn, raw)
             finally:
                 watchdog.cancel()
@@ -529,7 +549,10 @@ class Gateway:
         return {"op": "presence", "ref": ref, "online": {m["id"]: self.online(m["id"]) for m in members}}
 
     def online(self, pid: str) -> bool:
-        """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes."""
+        """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes.
+
+        Heard: any frame, or the pong to the keepalive ping sent every `ping_interval`, so a connected agent
+        with nothing to say stays online; a socket that stops answering is closed after `ping_timeout`."""
         horizon = time.monotonic() - self.limits.presence_timeout
         return any(c.kind != Kind.AGENT or c.last_seen >= horizon for c in self.conns.get(pid, ()))
 
@@ -620,9 +643,16 @@ class Gateway:
                 inbox.add(await self.read(_unacked, pid))
 
     async def _sweeper(self) -> None:
+        swept = time.monotonic()
         while True:
-            await asyncio.sleep(5)
+            await asyncio.sleep(min(5.0, self.limits.session_sweep))
             now = time.time_ns() // 1000
+            if time.monotonic() - swept >= self.limits.session_sweep:  # expired sessions: deleted
+                swept = time.monotonic()
+                try:
+                    await self.manage(auth.delete_expired, now)
+                except Exception:
+                    log.exception("expired sessions not deleted")
             for conns in list(self.conns.values()):
                 for c in list(conns):
                     if c.expires_at <= now:
