@@ -26,6 +26,8 @@ class World:
         self.max_hops = MAX_HOPS if party else 10**9
         self.throttle = (THROTTLE_DIRECT, THROTTLE_GROUP) if party else (10**9, 10**9)
         self.profiles = {}
+        self.fitness = {}  # assignment scoring's data per agent (online, load, trust, response time)
+        self.weights = None  # the workspace's assign.weights (None: the defaults)
         self.ws = "ws1"
         self._ids = itertools.count(1)
         self._participants: dict[str, Participant] = {}
@@ -93,7 +95,7 @@ class World:
             self.directory, conv, self.topics.get(topic) if topic else None, open_opened=opened,
             wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,
             flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
-            max_hops=self.max_hops, throttle=self.throttle,
+            max_hops=self.max_hops, throttle=self.throttle, weights=self.weights, fitness=self.fitness,
         )
 
     def open(self, author, text=None, **kw) -> str:

@@ -14,6 +14,7 @@ from zlib import adler32, crc32
 
 from msgspec.structs import replace
 
+from .assign import PREFIX as CAPABILITY, WEIGHTS, assign
 from .decision import Decision, Delivery, Entry, Flag, Routed, View, refused
 from .directory import Directory, Unresolved
 from .lifecycle import move
@@ -97,10 +98,16 @@ def decide(view: View, post: Post, now: int) -> Decision:
     # Recipients, as written or by default.
     in_reply_to = post.in_reply_to
     pending = topic.pending.get(in_reply_to) if topic is not None and in_reply_to else None
+    assignment = None
     if post.to:
         found = d.resolve(post.to)
         if found.__class__ is Unresolved:
-            return refused(R.UNKNOWN_RECIPIENT, found.detail)
+            if not found.ref.startswith(CAPABILITY):
+                return refused(R.UNKNOWN_RECIPIENT, found.detail)
+            found = _by_capability(view, post)
+            if found.__class__ is Decision:
+                return found
+            found, assignment = found
     else:
         found = _default_recipients(conv, topic, pending, aid, d.memberships)
     if aid in found:
@@ -158,7 +165,28 @@ def decide(view: View, post: Post, now: int) -> Decision:
             budget -= cost
 
     return _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-                   state, waiting_for, pending, cost, ledger, budget, usage, others)
+                   state, waiting_for, pending, cost, ledger, budget, usage, others, assignment)
+
+
+def _by_capability(view: View, post: Post):
+    """Seed 003 §14: a `capability:<name>` recipient is the eligible agent with the highest score.
+
+    One capability per message; the author is never assigned its own request. Returns (recipients,
+    Assignment), or a refusal: `no_eligible_agent` when no agent here declares the capability.
+    """
+    caps = [r for r in post.to if r.startswith(CAPABILITY)]
+    if len(caps) > 1:
+        return refused(R.UNKNOWN_RECIPIENT, "address one capability per message")
+    cap = caps[0][len(CAPABILITY):].strip()
+    if not cap:
+        return refused(R.UNKNOWN_RECIPIENT, "name the capability: capability:<name>")
+    a = assign(view.directory, cap, post.text, view.fitness, view.weights or WEIGHTS, frozenset((post.author,)))
+    if a is None:
+        return refused(R.NO_ELIGIBLE_AGENT, f"no agent in this workspace declares {cap!r}")
+    found = view.directory.resolve(tuple(a.chosen if r == caps[0] else r for r in post.to))
+    if found.__class__ is Unresolved:
+        return refused(R.UNKNOWN_RECIPIENT, found.detail)
+    return found, a
 
 
 def _whose_turn(d: Directory, conv: Conversation, found: tuple[str, ...], me: str,
@@ -189,7 +217,7 @@ def _whose_turn(d: Directory, conv: Conversation, found: tuple[str, ...], me: st
 
 
 def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-            state, waiting_for, pending, cost, ledger, budget, usage, others=()) -> Decision:
+            state, waiting_for, pending, cost, ledger, budget, usage, others=(), assignment=None) -> Decision:
     d = view.directory
     ps = d.participants
     aid = author.id
@@ -294,7 +322,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     msg = Message(
         post.id, d.workspace, conv.id, topic.id, aid, mtype, post.text, now,
         _ABSORBED if absorbed else recipients, state, waiting_for, post.in_reply_to, title, cost,
-        None, post.malformed, post.handoff,
+        None, post.malformed, post.handoff, assignment,
     )
     routed = [Routed(msg, tuple(deliveries))]
     if gate_notice is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from .directory import Directory
-from .model import Conversation, Message, Topic
+from .model import Conversation, Fitness, Message, Topic
 from .rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .vocabulary import ContextReason, RefusalReason
 
@@ -84,6 +84,10 @@ class View(msgspec.Struct, frozen=True, gc=False):
     new_conversation: bool = False  # `conversation` is not stored yet (a first direct message)
     max_hops: int = MAX_HOPS  # the workspace's party.maxHops
     throttle: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)  # agent messages in a row: (direct, group)
+    # Assignment scoring (seed 003 §14), for a post to a `capability:`: the workspace's weights
+    # (`assign.weights`; None: the defaults) and what is known of each agent now (presence, load, ...).
+    weights: dict[str, float] | None = None
+    fitness: dict[str, Fitness] = {}
 
 
 def refused(reason: RefusalReason, detail: str = "", **effects) -> Decision:

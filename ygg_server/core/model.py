@@ -46,6 +46,8 @@ class Profile(msgspec.Struct, frozen=True, gc=False):
     description: str = ""
     capabilities: tuple[str, ...] = ()
     generalist: bool = False
+    tools: tuple[str, ...] = ()  # the tools it is connected to (assignment scoring, seed 003 §14)
+    cost: int = 0  # what a turn of it costs, as its owner declares it (0: cheapest)
 
 
 class Membership(msgspec.Struct, frozen=True, gc=False):
@@ -121,6 +123,37 @@ class Topic(msgspec.Struct, frozen=True, gc=False):
     recent: tuple[Sig, ...] = ()  # agent messages since the last person wrote
 
 
+class Fitness(msgspec.Struct, frozen=True, gc=False):
+    """What the store and the gateway know of an agent right now (none of it is decided here)."""
+
+    online: bool = False
+    load: int = 0  # wakes it holds and has not acknowledged
+    trust: float | None = None  # 0..1, None: no record yet
+    response_us: int | None = None  # its usual (median) time from a wake to its answer; None: unknown
+
+
+class Part(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    value: float  # 0..1
+    weight: float
+    points: float  # value * weight
+
+
+class Score(msgspec.Struct, frozen=True, gc=False):
+    agent: str
+    name: str
+    total: float
+    parts: tuple[Part, ...]
+
+
+class Assignment(msgspec.Struct, frozen=True, gc=False):
+    """Kept on the message it routed, so the workspace's people can see why (`explain`)."""
+
+    capability: str
+    chosen: str
+    scores: tuple[Score, ...]  # best first, the chosen one at the head
+
+
 class Message(msgspec.Struct, frozen=True, gc=False):
     id: str
     workspace: str
@@ -139,6 +172,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     notice: str | None = None
     malformed: bool = False
     handoff: bool = False  # a request handing the conversation to one colleague (seed 004)
+    assignment: Assignment | None = None  # a request to a capability: who scored what (seed 003 §14)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):

@@ -66,6 +66,7 @@ class RefusalReason(StrEnum):
     # parties (docs/rules.md, "Parties")
     LAST_PARTICIPANT = "last_participant"
     BAD_HANDOFF = "bad_handoff"
+    NO_ELIGIBLE_AGENT = "no_eligible_agent"  # a request to a capability no agent here declares (seed 003 §14)
 
 
 class ContextReason(StrEnum):
