@@ -31,7 +31,7 @@ from . import auth, protocol
 from .core import (
     PLANS, POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due,
 )
-from .core import party as core_party
+from .core import assign as core_assign, party as core_party
 from .core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
 from .store import sqlite as db
 
@@ -72,6 +72,7 @@ class Engine:
         self._publish: Callable[[Published], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._data_version = None
+        self.present: frozenset[str] = frozenset()  # who is connected now (the gateway replaces it whole)
         self._reset()
 
     # --- lifecycle ---
@@ -145,6 +146,17 @@ class Engine:
         direct = s.get("party.throttleDirect", THROTTLE_DIRECT)
         group = s.get("party.throttleGroup", THROTTLE_GROUP)
         return {"max_hops": hops, "throttle": (direct, group)}
+
+    def _assignment(self, ws: str, directory: Directory, to: tuple[str, ...]) -> dict:
+        """For a send to a `capability:`: the workspace's weights and what is known of the eligible agents
+        (seed 003 §14; docs/rules.md, "Assignment scoring") as View fields. Empty for any other send."""
+        caps = [r[len(core_assign.PREFIX):] for r in to if r.startswith(core_assign.PREFIX)]
+        if not caps:
+            return {}
+        agents = sorted({a for c in caps for a in core_assign.eligible(directory, c)})
+        present = self.present
+        return {"weights": core_assign.weights_of(self._settings(ws).get("assign.weights")),
+                "fitness": db.fitness(self.conn, agents, present.__contains__)}
 
     def _opened(self, agent: str) -> int:
         n = self.opened.get(agent)
@@ -335,7 +347,7 @@ class Engine:
             plan_left=self._plan_left(ws, month),
             flags=frozenset(self._flags()),
             new_conversation=conv is not None and conv.id not in conversations,
-            **self._party_limits(ws),
+            **self._party_limits(ws), **self._assignment(ws, directory, post.to),
         )
         d = decide(view, post, now)
         self._commit(d, ws, now, out, month)
@@ -443,7 +455,13 @@ class Engine:
         gen = frame.get("generalist", prof.generalist)
         if not isinstance(gen, bool):
             return protocol.error(ref, "bad_frame", "generalist must be true or false")
-        body = {**fields, "capabilities": caps, "generalist": gen}
+        tools = frame.get("tools", list(prof.tools))
+        if not isinstance(tools, list) or len(tools) > 100 or not all(isinstance(t, str) and 0 < len(t) <= 100 for t in tools):
+            return protocol.error(ref, "bad_frame", "tools must be a list of up to 100 short strings")
+        cost = frame.get("cost", prof.cost)
+        if type(cost) is not int or not 0 <= cost <= 10**6:
+            return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
+        body = {**fields, "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
         self.directories.clear()  # every workspace the agent is in sees the new profile
         return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
@@ -470,8 +488,9 @@ class Engine:
                 return protocol.refused(ref, "bad_amount", f"{key} is a whole number from {lo} to {hi}, or null")
         elif key == "assign.weights":
             if value is not None and (not isinstance(value, dict) or not all(
-                    isinstance(k, str) and type(v) in (int, float) for k, v in value.items())):
-                return protocol.refused(ref, "bad_amount", "assign.weights maps a part's name to a number")
+                    k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
+                return protocol.refused(ref, "bad_amount", "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
+                                        + ") to numbers from 0 to 1000")
         else:
             return protocol.error(ref, "bad_frame", f"unknown setting {key!r}")
         s = dict(self._settings(ws))

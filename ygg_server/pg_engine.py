@@ -46,7 +46,7 @@ from .core import (
     PLANS, POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
     general_id, next_due,
 )
-from .core import party as core_party
+from .core import assign as core_assign, party as core_party
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
 from .store import postgres as pg
@@ -523,6 +523,8 @@ class PgEngine:
             new_conversation=conv is not None and conv.id not in known,
             **self._party_limits(ws),
         )
+        if any(r.startswith(core_assign.PREFIX) for r in post.to):  # scored on declarations and weights only here
+            view = msgspec.structs.replace(view, weights=core_assign.weights_of((self._settings.get(ws) or {}).get("assign.weights")))
         d = decide(view, post, now)
         self._stage(w, d, ws, now, month)
         if d.refusal:

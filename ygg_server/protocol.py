@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from .core import Message, MessageType, Post, State
+from .core.assign import explain
 
 MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
 MAX_TEXT = 200_000  # characters in one message
@@ -31,7 +32,7 @@ CLIENT_OPS = frozenset({
     "auth", "send", "ack", "fund", "history", "search_messages", "list_agents", "list_conversations",
     "list_topics", "list_members", "subscribe", "unsubscribe", "presence", "ping", "topic", "whoami",
     "list_workspaces", "list_groups", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
-    *("add_participant", "remove_participant", "set_lead", "set_profile", "set_setting"),
+    *("add_participant", "remove_participant", "set_lead", "set_profile", "set_setting", "explain_assignment"),
 })
 # Ops the engine runs as commands, with the whole frame (docs/protocol.md, "Parties").
 ENGINE_OPS = {"add_participant": "party", "remove_participant": "party", "set_lead": "party",
@@ -147,6 +148,8 @@ def message_obj(m: Message) -> dict:
         out["malformed"] = True
     if m.handoff:
         out["handoff"] = True
+    if m.assignment is not None:
+        out["assignment"] = explain(m.assignment)
     return out
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import msgspec
 
 from . import protocol
-from .core import PLANS, POOL, Role, general_id
+from .core import PLANS, POOL, Kind, Role, general_id
+from .core import assign as core_assign
 from .store import sqlite as db
 
 MAX_PAGE = 200
@@ -233,6 +234,26 @@ def list_groups(conn, pid: str, f: dict) -> dict:
     _member(conn, ws, pid)
     rows = conn.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY name", (ws,)).fetchall()
     return {"groups": [{"name": n, "members": msgspec.json.decode(m)} for n, m in rows]}
+
+
+def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozenset()) -> dict:
+    """Seed 003 §14, for the workspace's people: who a request to `capability` (with `text`) would go to
+    now, every eligible agent's score and its parts. Not a query of QUERIES: the gateway adds presence."""
+    ws = f.get("workspace")
+    _member(conn, ws, pid)
+    cap, text = f.get("capability"), f.get("text", "")
+    if not isinstance(cap, str) or not isinstance(text, str):
+        return {"error": ("bad_frame", "explain_assignment needs workspace, capability and optional text")}
+    cap = cap[len(core_assign.PREFIX):] if cap.startswith(core_assign.PREFIX) else cap
+    d = db.load_directory(conn, ws)
+    if d.participants[pid].kind != Kind.HUMAN:
+        return {"refused": ("permission_denied", "the workspace's people see assignment scores")}
+    weights = core_assign.weights_of(db.settings(conn, ws).get("assign.weights"))
+    fitness = db.fitness(conn, list(core_assign.eligible(d, cap)), present.__contains__)
+    a = core_assign.assign(d, cap, text, fitness, weights)
+    if a is None:
+        return {"refused": ("no_eligible_agent", f"no agent in this workspace declares {cap!r}")}
+    return {"assignment": core_assign.explain(a), "weights": weights}
 
 
 QUERIES = {

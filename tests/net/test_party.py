@@ -102,3 +102,21 @@ async def test_removing_the_last_participant_is_refused_and_hops_are_a_setting(s
     assert r["op"] == "set_setting" and r["value"] == 2, r
     r = await alice.request("set_setting", workspace=ws, key="party.maxHops", value=-1)
     assert r["op"] == "refused", r
+
+
+
+async def test_a_request_to_a_capability_is_assigned_and_explained_on_any_store(server):
+    """Seed 003 §14: "The highest score gets the task." (On either store: declarations and weights; presence,
+    load, trust and response time are scored by the embedded engine, tests/net/test_assign.py.)"""
+    ws, cid, alice, keys = await setup_party(server)
+    r = await alice.request("set_profile", agent="pike", title="Translator", capabilities=["translation"])
+    assert r["op"] == "set_profile", r
+    sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                            to=["capability:translation"], text="translate this")
+    assert sent["op"] == "sent" and sent["message"]["assignment"]["chosen"] == sent["message"]["to"][0], sent
+    assert [s["name"] for s in sent["message"]["assignment"]["scores"]] == ["pike"]
+    ex = await alice.request("explain_assignment", workspace=ws, capability="translation", text="translate")
+    assert ex["op"] == "explain_assignment" and ex["assignment"]["chosen"] == sent["message"]["to"][0], ex
+    nobody = await alice.send(workspace=ws, conversation=cid, topic="new", title="Stars", type="request",
+                              to=["capability:astrology"], text="my horoscope")
+    assert nobody["op"] == "refused" and nobody["reason"] == "no_eligible_agent", nobody

@@ -405,7 +405,8 @@ class Gateway:
         return allow
 
     def _presence(self, conn: Conn, online: bool) -> None:
-        """Tell those following a workspace that someone in it came or went."""
+        """Tell those following a workspace that someone in it came or went (and the engine, for scoring)."""
+        self.engine.present = frozenset(self.conns)  # replaced whole: the writer thread reads it as it is
         for conns in self.conns.values():
             for c in conns:
                 for ws in c.follows & conn.workspaces:
@@ -543,6 +544,15 @@ class Gateway:
         if not isinstance(ws, str) or not isinstance(topic, str):
             return protocol.error(ref, "bad_frame", "set_budget needs workspace, topic and budget")
         return await self.engine.submit("set_budget", conn.participant, ws, topic, budget, ref)
+
+    async def _op_explain_assignment(self, conn: Conn, ref, frame) -> dict:
+        present = frozenset(p for p in self.conns if self.online(p))
+        out = await self.read(queries.explain_assignment, conn.participant, frame, present)
+        if "refused" in out:
+            return protocol.refused(ref, *out["refused"])
+        if "error" in out:
+            return protocol.error(ref, *out["error"])
+        return {"op": "explain_assignment", "ref": ref, **out}
 
     async def _op_presence(self, conn: Conn, ref, frame) -> dict:
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]

@@ -18,6 +18,7 @@ from ..core import (
     POOL, Conversation, ConversationKind, Decision, Directory, Kind, Membership, Message, Participant, Profile,
     Role, Topic, next_due,
 )
+from ..core.model import Fitness
 from .schema import MIGRATIONS
 
 _topic_enc = msgspec.json.Encoder()
@@ -37,7 +38,40 @@ def profile(raw: str | bytes | None) -> Profile:
     caps = p.get("capabilities")
     caps = tuple(c for c in caps if isinstance(c, str)) if isinstance(caps, list) else ()
     s = lambda k: p.get(k) if isinstance(p.get(k), str) else ""  # noqa: E731
-    return Profile(s("title"), s("description"), caps, p.get("generalist") is True)
+    tools = p.get("tools")
+    tools = tuple(t for t in tools if isinstance(t, str)) if isinstance(tools, list) else ()
+    cost = p.get("cost")
+    cost = cost if type(cost) is int and cost >= 0 else 0
+    return Profile(s("title"), s("description"), caps, p.get("generalist") is True, tools, cost)
+
+
+TRUST_WINDOW = 200  # the wakes an agent's earned trust and usual response time are judged over
+
+
+def fitness(conn, agents: list[str], online=lambda pid: False) -> dict[str, Fitness]:
+    """What assignment scoring knows of each agent now (seed 003 §14), read from the store.
+
+    load: wake deliveries it has not acknowledged; trust: of its last TRUST_WINDOW wakes by a request,
+    the share it answered with a response, smoothed ((answered + 1) / (asked + 2)); response time: the
+    median time from such a wake to its acknowledgement (the bridge acks once its answer is stored).
+    Plain SQL, so the PostgreSQL reader answers it too.
+    """
+    out: dict[str, Fitness] = {}
+    for a in agents:
+        load = conn.execute("SELECT count(*) FROM deliveries WHERE recipient = ? AND wake = 1 AND acked_at IS NULL",
+                            (a,)).fetchone()[0]
+        rows = conn.execute(
+            """SELECT d.acked_at - m.created_at FROM deliveries d JOIN messages m ON m.id = d.message
+               WHERE d.recipient = ? AND d.wake = 1 AND m.type = 'request' ORDER BY d.id DESC LIMIT ?""",
+            (a, TRUST_WINDOW)).fetchall()
+        answered = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM messages WHERE author = ? AND type = 'response' "
+            "ORDER BY seq DESC LIMIT ?) x", (a, TRUST_WINDOW)).fetchone()[0]
+        times = sorted(r[0] for r in rows if r[0] is not None)
+        out[a] = Fitness(online=online(a), load=load,
+                         trust=min(1.0, (answered + 1) / (len(rows) + 2)) if rows else None,
+                         response_us=times[len(times) // 2] if times else None)
+    return out
 
 
 def conversation(cid, workspace, kind, name, members, party) -> Conversation:
