@@ -157,3 +157,21 @@ def test_a_group_member_who_left_is_skipped():
     w.set_group("ghosts", {"ghost"})
     assert w.send("researcher", to=["group:mixed"]).message.to == ("reviewer",)
     assert_refused(w.send("researcher", to=["group:ghosts"]), R.UNKNOWN_RECIPIENT)
+
+
+def test_a_persons_bare_handle_is_their_person_agent_unless_an_agent_shares_the_name():
+    """Seed 002: "Every person also has a person agent, named after their handle and in every workspace they can reach. It has no token: it is how the person writes to agents from a workspace's Messages tab, and agents answer it like any other agent".
+
+    Core decision (docs/rules.md): a bare name is the one member that answers to it, an agent's name or a
+    person's handle; when an agent shares a person's handle, the bare name is ambiguous (unknown_recipient,
+    the detail names `@handle` and `name@owner`), and `@handle` always means the person.
+    """
+    w = World(people=("alice", "bob"))
+    d = w.send("researcher", to=["alice"])
+    assert d.refusal is None and d.message.to == ("human.alice",)
+    twin = w.add_agent("alice", "bob", pid="agent.alice.of.bob")
+    d = w.send("researcher", to=["alice"])
+    assert_refused(d, R.UNKNOWN_RECIPIENT)
+    assert "@alice" in d.refusal.detail and "alice@bob" in d.refusal.detail
+    assert w.send("researcher", to=["@alice"]).message.to == ("human.alice",)
+    assert w.send("researcher", to=["alice@bob"]).message.to == (twin,)

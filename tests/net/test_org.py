@@ -91,6 +91,37 @@ async def test_same_named_agents_are_told_apart_by_the_owners_handle(team):
     assert d["wake"] and d["message"]["text"] == "you, bob's"
 
 
+async def test_an_agent_reaches_a_person_by_the_bare_handle_list_agents_shows(team):
+    """Seed 002: "Every person also has a person agent, named after their handle and in every workspace they can reach. It has no token: it is how the person writes to agents from a workspace's Messages tab, and agents answer it like any other agent".
+
+    docs/protocol.md: "when an agent has the same name, the bare name is ambiguous"."""
+    def addressed(reply):  # General's other people get it too, as observers
+        return [d["to"] for d in reply["deliveries"] if d["reason"] != "observer"]
+
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    agents = (await researcher.call("list_agents", workspace=team.ws))["agents"]
+    me = next(a for a in agents if a["kind"] == "person" and a["person"] == "alice")
+    r = await researcher.send(workspace=team.ws, topic="new", title="Hi", type="request", to=[me["name"]],
+                              text="for alice")
+    assert r["op"] == "sent" and addressed(r) == [team.alice], r
+    assert (await alice.next_delivery(timeout=5))["message"]["text"] == "for alice"
+    topic = r["message"]["topic"]
+    r = await researcher.send(workspace=team.ws, conversation="dm:alice", topic="new", title="Direct",
+                              type="inform", text="just us")
+    assert r["op"] == "sent" and addressed(r) == [team.alice], r
+    twin = team.admin(admin.add_agent, "alice", "bob")  # bob's agent called alice comes into team with bob
+    before = messages(team)
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["alice"], text="?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_recipient", r
+    assert "@alice" in r["detail"] and "alice@bob" in r["detail"]
+    assert messages(team) == before
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["alice@bob"], text="!")
+    assert r["op"] == "sent" and addressed(r) == [twin["id"]], r
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="!")
+    assert r["op"] == "sent" and addressed(r) == [team.alice], r
+
+
 async def test_every_person_has_a_person_entry(team):
     """Seed 002: "Every person also has a person agent, named after their handle and in every workspace they can reach"."""
     alice = await team.person("alice")

@@ -26,8 +26,8 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
     """A workspace's participants, memberships and groups, with a lookup table.
 
     Build it with `Directory.build(...)`; `refs` maps every way of writing a
-    participant (id, agent name, `name@owner`, `@handle`) to its id, or to a
-    tuple of ids when a bare agent name is ambiguous.
+    participant (id, agent name, `name@owner`, `@handle`, a person's bare handle)
+    to its id, or to a tuple of ids when a bare name is ambiguous.
     """
 
     workspace: str
@@ -60,10 +60,11 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
         for p in participants:
             refs[p.id] = p.id
             if p.kind == Kind.HUMAN:
-                refs["@" + p.name] = p.id
-                continue
-            if p.owner in handles:
+                refs["@" + p.name] = p.id  # a person by handle; the bare handle is their person agent (below)
+            elif p.owner in handles:
                 refs[f"{p.name}@{handles[p.owner]}"] = p.id
+            # a bare name: an agent's, or a person's handle (seed 002's person agent, "named after their
+            # handle"); when several of the workspace's members answer to it, it is ambiguous
             seen = refs.get(p.name)
             if seen is None or seen == p.id:
                 refs[p.name] = p.id
@@ -79,6 +80,14 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
     def role(self, pid: str) -> Role | None:
         m = self.memberships.get(pid)
         return m.role if m else None
+
+    def spelling(self, pid: str) -> str:
+        """How to write `pid` so that it is not ambiguous: `@handle` for a person, `name@owner` for an agent."""
+        p = self.participants[pid]
+        if p.kind == Kind.HUMAN:
+            return "@" + p.name
+        owner = self.participants.get(p.owner) if p.owner else None
+        return f"{p.name}@{owner.name}" if owner is not None else p.id
 
     def humans(self) -> list[str]:
         return [p for p, v in self.participants.items() if v.kind == Kind.HUMAN and p in self.memberships]
@@ -103,11 +112,7 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
                 if isinstance(hit, tuple):  # a bare agent name several owners use
                     hit = tuple(i for i in hit if i in self.memberships)
                     if len(hit) > 1:
-                        names = ", ".join(
-                            f"{self.participants[i].name}@{self.participants[o].name}"
-                            for i in hit
-                            if (o := self.participants[i].owner) in self.participants
-                        )
+                        names = ", ".join(sorted(self.spelling(i) for i in hit))
                         return Unresolved(ref, f"{ref!r} is ambiguous: say {names}")
                     hit = hit[0] if hit else None
                 if hit is None or (hit != SYSTEM and hit not in self.memberships):
