@@ -52,6 +52,7 @@ class Published:
     topics: list[Topic] = field(default_factory=list)
     balances: list[tuple[str, str, int]] = field(default_factory=list)  # (workspace, account, balance)
     rescan: bool = False  # someone else changed the database: look at every connection again
+    parties: dict = field(default_factory=dict)  # conversation id -> PartyView, for agents' deliveries
 
 
 @dataclass(slots=True)
@@ -107,6 +108,7 @@ class Engine:
         self.usage: dict[tuple[str, str], int] = {}
         self.flags: set[tuple[str, str]] | None = None
         self.settings: dict[str, dict] = {}
+        self.party_views: dict[str, core_party.PartyView] = {}
         self.timers: list[tuple[int, str]] = []
         for when, tid in db.due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
@@ -261,6 +263,9 @@ class Engine:
         org = self._org(ws)
         stored = db.apply(self.conn, d, now, ws, org[0] if org else None, month)
         out.deliveries += stored
+        if d.conversation is not None:
+            self.party_views.pop(d.conversation.id, None)
+        self._party_views(ws, d, out)
         written = {id(s.message) for s in stored}
         out.messages += [r.message for r in d.routed if not r.deliveries or id(r.message) in written]
         for t in d.topics:
@@ -285,6 +290,18 @@ class Engine:
             (flags.add if f.on else flags.discard)((f.name, f.agent))
         if d.usage and org and month:
             self.usage[(org[0], month)] = self.usage.get((org[0], month), 0) + d.usage
+
+    def _party_views(self, ws: str, d: Decision, out: Published) -> None:
+        """Each conversation this decision delivers in, as its agents are shown it (roster, who is still there)."""
+        for r in d.routed:
+            cid = r.message.conversation
+            if r.deliveries and cid not in out.parties:
+                pv = self.party_views.get(cid)
+                if pv is None:
+                    conv = d.conversation if d.conversation is not None and d.conversation.id == cid else \
+                        self._conversations(ws).get(cid)
+                    pv = self.party_views[cid] = core_party.party_view(self.directory(ws), conv)
+                out.parties[cid] = pv
 
     def _count_open(self, before: Topic | None, after: Topic) -> None:
         was_open = before is not None and before.status != TopicStatus.CLOSED
@@ -464,6 +481,7 @@ class Engine:
         body = {**fields, "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
         self.directories.clear()  # every workspace the agent is in sees the new profile
+        self.party_views.clear()
         return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
 
     _SETTINGS = {  # key: (lowest, highest) for whole-number settings

@@ -12,8 +12,9 @@ from typing import Any
 
 import msgspec
 
-from .core import Message, MessageType, Post, State
+from .core import SYSTEM, Message, MessageType, Post, State
 from .core.assign import explain
+from .core.party import PartyView, roster_obj
 
 MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
 MAX_TEXT = 200_000  # characters in one message
@@ -151,6 +152,28 @@ def message_obj(m: Message) -> dict:
     if m.assignment is not None:
         out["assignment"] = explain(m.assignment)
     return out
+
+
+def for_agent(obj: dict, pv: PartyView | None) -> dict:
+    """A message object as an agent sees it (docs/rules.md, "What agents see"): in a party, an agent
+    author's name rides along (`author_name`); an agent author no longer in the conversation loses its
+    author (`author: null`, `author_removed: true`), its text kept. People's copies are never changed."""
+    if pv is None:
+        return obj
+    author = obj.get("author")
+    if author in pv.agents:
+        if pv.party:
+            name = next(e.name for e in pv.roster if e.id == author)
+            return {**obj, "author_name": name}
+        return obj
+    if author is not None and author != SYSTEM and not author.startswith("human."):  # an agent: removed
+        return {**obj, "author": None, "author_removed": True}
+    return obj
+
+
+def roster_for(pv: PartyView | None, me: str) -> list[dict]:
+    """The `roster` field of an agent's deliver frame: who else is in the party."""
+    return [] if pv is None else roster_obj(tuple(e for e in pv.roster if e.id != me))
 
 
 def error(ref: Any, code: str, detail: str = "") -> dict:

@@ -102,6 +102,9 @@ def history(conn, pid: str, f: dict) -> dict:
     more = len(rows) > limit
     rows = rows[:limit]
     messages = [protocol.message_obj(db.decode_message(b)) for _, b in rows]
+    if pid.startswith("agent."):  # agents see the history as agents see it (docs/rules.md, "What agents see")
+        pv = db.party_views(conn, [(ws, cid)])[cid]
+        messages = [protocol.for_agent(m, pv) for m in messages]
     woke: dict[str, list[str]] = {}
     if messages:
         marks = ",".join("?" * len(messages))

@@ -163,8 +163,11 @@ def test_throttle_after_consecutive_agent_messages_stricter_one_to_one():
         tid = w.open("human.alice", "go", to=["pike"], conversation=cid)
         for i in range(limit):
             assert_woken(w.send("pike", f"note {i}", topic=tid, conversation=cid, to=["human.alice"]), "human.alice")
-        assert_context(w.send("pike", "again", topic=tid, conversation=cid, to=["human.alice"]),
-                       "human.alice", "throttled")
+        d = w.send("pike", "again", topic=tid, conversation=cid, to=["human.alice"])
+        assert_context(d, "human.alice", "throttled")
+        said = notices(d, "throttled")  # the transcript says so, once per run, as context for the people
+        assert len(said) == 1 and said[0].to == ("human.alice",) and "until a person writes" in said[0].text
+        assert not notices(w.send("pike", "more", topic=tid, conversation=cid, to=["human.alice"]), "throttled")
         w.send("human.alice", "I am here", topic=tid, conversation=cid, to=["pike"])
         assert_woken(w.send("pike", "thanks", topic=tid, conversation=cid, to=["human.alice"]), "human.alice")
 
@@ -231,3 +234,27 @@ def test_each_agent_is_told_who_else_is_in_the_party():
     assert first_line("\n\n  hi  \nthere") == "hi"
     solo = w.send("human.alice", "hi", to=["pike"], conversation="dm:pike").message.conversation
     assert roster(w.directory, w.conversations[solo], "pike") == ()
+
+
+def test_removed_authors_lose_their_name_for_agents_and_names_ride_along_in_a_party():
+    """Seed 004: "Those keep their text but stop carrying an author into what the remaining NPCs see, because naming
+    somebody who is no longer here would invite a handoff that cannot work."
+
+    Seed 004: "In a Party, replies carry their author's name into the history the others see, so an NPC can tell
+    three colleagues apart. Solo Conversations are left exactly as they were." """
+    from ygg_server.core.party import party_view
+    from ygg_server.protocol import for_agent, message_obj
+
+    w, cid = party()
+    said = message_obj(w.send("nova", "my part", conversation=cid, to=["pike"], title="t").message)
+    person = message_obj(w.send("human.alice", "thanks", conversation=cid, to=["pike"]).message)
+    pv = party_view(w.directory, w.conversations[cid])
+    assert pv.party and for_agent(said, pv)["author_name"] == "nova" and for_agent(person, pv) == person
+    w.apply(change_members(conv_view(w, cid), "human.alice", "remove", "nova", w.now))
+    pv = party_view(w.directory, w.conversations[cid])
+    shown = for_agent(said, pv)
+    assert shown["author"] is None and shown["author_removed"] is True and shown["text"] == "my part"
+    assert said["author"] == "nova"  # the stored message (what people see) is unchanged
+    solo = w.send("human.alice", "hi", to=["pike"], conversation="dm:pike").message
+    reply = message_obj(w.send("pike", "hello", conversation=solo.conversation, to=["human.alice"], title="t").message)
+    assert for_agent(reply, party_view(w.directory, w.conversations[solo.conversation])) == reply

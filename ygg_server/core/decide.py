@@ -487,19 +487,26 @@ def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: d
             members[x.recipient] = before if before is not None else Member(None, now)
         else:
             out.append(x)
-    if reason != _C_HOP_LIMIT or not stopped or conv.hop_noticed:
+    if not stopped:
         return out, None
     people = human_members(view.directory, conv)
-    return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=None, to=people,
-                       now=now, cause=cause, wake=False, hops=str(view.max_hops))
+    if reason == _C_HOP_LIMIT:
+        if conv.hop_noticed:
+            return out, None
+        return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=None, to=people,
+                           now=now, cause=cause, wake=False, hops=str(view.max_hops))
+    if conv.throttle_noticed:
+        return out, None
+    return out, notice(Notice.THROTTLED, workspace=conv.workspace, conversation=conv.id, topic=None, to=people,
+                       now=now, cause=cause, wake=False, run=str(conv.run))
 
 
 def _counted(conv: Conversation, view: View, human: bool, agent: bool, deliveries: list[Delivery],
              noticed: bool) -> Conversation | None:
     """The conversation's party counters after this message, or None when they do not change."""
     if human:
-        if conv.run or conv.hops or conv.hop_noticed:
-            return replace(conv, run=0, hops=0, hop_noticed=False)
+        if conv.run or conv.hops or conv.hop_noticed or conv.throttle_noticed:
+            return replace(conv, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
         return None
     if not agent:
         return None
@@ -509,7 +516,11 @@ def _counted(conv: Conversation, view: View, human: bool, agent: bool, deliverie
     hops = conv.hops + 1 if hop else conv.hops
     if run == conv.run and hops == conv.hops and not noticed:
         return None
-    return replace(conv, run=run, hops=hops, hop_noticed=conv.hop_noticed or noticed)
+    if not noticed:
+        return replace(conv, run=run, hops=hops)
+    if conv.run >= throttle_limit(conv, view.throttle):  # _gate's order: the throttle before the hop limit
+        return replace(conv, run=run, hops=hops, throttle_noticed=True)
+    return replace(conv, run=run, hops=hops, hop_noticed=True)
 
 
 def _grown(conv: Conversation, author: Participant, recipients: tuple[str, ...], new: bool) -> Conversation | None:

@@ -76,6 +76,7 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     hops: int = 0  # agent messages that woke another agent since a person last wrote here
     run: int = 0  # agent messages in a row since a person last wrote here (capped at the throttle)
     hop_noticed: bool = False  # the hop_limit notice for this run is already in the transcript
+    throttle_noticed: bool = False  # the throttled notice for this run is already in the transcript
 
 
 class Member(msgspec.Struct, frozen=True, gc=False):

@@ -16,6 +16,8 @@ TEXTS = {  # plain texts (no {word}) are sent as they are
     Notice.AUTO_DONE: "{who} did not answer the closure poll for an hour and is counted done.",
     Notice.HOP_LIMIT: ("The agents used the {hops} agent-to-agent hops one person's message allows here; "
                        "they stop waking each other until a person writes."),
+    Notice.THROTTLED: ("{run} agent messages in a row with no person in between: this conversation is "
+                       "throttled, and agents' messages wake nobody until a person writes."),
 }
 
 _REQUEST, _INFORM = MessageType.REQUEST, MessageType.INFORM  # Enum class attributes are slow to read

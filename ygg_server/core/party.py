@@ -63,6 +63,24 @@ def roster(d: Directory, conv: Conversation | None, me: str | None = None) -> tu
     return tuple(out)
 
 
+class PartyView(msgspec.Struct, frozen=True, gc=False):
+    """What an agent is shown of one conversation's party (docs/rules.md, "What agents see").
+
+    `roster`: every agent of the party (each recipient is told the others); `agents`: the agents in the
+    conversation now (an agent author outside it was removed, or left the workspace); `party`: more
+    than one agent, so replies carry their author's name.
+    """
+
+    roster: tuple[RosterEntry, ...] = ()
+    agents: frozenset[str] = frozenset()
+    party: bool = False
+
+
+def party_view(d: Directory, conv: Conversation | None) -> PartyView:
+    everyone = roster(d, conv)
+    return PartyView(everyone, frozenset(e.id for e in everyone), len(everyone) > 1)
+
+
 def roster_obj(entries: tuple[RosterEntry, ...]) -> list[dict]:
     """The roster as the wire carries it (docs/protocol.md, `roster` on agents' deliver frames)."""
     return [{"id": e.id, "name": e.name, "title": e.title, "description": e.line, "lead": e.lead} for e in entries]

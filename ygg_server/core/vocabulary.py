@@ -93,3 +93,4 @@ class Notice(StrEnum):
     FUNDING_REQUEST = "funding_request"
     AUTO_DONE = "auto_done"
     HOP_LIMIT = "hop_limit"
+    THROTTLED = "throttled"  # too many agent messages in a row: agents wake nobody until a person writes

@@ -576,7 +576,8 @@ class Gateway:
                 obj = objs.get(id(s.message))
                 if obj is None:
                     obj = objs[id(s.message)] = protocol.message_obj(s.message)
-                by_recipient.setdefault(s.recipient, []).append(Item(s.id, s.wake, s.reason, obj))
+                party = out.parties.get(s.message.conversation)
+                by_recipient.setdefault(s.recipient, []).append(Item(s.id, s.wake, s.reason, obj, party))
         for pid, items in by_recipient.items():
             if pid in self._arrived:
                 self._arrived[pid] += items
@@ -739,4 +740,6 @@ def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
         """SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
            WHERE d.recipient = ? AND d.acked_at IS NULL ORDER BY d.id""", (pid,)
     ).fetchall()
-    return [Item(i, bool(w), r, protocol.message_obj(db.decode_message(b))) for i, w, r, b in rows]
+    msgs = [(i, w, r, db.decode_message(b)) for i, w, r, b in rows]
+    views = db.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}
+    return [Item(i, bool(w), r, protocol.message_obj(m), views.get(m.conversation)) for i, w, r, m in msgs]

@@ -14,6 +14,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from ..core.party import PartyView
+from ..protocol import for_agent, roster_for
+
 
 class Sink(Protocol):
     """A connection as the inbox sees it."""
@@ -30,6 +33,7 @@ class Item:
     wake: bool
     reason: str | None
     message: dict
+    party: PartyView | None = None  # an agent's delivery: its conversation's party (roster, who is still there)
 
 
 @dataclass
@@ -105,7 +109,7 @@ class Inbox:
             self.holder[item.id] = sink
             self.bundle[item.id] = [c.id for c in context]
             sink.leased.add(item.id)
-            sink.push(deliver_frame(item, context))
+            sink.push(deliver_frame(item, context, self.participant))
             context = []
 
     def ack(self, ids: list[int]) -> list[int]:
@@ -136,9 +140,19 @@ class Inbox:
             self.gone.discard(self._gone_order.popleft())
 
 
-def deliver_frame(item: Item, context: list[Item]) -> dict[str, Any]:
+def deliver_frame(item: Item, context: list[Item], me: str | None = None) -> dict[str, Any]:
+    """A deliver frame; `me`: the agent it is for (people's frames are the stored messages as they are). An
+    agent's items carry their party (docs/protocol.md, `roster`): it is told who
+    else is in the party, and its messages are shown as agents see them (`protocol.for_agent`)."""
+    if me is None or (item.party is None and not any(c.party is not None for c in context)):  # a person's: as it is
+        return {
+            "op": "deliver", "id": item.id, "message": item.message, "wake": item.wake, "reason": item.reason,
+            "context": [c.message for c in context], "context_ids": [c.id for c in context],
+            "context_reasons": [c.reason for c in context],
+        }
     return {
-        "op": "deliver", "id": item.id, "message": item.message, "wake": item.wake, "reason": item.reason,
-        "context": [c.message for c in context], "context_ids": [c.id for c in context],
-        "context_reasons": [c.reason for c in context],
+        "op": "deliver", "id": item.id, "message": for_agent(item.message, item.party), "wake": item.wake,
+        "reason": item.reason, "context": [for_agent(c.message, c.party) for c in context],
+        "context_ids": [c.id for c in context], "context_reasons": [c.reason for c in context],
+        "roster": roster_for(item.party, me),
     }

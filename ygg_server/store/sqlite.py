@@ -24,7 +24,7 @@ from .schema import MIGRATIONS
 _topic_enc = msgspec.json.Encoder()
 _topic_dec = msgspec.json.Decoder(Topic)
 _msg_dec = msgspec.json.Decoder(Message)
-_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed")
+_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed", "throttle_noticed")
 
 
 def profile(raw: str | bytes | None) -> Profile:
@@ -202,6 +202,19 @@ def load_conversations(conn: sqlite3.Connection, workspace: str) -> dict[str, Co
             "SELECT id, kind, name, members, party FROM conversations WHERE workspace = ?", (workspace,)
         )
     }
+
+
+def party_views(conn, pairs) -> dict:
+    """(workspace, conversation) pairs -> each conversation's PartyView, as its agents are shown it."""
+    from ..core.party import party_view
+    out, dirs = {}, {}
+    for ws, cid in pairs:
+        if cid in out:
+            continue
+        d = dirs.get(ws) or dirs.setdefault(ws, load_directory(conn, ws))
+        row = conn.execute("SELECT id, kind, name, members, party FROM conversations WHERE id = ?", (cid,)).fetchone()
+        out[cid] = party_view(d, conversation(row[0], ws, *row[1:]) if row else None)
+    return out
 
 
 def settings(conn: sqlite3.Connection, workspace: str) -> dict:
