@@ -867,6 +867,7 @@ class _Side:
         self.conn = engine._sync
         self.directories: dict = {}
         self.settings: dict = {}
+        self.party_views: dict = {}
 
     def directory(self, ws: str) -> Directory:
         return db.load_directory(self.conn, ws)
