@@ -34,6 +34,7 @@ CLIENT_OPS = frozenset({
     "list_topics", "list_members", "subscribe", "unsubscribe", "presence", "ping", "topic", "whoami",
     "list_workspaces", "list_groups", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
     *("add_participant", "remove_participant", "set_lead", "set_profile", "set_setting", "explain_assignment"),
+    *("get_persona", "set_persona", "get_rulebook", "set_rulebook"),
 })
 # Ops the engine runs as commands, with the whole frame (docs/protocol.md, "Parties").
 ENGINE_OPS = {"add_participant": "party", "remove_participant": "party", "set_lead": "party",

@@ -296,6 +296,7 @@ class PgGateway(Gateway):
         return await super()._inbox(pid, is_agent)
 
     async def _rescan(self) -> None:
+        self.issuer.invalidate()
         for pid in list(self.conns):
             for c in list(self.conns.get(pid, ())):
                 if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:

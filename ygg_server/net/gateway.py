@@ -16,16 +16,17 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
-from .. import admin, auth, protocol, queries
+from .. import admin, auth, guidance, protocol, queries
 from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..store import sqlite as db
 from .inbox import Inbox, Item
+from .issuer import Issuer
 
 log = logging.getLogger("ygg.net")
 # websockets logs every frame at DEBUG, and a frame may carry an API key, a password, a session token or a
@@ -139,6 +140,7 @@ class Conn:
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
     backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
+    dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
 
     @property
     def last_seen(self) -> float:
@@ -169,6 +171,8 @@ class Conn:
             while not self.queue.empty() and len(batch) < 256:
                 batch.append(self.queue.get_nowait())
             for f in batch:
+                if self.dress is not None and f.get("op") == "deliver" and f.get("wake"):
+                    f = await self.dress(self.participant, f)
                 await self.ws.send(protocol.encode(f))
                 self.queue.task_done()
                 if self.backlog:
@@ -194,6 +198,7 @@ class Gateway:
         self._limiter = AuthLimiter(self.limits.auth_failures_per_address, self.limits.auth_failures_per_key,
                                     self.limits.auth_window)
         self._hashing = asyncio.Semaphore(1)  # one argon2 check at a time (each takes ~64 MiB), off the reader
+        self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
 
     def _connect(self):
         """A connection beside the engine's, for reads and management ops (net/cluster.py: PostgreSQL)."""
@@ -358,7 +363,9 @@ class Gateway:
             self._presence(conn, True)
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
-            if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
+            if conn.kind == Kind.AGENT:
+                conn.dress = self.issuer.dress
+            else:  # a person gets every unacked delivery at once, however many
                 conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
 
@@ -431,6 +438,12 @@ class Gateway:
                 reply = await handler(conn, ref, frame)
             elif op in protocol.ENGINE_OPS:  # parties, profiles, settings: decided in the writer
                 reply = await self.engine.submit(protocol.ENGINE_OPS[op], conn.participant, frame)
+                self.issuer.invalidate()  # a party or a profile is part of the directives' stable part
+            elif op in guidance.OPS:  # personas and rulebooks (directives)
+                fn, writes = guidance.OPS[op]
+                reply = {"op": op, "ref": ref, **await (self.manage if writes else self.read)(fn, conn.participant, frame)}
+                if writes:
+                    self.issuer.invalidate()
             elif op in queries.QUERIES:
                 reply = {"op": op, "ref": ref, **await self.read(queries.QUERIES[op], conn.participant, frame)}
             else:
@@ -637,6 +650,7 @@ class Gateway:
     async def _rescan(self) -> None:
         """Another process changed the database: memberships first (what each connection may still get and
         follow: a workspace left, receive or monitor taken away), then revoked sessions, then new deliveries."""
+        self.issuer.invalidate()
         for pid, mine in (await self.read(_access, list(self.conns))).items():
             if pid not in self.conns:
                 continue

@@ -183,6 +183,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX presence_participant ON presence (participant);
     INSERT INTO meta (key, value) VALUES ('config', 0);
     """,
+    # 2: SQLite's migration 4 (schema.py): personas and conversations' rulebooks
+    """
+    CREATE TABLE personas (
+        agent TEXT NOT NULL, version INTEGER NOT NULL, text TEXT NOT NULL, why TEXT NOT NULL DEFAULT '',
+        author TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (agent, version)
+    );
+    CREATE TABLE rulebooks (
+        conversation TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL, set_by TEXT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );
+    """,
 ]
 
 

@@ -93,4 +93,16 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE conversations ADD COLUMN party TEXT NOT NULL DEFAULT '{}';
     """,
+    # 4: server-issued directives (docs/agents.md): each agent's persona, every version kept, and each
+    # conversation's rulebook, set by its people
+    """
+    CREATE TABLE personas (
+        agent TEXT NOT NULL, version INTEGER NOT NULL, text TEXT NOT NULL, why TEXT NOT NULL DEFAULT '',
+        author TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (agent, version)
+    );
+    CREATE TABLE rulebooks (
+        conversation TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL, set_by TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+    );
+    """,
 ]

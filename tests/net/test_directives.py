@@ -1,0 +1,159 @@
+"""Server-issued directives on loopback (issue 6; seed 003 §53-58; docs/agents.md, "Directives").
+
+Seed 003 §53: "It is computed server-side and sent as structured data with the task or message payload."
+"""
+
+from __future__ import annotations
+
+from ygg_server import admin
+
+LONG = ("Curious and precise. Quotes its source and says so when the handbook has nothing. Prefers short "
+        "answers, tables when they help, and never guesses a number. Warm with people, brief with agents, and "
+        "always names who it is waiting on.")
+
+
+async def wake(client, timeout: float = 5.0) -> dict:
+    while True:
+        d = await client.next_delivery(timeout=timeout)
+        await client.ack([d["id"]])
+        if d["wake"]:
+            return d
+
+
+async def ask(alice, ws: str, text: str, conversation: str = "general") -> dict:
+    r = await alice.send(workspace=ws, conversation=conversation, topic="new", title=text[:20], type="request",
+                         to=["researcher"], text=text)
+    assert r["op"] == "sent", r
+    return r["message"]
+
+
+async def test_stable_part_is_byte_identical_across_turns_and_dynamic_part_carries_the_wake(team):
+    """Seed 003 §54: "Most of an agent's operating instructions (its role, its rules, its personality) stay
+    byte-for-byte identical from turn to turn"; "Whatever changes moment to moment (whose turn is next, what was
+    just said) is kept out of that cached part and added fresh every turn"."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    first = await ask(alice, team.ws, "What is a topic?")
+    one = await wake(researcher)
+    second = await ask(alice, team.ws, "And what are credits?")
+    two = await wake(researcher)
+    a, b = one["directive"], two["directive"]
+    assert [x.encode() for x in a["stable"]] == [x.encode() for x in b["stable"]]
+    assert a["version"] == b["version"] and len(a["stable"]) == 2
+    assert "What is a topic?" in a["dynamic"] and f"in_reply_to={first['id']}" in a["dynamic"]
+    assert "And what are credits?" in b["dynamic"] and "What is a topic?" not in b["dynamic"]
+    assert f"in_reply_to={second['id']}" in b["dynamic"] and "@alice" in b["dynamic"]
+    assert not any(t in "".join(a["stable"]) for t in ("What is a topic?", first["id"], first["topic"]))
+    core, party = a["stable"]
+    assert core.startswith("You are researcher,") and "## The rulebook (Agent'Ygg)" in core
+    assert "@alice, a person" in party and "reviewer, an agent" in party and "at most 800 characters" in party
+    assert a["rulebook"]["length"] == 800
+
+
+async def test_stable_part_changes_with_the_rulebook_the_persona_and_the_profile(team):
+    """Seed 003 §55: "a per-conversation rulebook (reply style, reply length, when not to interrupt) separate from
+    the agent's core persona"; §56: "Every agent's persona lives in a single document that it can read and rewrite
+    about itself"."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    await ask(alice, team.ws, "q1")
+    before = (await wake(researcher))["directive"]["stable"]
+
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general",
+                            rulebook={"length": 300, "style": "formal, in bullet points"})
+    assert r["op"] == "set_rulebook" and r["rulebook"]["length"] == 300, r
+    await ask(alice, team.ws, "q2")
+    ruled = (await wake(researcher))["directive"]
+    assert ruled["stable"][0] == before[0] and ruled["stable"][1] != before[1]
+    assert "at most 300 characters" in ruled["stable"][1] and "formal, in bullet points" in ruled["stable"][1]
+    assert ruled["rulebook"]["length"] == 300
+
+    # the agent rewrites its persona through the protocol: only the core block moves
+    w = await researcher.request("set_persona", text=LONG, why="first version")
+    assert w["op"] == "set_persona" and w["version"] == 1, w
+    await ask(alice, team.ws, "q3")
+    personal = (await wake(researcher))["directive"]["stable"]
+    assert personal[0] != ruled["stable"][0] and LONG in personal[0] and personal[1] == ruled["stable"][1]
+
+    r = await alice.request("set_profile", agent="researcher", title="Librarian", description="Finds things.")
+    assert r["op"] == "set_profile", r
+    await ask(alice, team.ws, "q4")
+    profiled = (await wake(researcher))["directive"]["stable"]
+    assert "Your job title: Librarian" in profiled[0] and "Your role: Finds things." in profiled[0]
+
+    # another conversation has its own rulebook block and the same core
+    await ask(alice, team.ws, "q5", conversation="dm:researcher")
+    dm = (await wake(researcher))["directive"]
+    assert dm["stable"][0] == profiled[0] and "at most 800 characters" in dm["stable"][1]
+    assert "a direct conversation" in dm["stable"][1]
+
+
+async def test_a_redelivered_wake_carries_the_same_directive(team):
+    """Seed 003 §53: "However the agent is connected ... it follows the same server-issued directive"."""
+    alice = await team.person("alice")
+    await ask(alice, team.ws, "Who are you?")
+    first = await team.client(api_key=team.keys["researcher"])
+    d1 = await first.next_delivery(timeout=5)
+    await first.close()  # not acked: offered again after the reconnect, through the same path
+    second = await team.client(api_key=team.keys["researcher"])
+    d2 = await second.next_delivery(timeout=5)
+    assert d1["id"] == d2["id"] and d1["directive"] == d2["directive"]
+
+
+async def test_rulebook_is_set_by_the_conversations_people_only(team):
+    """Seed 003 §55: "a per-conversation rulebook (reply style, reply length, when not to interrupt)"; docs/agents.md:
+    set by the conversation's people, never by an agent."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    r = await researcher.request("set_rulebook", workspace=team.ws, conversation="general", rulebook={"length": 5})
+    assert (r["op"], r["reason"]) == ("refused", "permission_denied")
+    r = await bob.request("set_rulebook", workspace=team.ws, conversation="general",
+                          rulebook={"interrupt": "only when asked"})
+    assert r["op"] == "set_rulebook" and r["set"] == {"interrupt": "only when asked"}
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rulebook={"length": 400})
+    assert r["set"] == {"interrupt": "only when asked", "length": 400}  # rules merge; null resets one
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rulebook={"interrupt": None})
+    assert r["set"] == {"length": 400}
+    for bad in ({"length": 0}, {"colour": "red"}, {"style": ""}, [1]):
+        r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rulebook=bad)
+        assert (r["op"], r["reason"]) == ("refused", "bad_rulebook"), (bad, r)
+    # a direct conversation's rulebook is its people's: bob cannot even see it
+    sent = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Hi", type="inform",
+                            text="hi")
+    dm = sent["message"]["conversation"]
+    r = await bob.request("set_rulebook", workspace=team.ws, conversation=dm, rulebook={"length": 10})
+    assert (r["op"], r["code"]) == ("error", "not_found")
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation=dm, rulebook={"length": 10})
+    assert r["set"] == {"length": 10}
+    got = await researcher.request("get_rulebook", workspace=team.ws, conversation=dm)
+    assert got["rulebook"]["length"] == 10 and got["set"] == {"length": 10}
+    # a viewer is not one of the people who set General's rulebook
+    team.admin(admin.add_person, "vic", "pw-" + "x" * 8)
+    team.admin(admin.add_member, team.ws, "vic", "viewer")
+    vic = await team.person("vic")
+    r = await vic.request("set_rulebook", workspace=team.ws, conversation="general", rulebook={"length": 10})
+    assert (r["op"], r["reason"]) == ("refused", "permission_denied")
+
+
+async def test_persona_lives_on_the_server_and_a_sudden_large_shrink_is_refused(team):
+    """Seed 003 §57: "a sudden, large shrink is treated as suspicious and blocked instead of being applied
+    silently"."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    assert (await researcher.request("get_persona"))["text"] == ""
+    assert (await researcher.request("set_persona", text=LONG))["version"] == 1
+    r = await researcher.request("set_persona", text="Terse.")
+    assert (r["op"], r["reason"]) == ("refused", "persona_shrink") and "less than half" in r["detail"]
+    r = await researcher.request("set_persona", text="   ")
+    assert (r["op"], r["reason"]) == ("refused", "persona_empty")
+    assert (await researcher.request("get_persona"))["text"] == LONG  # not applied
+    # in steps, each at least half the last, a persona may shrink on purpose
+    step = LONG[: len(LONG) // 2 + 10]
+    assert (await researcher.request("set_persona", text=step))["version"] == 2
+    # its owner reads and writes it too; another person cannot see it; an agent cannot touch another's
+    got = await alice.request("get_persona", agent="researcher")
+    assert got["text"] == step and got["version"] == 2
+    assert (await bob.request("get_persona", agent="researcher"))["code"] == "not_found"
+    assert (await researcher.request("set_persona", agent="reviewer", text="x" * 50))["code"] == "not_found"
+    rows = team.admin(lambda c: c.execute("SELECT version, author FROM personas ORDER BY version").fetchall())
+    assert [v for v, _ in rows] == [1, 2]  # every version kept

@@ -1,0 +1,144 @@
+"""The stored documents a directive is made of: agents' personas and conversations' rulebooks.
+
+Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) -> dict`
+on a sqlite3-shaped connection (SQLite, or PostgreSQL's adapter); the writes run on
+the gateway's management connection, so the engine and every node see them at once.
+
+- `get_persona` / `set_persona`: the agent itself, or its owner. A write that would
+  shrink a long persona to less than half is refused `persona_shrink` (seed 003 §57);
+  every accepted version is kept.
+- `get_rulebook` / `set_rulebook`: anyone who may read the conversation reads it; only
+  its people set it (a person in a direct or party conversation, any non-viewer in
+  General or a group, or the workspace's owners and admins); an agent is refused
+  `permission_denied` (seed 003 §55: the rulebook is the people's, not the agents').
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import msgspec
+
+from . import directives, queries
+from .core import Role
+
+
+def _now() -> int:
+    return time.time_ns() // 1000
+
+
+def _refused(reason: str, detail: str) -> dict:
+    return {"op": "refused", "reason": reason, "detail": detail}
+
+
+# --- personas ---
+
+def persona(conn: sqlite3.Connection, agent: str) -> tuple[str, int]:
+    """An agent's persona and its version (0: none written yet)."""
+    row = conn.execute("SELECT text, version FROM personas WHERE agent = ? ORDER BY version DESC LIMIT 1",
+                       (agent,)).fetchone()
+    return (row[0], row[1]) if row else ("", 0)
+
+
+def _agent_for(conn: sqlite3.Connection, who: str, frame: dict) -> str:
+    """The agent a persona op is about: the asker itself, or an agent of the asker's (by id or name)."""
+    ref = frame.get("agent")
+    if ref is None or ref == who:
+        if who.startswith("agent."):
+            return who
+        raise queries.NotFound
+    if not isinstance(ref, str):
+        raise queries.NotFound
+    row = conn.execute("SELECT id FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
+                       (who, ref, ref)).fetchone()
+    if row is None:
+        raise queries.NotFound
+    return row[0]
+
+
+def get_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
+    agent = _agent_for(conn, who, frame)
+    text, version = persona(conn, agent)
+    return {"agent": agent, "text": text, "version": version}
+
+
+def set_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
+    agent = _agent_for(conn, who, frame)
+    new, why = frame.get("text"), frame.get("why", "")
+    if not isinstance(why, str):
+        why = ""
+    old, version = persona(conn, agent)
+    refusal = directives.persona_refusal(old, new)
+    if refusal:
+        return _refused(*refusal)
+    if new == old:
+        return {"agent": agent, "version": version, "length": len(new), "changed": False}
+    conn.execute("INSERT INTO personas (agent, version, text, why, author, created_at) VALUES (?,?,?,?,?,?)",
+                 (agent, version + 1, new, why[:500], who, _now()))
+    return {"agent": agent, "version": version + 1, "length": len(new), "changed": True}
+
+
+# --- rulebooks ---
+
+def rulebook(conn: sqlite3.Connection, conversation: str) -> dict[str, Any]:
+    """What a conversation's people set (only the rules they set; the defaults fill the rest)."""
+    row = conn.execute("SELECT body FROM rulebooks WHERE conversation = ?", (conversation,)).fetchone()
+    if not row:
+        return {}
+    try:
+        body = msgspec.json.decode(row[0])
+    except msgspec.DecodeError:
+        return {}
+    return body if isinstance(body, dict) and directives.rulebook_problem(body) is None else {}
+
+
+def _conversation(conn: sqlite3.Connection, who: str, frame: dict) -> tuple[str, str, str, frozenset[str], Role]:
+    """(workspace, conversation id, kind, members, role) of a conversation `who` may read, or NotFound."""
+    ws = frame.get("workspace")
+    role, monitor = queries._member(conn, ws, who)
+    cid = queries._conversation(conn, ws, frame.get("conversation"), who, monitor)
+    kind, members = conn.execute("SELECT kind, members FROM conversations WHERE id = ?", (cid,)).fetchone()
+    return ws, cid, kind, frozenset(msgspec.json.decode(members)), Role(role)
+
+
+def get_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
+    _, cid, *_ = _conversation(conn, who, frame)
+    stored = rulebook(conn, cid)
+    return {"conversation": cid, "set": stored, "rulebook": directives.rulebook_in_force(stored)}
+
+
+def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
+    ws, cid, kind, members, role = _conversation(conn, who, frame)
+    if not who.startswith("human."):
+        return _refused("permission_denied", "a conversation's rulebook is set by its people; agents cannot")
+    people_here = kind in ("general", "group") and role != Role.VIEWER
+    if not (people_here or who in members or role in (Role.OWNER, Role.ADMIN)):
+        return _refused("permission_denied", "only the people of this conversation (or an admin) set its rulebook")
+    change = frame.get("rulebook")
+    if change is not None and not isinstance(change, dict):
+        return _refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
+                        "or null for all defaults")
+    merged = {} if change is None else {**rulebook(conn, cid), **change}
+    merged = {k: v for k, v in merged.items() if v is not None}
+    problem = directives.rulebook_problem(merged)
+    if problem:
+        return _refused("bad_rulebook", problem)
+    if merged:
+        conn.execute("""INSERT INTO rulebooks (conversation, workspace, body, set_by, updated_at) VALUES (?,?,?,?,?)
+                        ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, set_by = excluded.set_by,
+                        updated_at = excluded.updated_at""",
+                     (cid, ws, msgspec.json.encode(dict(sorted(merged.items()))).decode(), who, _now()))
+    else:
+        conn.execute("DELETE FROM rulebooks WHERE conversation = ?", (cid,))
+    return {"conversation": cid, "set": merged, "rulebook": directives.rulebook_in_force(merged)}
+
+
+# op: (function, writes?)
+OPS = {
+    "get_persona": (get_persona, False),
+    "set_persona": (set_persona, True),
+    "get_rulebook": (get_rulebook, False),
+    "set_rulebook": (set_rulebook, True),
+}

@@ -1,0 +1,156 @@
+"""Issues each agent wake with its directive (seed 003 §53-55; the text is `ygg_server/directives.py`).
+
+The gateway hands every deliver frame that wakes an agent to `Issuer.dress` just
+before it goes out on that agent's connection (embedded or PostgreSQL, live or
+after a reconnect: one place). The inputs come from the store: the workspace's
+members with their profiles, the conversation (members, Lead, kind), the agent's
+persona, the conversation's rulebook and the topic's title. They are cached, and
+the cache is dropped whenever something they come from may have changed: a
+persona, rulebook, profile, party or membership op through this gateway, or a
+rescan (another process or node wrote the database). Entries also expire after
+`ttl` seconds, which bounds how late a change made on another PostgreSQL node
+that announced no rescan (a party op there) shows up here.
+
+A directive that cannot be built (the store failed) is left out, never holds the
+wake back: a frame without `directive` is what a bare-protocol agent gets anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from typing import Any, Awaitable, Callable
+
+from .. import directives as text
+from .. import guidance
+from ..core import SYSTEM, Kind
+from ..store import sqlite as db
+
+log = logging.getLogger("ygg.issuer")
+MAX_ENTRIES = 50_000
+
+
+class Issuer:
+    def __init__(self, read: Callable[..., Awaitable[Any]], ttl: float = 2.0):
+        self._read = read  # the gateway's reader: await read(fn, *args) runs fn(conn, *args) off the loop
+        self.ttl = ttl
+        self._gen = 0
+        self._cache: dict[tuple, tuple[int, float, Any]] = {}
+
+    def invalidate(self) -> None:
+        """Something a directive is made of may have changed: load everything again."""
+        self._gen += 1
+        self._cache.clear()
+
+    def _get(self, key: tuple, now: float) -> tuple[bool, Any]:
+        hit = self._cache.get(key)
+        if hit is None or hit[0] != self._gen or now - hit[1] > self.ttl:
+            return False, None
+        return True, hit[2]
+
+    async def dress(self, agent: str, frame: dict) -> dict:
+        """The frame with its `directive` (a copy; the frame may be shared)."""
+        try:
+            directive = await self.directive(agent, frame["message"], frame.get("context") or [])
+        except Exception:
+            log.exception("could not build the directive for delivery %s", frame.get("id"))
+            return frame
+        return {**frame, "directive": directive}
+
+    async def directive(self, agent: str, msg: dict, context: list[dict]) -> dict:
+        ws, cid, tid = msg["workspace"], msg["conversation"], msg.get("topic")
+        title = next((m.get("title") for m in (msg, *context) if m.get("topic") == tid and m.get("title")), None)
+        keys = [("ws", ws), ("conv", cid), ("persona", agent), ("rulebook", cid)]
+        if tid and not title:
+            keys.append(("title", tid))
+        now = time.monotonic()
+        found: dict[tuple, Any] = {}
+        missing = []
+        for k in keys:
+            ok, value = self._get(k, now)
+            if ok:
+                found[k] = value
+            else:
+                missing.append(k)
+        if missing:
+            gen = self._gen
+            loaded = await self._read(_load, missing)
+            if len(self._cache) > MAX_ENTRIES:
+                self._cache.clear()
+            for k, v in loaded.items():
+                self._cache[k] = (gen, now, v)
+            found.update(loaded)
+        members: dict[str, text.Member] = found[("ws", ws)]
+        conv = found[("conv", cid)]
+        title = title or found.get(("title", tid))
+
+        ok, stable = self._get(("stable", agent, cid), now)
+        if not ok:
+            stable = _stable(agent, members, conv, found[("persona", agent)], found[("rulebook", cid)])
+            self._cache[("stable", agent, cid)] = (self._gen, now, stable)
+        blocks, rulebook = stable
+
+        def name(pid: str | None) -> str:
+            if pid == SYSTEM or pid is None:
+                return pid or "?"
+            m = members.get(pid)
+            return m.name if m is not None else "(someone no longer here)"
+
+        author = members.get(msg.get("author"))
+        reason = text.why(msg, "system" if msg.get("author") == SYSTEM else (author.kind if author else "agent"))
+        me = members.get(agent)
+        dynamic = text.dynamic_part(me=agent, my_name=me.name if me else agent, reason=reason, message=msg,
+                                    context=context, where=_where(conv), topic_title=title, name=name)
+        return text.build(stable=blocks, dynamic=dynamic, rulebook=rulebook)
+
+
+def _where(conv) -> str:
+    if conv is None:
+        return "this conversation"
+    if conv.kind == "general":
+        return "General, the whole workspace's conversation"
+    if conv.kind == "group":
+        return f"the group conversation {conv.name}"
+    return "a direct conversation" if len(conv.members) <= 2 else "a party conversation"
+
+
+def _stable(agent: str, members: dict[str, text.Member], conv, persona: str,
+            stored: dict) -> tuple[tuple[str, str], dict]:
+    me = members.get(agent) or text.Member(agent, agent, "agent")
+    here = [members[p] for p in conv.members if p in members] if conv is not None and conv.members else list(members.values())
+    rulebook = text.rulebook_in_force(stored)
+    core = text.core_block(name=me.name, title=me.title, description=me.description, persona=persona)
+    party = text.conversation_block(me=agent, members=here, lead=conv.lead if conv else None, where=_where(conv),
+                                    rulebook=rulebook)
+    return (core, party), rulebook
+
+
+def _load(conn: sqlite3.Connection, keys: list[tuple]) -> dict[tuple, Any]:
+    """What the cache misses, from the store (on the gateway's reader connection)."""
+    out: dict[tuple, Any] = {}
+    for k in keys:
+        kind, ref = k
+        if kind == "ws":
+            d = db.load_directory(conn, ref)
+            members = {}
+            for pid in d.memberships:
+                p = d.participants.get(pid)
+                if p is None or p.kind == Kind.SYSTEM:
+                    continue
+                prof = d.profiles.get(pid)
+                members[pid] = text.Member(pid, p.display, "human" if p.kind == Kind.HUMAN else "agent",
+                                           prof.title if prof else "", prof.description if prof else "")
+            out[k] = members
+        elif kind == "conv":
+            row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
+                               (ref,)).fetchone()
+            out[k] = db.conversation(*row) if row else None
+        elif kind == "persona":
+            out[k] = guidance.persona(conn, ref)[0]
+        elif kind == "rulebook":
+            out[k] = guidance.rulebook(conn, ref)
+        elif kind == "title":
+            t = db.load_topic(conn, ref)
+            out[k] = t.title if t is not None else None
+    return out
