@@ -70,6 +70,9 @@ async def test_ygg_agent_run_as_a_process(server, tmp_path):
                                                 stderr=asyncio.subprocess.PIPE)
     try:
         alice = await server.person("alice")
+        # General's people set its rulebook on the server; the config's [rulebook] is only for a server that
+        # issues no directive
+        await alice.call("set_rulebook", workspace=server.ws, conversation="general", rulebook={"length": 300})
         sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title="Q", type="request",
                                 to=["researcher"], text="What happens when credits run out?")
         q = sent["message"]

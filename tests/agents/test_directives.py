@@ -25,7 +25,8 @@ def event(text: str, mid: str, topic: str) -> dict:
     }
 
 
-def test_stable_part_is_identical_and_dynamic_part_carries_the_wake():
+def test_fallback_stable_part_is_identical_and_dynamic_part_carries_the_wake():
+    """Without a server directive the bridge builds the same shape: identical stable blocks, the wake in the rest."""
     tools = select(["search_corpus", "persona_read"])
     one = directives.compute(name="researcher", role="Answers from the handbook.", persona="Curious.",
                              rulebook=directives.rulebook_for("c1"), event=event("What is a topic?", "m1", "t1"),
@@ -35,23 +36,34 @@ def test_stable_part_is_identical_and_dynamic_part_carries_the_wake():
     two = directives.compute(name="researcher", role="Answers from the handbook.", persona="Curious.",
                              rulebook=rb, event=event("And credits?", "m2", "t2"), tools=tools[::-1],
                              tools_in_prompt=True)
-    assert one.stable == two.stable
+    assert one.stable == two.stable and len(one.stable) == 3
     assert one.dynamic != two.dynamic and "And credits?" in two.dynamic and "in_reply_to=m2" in two.dynamic
     assert "What is a topic?" not in "".join(one.stable)
-    assert "search_corpus" in one.stable[0] and "Curious." in one.stable[0]
-    assert one.stable[1].startswith("## This conversation's rulebook") and "at most 800 characters" in one.stable[1]
+    assert "Curious." in one.stable[0] and "search_corpus" in one.stable[1]
+    assert one.stable[2].startswith("## This conversation's rulebook") and "at most 800 characters" in one.stable[2]
 
 
-def test_rulebook_layers_and_persona_changes_only_the_core():
+def test_the_servers_directive_is_followed_with_the_bridges_answer_block_and_memory():
+    """The server's stable blocks go first and last, the bridge's answer block between them; its memory ends the
+    dynamic part. A turn for another message than the wake's describes that message itself."""
+    issued = {"stable": ["CORE", "PARTY"], "dynamic": "## Now\nserver's view", "rulebook": {"length": 5}}
+    ev = {**event("q", "m1", "t1"), "notes": ["remember the milk"]}
+    d = directives.compute(name="r", role="", persona="", rulebook={}, event=ev, issued=issued)
+    assert d.stable == ("CORE", directives.ANSWER_FORMAT, "PARTY")
+    assert d.dynamic.startswith("## Now\nserver's view") and "remember the milk" in d.dynamic
+    other = directives.compute(name="r", role="", persona="", rulebook={}, event=ev, issued=issued, own_turn=False)
+    assert other.stable == d.stable and "server's view" not in other.dynamic and "It is your turn, researcher" in other.dynamic
+
+
+def test_fallback_rulebook_layers_and_persona_changes_only_the_core():
     per = {"general": {"length": 300}, "conv-x": {"style": "formal"}}
     base = directives.rulebook_for("g-id", general="g-id", default={"length": 500}, per_conversation=per)
     assert base["length"] == 300
-    x = directives.rulebook_for("conv-x", general="g-id", default={"length": 500}, per_conversation=per,
-                                frame={"rulebook": {"interrupt": "never"}})
-    assert (x["length"], x["style"], x["interrupt"]) == (500, "formal", "never")
+    x = directives.rulebook_for("conv-x", general="g-id", default={"length": 500}, per_conversation=per)
+    assert (x["length"], x["style"]) == (500, "formal")
     a = directives.compute(name="r", role="", persona="Old persona.", rulebook=base, event=event("q", "m", "t"))
     b = directives.compute(name="r", role="", persona="New persona.", rulebook=base, event=event("q", "m", "t"))
-    assert a.stable[0] != b.stable[0] and a.stable[1] == b.stable[1]
+    assert a.stable[0] != b.stable[0] and a.stable[1:] == b.stable[1:]
 
 
 ANSWER = {"content": [{"type": "text", "text": '{"text": "A topic is one unit of work.", "type": "response", "state": "done"}'}],
@@ -59,8 +71,9 @@ ANSWER = {"content": [{"type": "text", "text": '{"text": "A topic is one unit of
 
 
 async def test_stable_part_is_byte_identical_across_real_turns(server):
-    """Three wakes through the bridge to an Anthropic backend (MockTransport): the cached system blocks
-    are the same bytes in General; only the conversation's rulebook block changes in another conversation."""
+    """Three wakes through the bridge to an Anthropic backend (MockTransport): the server's directive makes the
+    cached system blocks the same bytes in General; in a DM the agent-wide blocks are the same and only the
+    conversation's block (its party and rulebook, set by its people) differs."""
     bodies: list[dict] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -70,11 +83,12 @@ async def test_stable_part_is_byte_identical_across_real_turns(server):
     backend = AnthropicBackend(model="claude-test", api_key="k", http=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
                                retry=RetryPolicy(max_retries=0))
     server.agent("researcher")
-    cfg = server.config("researcher", tools=["search_corpus", "persona_read", "persona_write"],
-                        rulebooks={"general": {"length": 400}})
+    cfg = server.config("researcher", tools=["search_corpus", "persona_read", "persona_write"], persona="Curious.")
     cfg.backend = BackendConfig(kind="anthropic", model="claude-test")
     b = await server.run(Bridge(cfg, backend))
     alice = await server.person("alice")
+    r = await alice.request("set_rulebook", workspace=server.ws, conversation="general", rulebook={"length": 400})
+    assert r["op"] == "set_rulebook", r
     topics = []
     for i, (conv, text) in enumerate([("general", "What is a topic?"), ("general", "What are credits?"),
                                        ("dm:researcher", "And states?")]):
@@ -86,9 +100,11 @@ async def test_stable_part_is_byte_identical_across_real_turns(server):
     assert len(bodies) == 3
     systems = [json.dumps(body["system"], sort_keys=True).encode() for body in bodies]
     assert systems[0] == systems[1]  # byte-identical: the prompt cache hits on the second turn
-    assert bodies[2]["system"][0] == bodies[0]["system"][0]  # the core is shared across conversations
-    assert bodies[2]["system"][1] != bodies[0]["system"][1]  # the DM has the default rulebook, not General's
-    assert "at most 400 characters" in bodies[0]["system"][1]["text"]
+    assert bodies[2]["system"][:2] == bodies[0]["system"][:2]  # the core and the answer block: every conversation
+    assert bodies[2]["system"][2] != bodies[0]["system"][2]  # the DM has the default rulebook, not General's
+    core, _, party = (blk["text"] for blk in bodies[0]["system"])
+    assert core.startswith("You are researcher,") and "Curious." in core  # the persona, seeded on the server
+    assert "at most 400 characters" in party and "@alice, a person" in party
     assert all(blk["cache_control"] == {"type": "ephemeral"} for body in bodies for blk in body["system"])
     assert "What are credits?" in bodies[1]["messages"][0]["content"] and "What is a topic?" not in bodies[1]["messages"][0]["content"]
     assert [t["name"] for t in bodies[0]["tools"]] == ["search_corpus", "persona_read", "persona_write"]

@@ -1,35 +1,14 @@
-"""Persona documents: read and rewritten through tools; a sudden large shrink is refused, not applied."""
+"""Persona documents live on the server: read and rewritten through tools; a sudden large shrink is refused."""
 
 from __future__ import annotations
 
-import json
-
-import pytest
-
 from ygg_server.agents.backends import Backend
 from ygg_server.agents.bridge import Bridge
-from ygg_server.agents.persona import PersonaRefused, PersonaStore
 from ygg_server.agents.types import ToolCall, TurnInput, TurnOutput
 
 from .conftest import until
 
 LONG = "I am careful and kind. " * 20  # 460 characters
-
-
-def test_store_refuses_a_sudden_large_shrink(tmp_path):
-    p = PersonaStore(tmp_path, initial=LONG)
-    assert p.read() == LONG
-    with pytest.raises(PersonaRefused) as e:
-        p.write("Be terse.")
-    assert "less than half" in str(e.value) and p.read() == LONG  # not applied
-    p.write(LONG[:240])  # a shrink to more than half is fine
-    p.write(LONG[:130])  # and so, step by step, is a persona under the floor
-    p.write("Short.")  # 130 characters is under 200: rewritten freely
-    with pytest.raises(PersonaRefused):
-        p.write("   ")
-    lines = [json.loads(x) for x in p.history.read_text().splitlines()]
-    assert [x["length"] for x in lines] == [len(LONG), 240, 130, 6]
-    assert PersonaStore(tmp_path, initial="ignored").read() == "Short."  # the initial text is only a seed
 
 
 class Scripted(Backend):
@@ -43,7 +22,9 @@ class Scripted(Backend):
         return self.rounds.pop(0)
 
 
-async def test_agent_reads_and_rewrites_its_persona_through_tools(server):
+async def test_agent_reads_and_rewrites_its_persona_through_tools(server, tmp_path):
+    """Seed 003 §56: "Every agent's persona lives in a single document that it can read and rewrite about itself";
+    §57: "a sudden, large shrink is treated as suspicious and blocked instead of being applied silently"."""
     server.agent("researcher")
     rewrite = LONG + "I also love maps."
     backend = Scripted([
@@ -61,10 +42,14 @@ async def test_agent_reads_and_rewrites_its_persona_through_tools(server):
 
     read, shrink = backend.inputs[1].steps[0].results
     assert read.content == LONG and not read.is_error
-    assert shrink.is_error and "less than half" in shrink.content
+    assert shrink.is_error and "persona_shrink" in shrink.content and "less than half" in shrink.content
     accepted = backend.inputs[2].steps[1].results[0]
     assert not accepted.is_error and "persona saved" in accepted.content
-    assert b.persona.read() == rewrite and b.stats["persona_refused"] == 1
+    assert b.persona == rewrite and b.stats["persona_refused"] == 1
+    # stored on the server (every version kept), not in the bridge's files
+    rows = server.admin(lambda c: c.execute("SELECT version, text FROM personas ORDER BY version").fetchall())
+    assert [(v, t) for v, t in rows] == [(1, LONG), (2, rewrite)]
+    assert not (tmp_path / "agents" / "researcher" / "persona.md").exists()
     # within the turn the stable part did not move; the next turn carries the new persona
     assert backend.inputs[0].directive.stable == backend.inputs[2].directive.stable
     await alice.send(workspace=server.ws, conversation="general", topic="new", title="P2", type="request",

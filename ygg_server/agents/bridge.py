@@ -8,9 +8,11 @@ For each wake (with the context that piled up since the last one) the bridge:
    closure poll is answered (free, to system.ygg) with done, or with what is
    left; a nudge or a resume gets the owed requests answered; credits_refilled
    replays what a credits_exhausted refusal stopped;
-3. otherwise computes the directive (stable + dynamic, directives.py), runs
-   the turn on the backend, runs its tool calls between rounds (bounded), and
-   sends the answer with the right type, state and in_reply_to;
+3. otherwise follows the directive the server issued with the wake (adding its
+   answer format and memory, directives.py), runs the turn on the backend, runs
+   its tool calls between rounds (bounded; the same failing call is not run
+   again and again, tools.FailingCalls), and sends the answer with the right
+   type, state and in_reply_to;
 4. acks the wake only after the answer is stored by the server.
 
 Every send carries a client_id derived from the delivery id (`"{delivery}:…"`),
@@ -37,7 +39,6 @@ from ..client import Client, Refused
 from ..core import SYSTEM, general_id
 from . import backends, corpus, directives, tools as toolbox
 from .config import AgentConfig
-from .persona import PersonaRefused, PersonaStore
 from .state import AgentState
 from .types import Step, ToolCall, ToolResult, TurnInput, TurnOutput
 
@@ -60,7 +61,7 @@ class Bridge:
         self.dir = cfg.data_path()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state = AgentState(self.dir)
-        self.persona = PersonaStore(self.dir, cfg.persona)
+        self.persona = ""  # the persona document as last read from the server (it is stored there)
         self.tools = toolbox.select(cfg.tools)
         self.client_factory = client_factory
         self.timeout = timeout
@@ -97,9 +98,23 @@ class Bridge:
                 delay = min(delay * 2, 5.0)
                 continue
             self.me = session["me"]
+            await self._seed_persona()
             self.connected.set()
             log.info("%s connected as %s", self.cfg.name, self.me.get("id"))
             return
+
+    async def _seed_persona(self) -> None:
+        """The persona lives on the server; the first start writes the config's (or an older local persona.md)."""
+        try:
+            self.persona = (await self.client.call("get_persona"))["text"]
+            if not self.persona:
+                local = self.dir / "persona.md"
+                seed = local.read_text(encoding="utf-8") if local.exists() else self.cfg.persona
+                if seed.strip():
+                    await self.client.call("set_persona", text=seed, why="initial")
+                    self.persona = seed
+        except (Refused, *CONNECTION_ERRORS) as e:
+            log.warning("%s: persona not read or seeded: %s", self.name, e)
 
     async def run(self) -> None:
         """Connect, then take wakes until stopped. Never returns on a bad turn, only on stop (or a bad key)."""
@@ -297,8 +312,10 @@ class Bridge:
             return "deferred"
         started = time.monotonic()
         event = await self._event(frame, why, target, key)
-        inp_base = dict(directive=self._directive(event, frame), tools=self.tools, event=event)
+        own = target.get("id") == frame["message"].get("id")
+        inp_base = dict(directive=self._directive(event, frame, own), tools=self.tools, event=event)
         steps: list[Step] = []
+        failing = toolbox.FailingCalls(self.cfg.max_tool_failures)
         out = TurnOutput()
         replayed = 0
         for k in range(self.cfg.max_steps + 1):
@@ -319,7 +336,14 @@ class Bridge:
                 break
             results = []
             for i, call in enumerate(out.tool_calls):
-                results.append(await self._tool(call, target, f"{key}:{k}:{i}", why))
+                refused = failing.refusal(call)
+                if refused is not None:
+                    self.stats["tool_repeat_refused"] += 1
+                    results.append(refused)
+                    continue
+                result = await self._tool(call, target, f"{key}:{k}:{i}", why)
+                failing.record(call, result)
+                results.append(result)
                 if self._halt:
                     return self._deferred(entry)
             steps.append(Step(text=out.text or "", calls=out.tool_calls, results=results))
@@ -413,17 +437,19 @@ class Bridge:
         a = call.arguments or {}
         try:
             if call.name == "persona_read":
-                return ok(self.persona.read())
+                self.persona = (await self.client.call("get_persona"))["text"]
+                return ok(self.persona)
             if call.name == "persona_write":
                 text = a.get("text")
                 if not isinstance(text, str):
                     return err("persona_write needs a text")
-                try:
-                    self.persona.write(text, str(a.get("why", "")))
-                except PersonaRefused as e:
+                reply = await self.client.request("set_persona", text=text, why=str(a.get("why", "")))
+                if reply.get("op") != "set_persona":
                     self.stats["persona_refused"] += 1
-                    return err(str(e))
-                return ok(f"persona saved ({len(text)} characters)")
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                self.persona = text
+                return ok(f"persona saved ({len(text)} characters, version {reply['version']}); "
+                          "it shows in your next turn")
             if call.name == "search_corpus":
                 found = corpus.search(str(a.get("query", "")), self.cfg.corpus)
                 return ok([{"title": s.title, "text": s.text} for _, s in found])
@@ -615,7 +641,7 @@ class Bridge:
             "asked": [a for a in asked_all if a.get("topic") == topic],
             "asked_all": asked_all,
             "notes": list(self.state.notes),
-            "rulebook": self._rulebook(target, frame),
+            "rulebook": (frame.get("directive") or {}).get("rulebook") or self._rulebook(target),
             "roster": sorted(("@" + r["handle"]) if r["kind"] == "human" else r["name"] for r in members.values()),
             "people": sorted("@" + r["handle"] for r in members.values() if r["kind"] == "human"),
             "owner": f"@{owner}" if owner else None,
@@ -625,15 +651,17 @@ class Bridge:
             event["expect"] = {"type": "response", "in_reply_to": target["id"], "state": "done"}
         return event
 
-    def _rulebook(self, target: dict, frame: dict) -> dict:
+    def _rulebook(self, target: dict) -> dict:
+        """The config's rulebook, for a frame that carries no directive from the server."""
         ws = target["workspace"]
         return directives.rulebook_for(target.get("conversation"), general=general_id(ws), default=self.cfg.rulebook,
-                                       per_conversation=self.cfg.rulebooks, frame=frame)
+                                       per_conversation=self.cfg.rulebooks)
 
-    def _directive(self, event: dict, frame: dict):
-        return directives.compute(name=self.name, role=self.cfg.role, persona=self.persona.read(),
+    def _directive(self, event: dict, frame: dict, own_turn: bool):
+        return directives.compute(name=self.name, role=self.cfg.role, persona=self.persona,
                                   rulebook=event["rulebook"], event=event, tools=self.tools,
-                                  tools_in_prompt=not backends.native_tools(self.backend))
+                                  tools_in_prompt=not backends.native_tools(self.backend),
+                                  issued=frame.get("directive"), own_turn=own_turn)
 
     def _log_turn(self, key: str, why: str, out: TurnOutput, seconds: float) -> None:
         rec = {"at": time.time(), "key": key, "why": why, "backend": getattr(self.backend, "name", "?"),

@@ -29,6 +29,7 @@ from .config import AgentConfig, BackendConfig
 
 DEMO_AGENTS: dict[str, dict[str, Any]] = {
     "lead": {
+        "title": "Lead",
         "role": "Coordinator. Takes a person's request, delegates the parts to the team, and answers with what "
                 "comes back.",
         "persona": "Calm and organised. Says who is doing what, never does a colleague's part, and closes what "
@@ -37,12 +38,14 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "tools": ["send_message", "persona_read", "persona_write", "remember"],
     },
     "researcher": {
+        "title": "Researcher",
         "role": "Answers questions from the Ygg handbook, quoting it.",
         "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
         "personality": "researcher", "fund": 200,
         "tools": ["search_corpus", "persona_read", "persona_write", "remember"],
     },
     "reviewer": {
+        "title": "Reviewer",
         "role": "Reviews plans and changes; anything risky goes to a person first.",
         "persona": "Careful and brief. Flags risk plainly and asks a person before approving anything that "
                    "deploys, deletes, pays or touches secrets.",
@@ -50,6 +53,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "tools": ["send_message", "persona_read", "persona_write", "remember"],
     },
     "eager": {
+        "title": "Helper",
         "role": "An enthusiastic helper that keeps everyone posted.",
         "persona": "Enthusiastic, thorough to a fault, and chatty: posts a status for every step and answers "
                    "at length.",
@@ -72,21 +76,24 @@ class Demo:
         await self.supervisor.stop()
 
 
-def _provision(data_dir: Path, workspace: str, owner: str, names: list[str], funds: dict[str, int]) -> dict[str, dict]:
+def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dict[str, Any]]) -> dict[str, dict]:
     keys_path = data_dir / "agents" / "demo-keys.json"
     keys: dict[str, dict] = json.loads(keys_path.read_text()) if keys_path.exists() else {}
     conn = db.connect(db.db_path(data_dir))
     try:
         ws = admin.workspace(conn, workspace)
-        for name in names:
+        for name, spec in agents.items():
             known = keys.get(name)
             if known and known.get("workspace") == ws and conn.execute(
                     "SELECT 1 FROM agents WHERE id = ? AND revoked = 0", (known["id"],)).fetchone():
                 continue
             made = admin.add_agent(conn, name, owner, ws)
             keys[name] = {"id": made["id"], "api_key": made["api_key"], "workspace": ws}
-            if funds.get(name):
-                admin.fund(conn, made["id"], funds[name])
+            if spec.get("fund"):
+                admin.fund(conn, made["id"], int(spec["fund"]))
+            # the profile the server's directives and the party roster show (job title, one line)
+            profile = {"title": spec.get("title", ""), "description": spec.get("role", "")}
+            conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (json.dumps(profile), made["id"]))
     finally:
         conn.close()
     keys_path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,8 +128,7 @@ async def start_demo(url: str, *, data_dir: str | os.PathLike, workspace: str, o
     """
     agents = agents or DEMO_AGENTS
     data_dir = Path(data_dir)
-    funds = {n: int(s.get("fund", 0)) for n, s in agents.items()}
-    keys = await asyncio.to_thread(_provision, data_dir, workspace, owner, list(agents), funds)
+    keys = await asyncio.to_thread(_provision, data_dir, workspace, owner, agents)
     bridges = [Bridge(cfg) for cfg in demo_configs(url, data_dir, keys, agents)]
     sup = Supervisor(bridges, connect_timeout=connect_timeout)
     await sup.start()

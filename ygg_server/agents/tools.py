@@ -5,7 +5,9 @@ The bridge runs them (bridge.Bridge._tool); backends only see these specs.
 
 from __future__ import annotations
 
-from .types import Tool
+import json
+
+from .types import Tool, ToolCall, ToolResult
 
 _S = {"type": "string"}
 
@@ -43,3 +45,30 @@ def select(names) -> tuple[Tool, ...]:
     if unknown:
         raise ValueError(f"unknown tools: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
     return tuple(CATALOG[n] for n in names)
+
+
+class FailingCalls:
+    """Seed 003 §18's separate safeguard: within one turn, the same failing tool call (same tool, same
+    arguments, failed) is not run again and again. After `limit` identical failures it is refused to the
+    model with a result saying so. Nothing to do with the conversation's loop safeguards (core/party.py)."""
+
+    def __init__(self, limit: int = 2):
+        self.limit = limit
+        self.failures: dict[str, int] = {}
+
+    @staticmethod
+    def _key(call: ToolCall) -> str:
+        return call.name + "\x00" + json.dumps(call.arguments, sort_keys=True, default=str)
+
+    def refusal(self, call: ToolCall) -> ToolResult | None:
+        n = self.failures.get(self._key(call), 0)
+        if n < self.limit:
+            return None
+        return ToolResult(call_id=call.id, name=call.name, is_error=True, content=(
+            f"not run: this exact call ({call.name} with these arguments) already failed {n} times in this turn; "
+            "it will fail again. Change the arguments, use another tool, or answer with what you have."))
+
+    def record(self, call: ToolCall, result: ToolResult) -> None:
+        if result.is_error:
+            key = self._key(call)
+            self.failures[key] = self.failures.get(key, 0) + 1
