@@ -14,6 +14,7 @@ REFUSALS: dict[str, str] = {
     "unknown_conversation": "That conversation does not exist, or you cannot see it.",
     "unknown_topic": "That topic does not exist in this conversation.",
     "bad_amount": "Fund a whole, positive number of credits (within the allowed maximum).",
+    "bad_rulebook": "A rulebook sets style=, length= (characters), interrupt= and language=, or reset.",
     # transport-level answers
     "unauthenticated": "You are not signed in (or your session expired).",
     "not_found": "That does not exist, or you cannot see it.",

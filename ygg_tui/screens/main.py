@@ -9,6 +9,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 
+from ygg_server.client import Refused
+
+from .. import rulebook
 from ..keymap import bind
 from ..messages import LoadOlder, ReplyTo, Submit
 from ..state import Change, Store, thread_key
@@ -461,6 +464,31 @@ class MainScreen(Screen):
             out.append(name if hit and hit["kind"] == "agent" else f"@{name}")
         return out
 
+    async def _rulebook(self, text: str) -> None:
+        """`/rulebook …`: show or set this conversation's rulebook (ygg_tui/rulebook.py)."""
+        c = self.composer
+        if self.conversation is None or self.workspace is None:
+            c.show_refusal("unknown_conversation")
+            return
+        try:
+            change = rulebook.parse(text)
+        except rulebook.Usage as e:
+            c.show_refusal("bad_rulebook", str(e))
+            return
+        where = {"workspace": self.workspace, "conversation": self.conversation}
+        try:
+            if change == "show":
+                reply = await self.app.session.call("get_rulebook", **where)
+            else:
+                reply = await self.app.session.call("set_rulebook", rulebook=change, **where)
+        except Refused as e:
+            c.show_refusal(e.reason, e.frame.get("detail", ""))
+            return
+        c.clear()
+        c.hide_refusal()
+        title = "This conversation's rulebook" + ("" if change == "show" else " (saved)")
+        self.app.notify(rulebook.describe(reply), title=title, timeout=8)
+
     @on(Submit)
     def _submit(self, event: Submit) -> None:
         self.send(event.text)
@@ -468,6 +496,9 @@ class MainScreen(Screen):
     @work(group="send", exit_on_error=False)
     async def send(self, text: str) -> None:
         c = self.composer
+        if rulebook.is_command(text):
+            await self._rulebook(text)
+            return
         direct = self.pending_direct
         conversation = f"dm:{direct}" if direct else self.conversation
         if conversation is None or self.workspace is None:
