@@ -21,7 +21,7 @@ the shape of a conversation's rulebook (§55).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable
 
 RULES = """\
 ## The rulebook (Agent'Ygg): you follow it every turn
@@ -112,42 +112,24 @@ def persona_refusal(old: str, new: Any) -> tuple[str, str] | None:
 
 # --- who is here ---
 
-class Member(NamedTuple):
-    """One participant of the party as the roster shows it."""
-
-    id: str
-    name: str  # an agent's name, a person's @handle
-    kind: str  # human | agent
-    title: str = ""
-    description: str = ""
-
-
-def _one_line(s: str, n: int = 160) -> str:
-    s = " ".join((s or "").split())
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 MAX_ROSTER = 40
 
 
-def render_roster(me: str, members: Iterable[Member], lead: str | None, where: str) -> str:
-    """The party (seed 004: "names, job titles and a short line from each description"), sorted by name."""
-    others = sorted((m for m in members if m.id != me), key=lambda m: (m.kind != "agent", m.name, m.id))
+def render_roster(*, agents: Iterable, people: Iterable[str], lead_is_me: bool, where: str) -> str:
+    """The party (seed 004: "names, job titles and a short line from each description"): `agents` are
+    core.party.roster's entries (the others, sorted), `people` the people's @handles."""
     lines = [f"## Where you are: {where}"]
-    if not others:
+    rows = [f"- {e.name}{' (Lead)' if e.lead else ''}, {e.title or 'an agent'}" + (f": {e.line}" if e.line else "")
+            for e in agents]
+    rows += [f"- {h}, a person" for h in sorted(people)]
+    if not rows:
         lines.append("Nobody else is here.")
     else:
         lines.append("Who else is here:")
-        for m in others[:MAX_ROSTER]:
-            bits = [m.name + (" (Lead)" if m.id == lead else "")]
-            bits.append("a person" if m.kind == "human" else (m.title or "an agent"))
-            line = "- " + ", ".join(bits)
-            if m.description:
-                line += ": " + _one_line(m.description)
-            lines.append(line)
-        if len(others) > MAX_ROSTER:
-            lines.append(f"- and {len(others) - MAX_ROSTER} more")
-    if lead == me:
+        lines += rows[:MAX_ROSTER]
+        if len(rows) > MAX_ROSTER:
+            lines.append(f"- and {len(rows) - MAX_ROSTER} more")
+    if lead_is_me:
         lines.append("You are this party's Lead: messages nobody else is addressed in come to you; you may "
                      "split a job among the others and write the reply when their parts are in.")
     return "\n".join(lines)
@@ -165,9 +147,10 @@ def core_block(*, name: str, title: str, description: str, persona: str) -> str:
     return "\n\n".join(parts)
 
 
-def conversation_block(*, me: str, members: Iterable[Member], lead: str | None, where: str,
+def conversation_block(*, agents: Iterable, people: Iterable[str], lead_is_me: bool, where: str,
                        rulebook: dict[str, Any]) -> str:
-    return render_roster(me, members, lead, where) + "\n\n" + render_rulebook(rulebook)
+    return render_roster(agents=agents, people=people, lead_is_me=lead_is_me, where=where) + "\n\n" + \
+        render_rulebook(rulebook)
 
 
 def fingerprint(stable: Iterable[str]) -> str:

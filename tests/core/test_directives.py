@@ -1,6 +1,7 @@
 """The directive's text and the rules the server enforces on its documents (ygg_server/directives.py)."""
 
 from ygg_server import directives as d
+from ygg_server.core.party import RosterEntry
 
 LONG = "x" * 400
 
@@ -32,17 +33,17 @@ def test_stable_blocks_do_not_depend_on_order_and_show_the_party():
     """Seed 003 §54: "stay byte-for-byte identical from turn to turn, so that the model provider's prompt cache
     really hits".
 
-    Seed 004: "Each NPC is told who else is in the Party — names, job titles and a short line from
-    each description"."""
-    members = [d.Member("agent.1", "pike", "agent", "Engineer", "Runs scripts\nand fixes them."),
-               d.Member("human.1", "@alice", "human"), d.Member("agent.2", "nova", "agent")]
-    one = d.conversation_block(me="agent.2", members=members, lead="agent.1", where="a party conversation",
+    Seed 004: "Each NPC is told who else is in the Party — names, job titles and a short line from each
+    description"."""
+    agents = (RosterEntry("agent.1", "pike", "Engineer", "Runs scripts and fixes them.", lead=True),)
+    one = d.conversation_block(agents=agents, people=["@bob", "@alice"], lead_is_me=False, where="a party conversation",
                                rulebook=d.rulebook_in_force({"length": 100, "style": "short"}))
-    two = d.conversation_block(me="agent.2", members=members[::-1], lead="agent.1", where="a party conversation",
+    two = d.conversation_block(agents=agents, people=["@alice", "@bob"], lead_is_me=False, where="a party conversation",
                                rulebook=dict(reversed(list(d.rulebook_in_force({"style": "short", "length": 100}).items()))))
     assert one == two
-    assert "- pike (Lead), Engineer: Runs scripts and fixes them." in one and "- @alice, a person" in one
-    assert "nova" not in one.split("## This conversation")[0].split("Who else is here:")[1]  # not itself
+    assert "- pike (Lead), Engineer: Runs scripts and fixes them." in one and "- @alice, a person\n- @bob, a person" in one
+    lead = d.conversation_block(agents=(), people=[], lead_is_me=True, where="x", rulebook={})
+    assert "Nobody else is here." in lead and "You are this party's Lead" in lead
     core = d.core_block(name="nova", title="", description="", persona="")
     assert core.startswith("You are nova,") and "(empty: write one" in core
     assert d.fingerprint((core, one)) == d.fingerprint((core, two)) != d.fingerprint((core, one + " "))

@@ -24,7 +24,8 @@ from typing import Any, Awaitable, Callable
 
 from .. import directives as text
 from .. import guidance
-from ..core import SYSTEM, Kind
+from ..core import SYSTEM, Conversation, ConversationKind, Directory, Kind, Profile
+from ..core import party
 from ..store import sqlite as db
 
 log = logging.getLogger("ygg.issuer")
@@ -81,26 +82,25 @@ class Issuer:
             for k, v in loaded.items():
                 self._cache[k] = (gen, now, v)
             found.update(loaded)
-        members: dict[str, text.Member] = found[("ws", ws)]
+        d: Directory = found[("ws", ws)]
         conv = found[("conv", cid)]
         title = title or found.get(("title", tid))
 
         ok, stable = self._get(("stable", agent, cid), now)
         if not ok:
-            stable = _stable(agent, members, conv, found[("persona", agent)], found[("rulebook", cid)])
+            stable = _stable(agent, d, conv, found[("persona", agent)], found[("rulebook", cid)])
             self._cache[("stable", agent, cid)] = (self._gen, now, stable)
         blocks, rulebook = stable
 
         def name(pid: str | None) -> str:
             if pid == SYSTEM or pid is None:
                 return pid or "?"
-            m = members.get(pid)
-            return m.name if m is not None else "(someone no longer here)"
+            p = d.participants.get(pid)
+            return p.display if p is not None and pid in d.memberships else "(someone no longer here)"
 
-        author = members.get(msg.get("author"))
-        reason = text.why(msg, "system" if msg.get("author") == SYSTEM else (author.kind if author else "agent"))
-        me = members.get(agent)
-        dynamic = text.dynamic_part(me=agent, my_name=me.name if me else agent, reason=reason, message=msg,
+        author = d.participants.get(msg.get("author"))
+        reason = text.why(msg, author.kind if author is not None else "agent")
+        dynamic = text.dynamic_part(me=agent, my_name=name(agent), reason=reason, message=msg,
                                     context=context, where=_where(conv), topic_title=title, name=name)
         return text.build(stable=blocks, dynamic=dynamic, rulebook=rulebook)
 
@@ -115,15 +115,21 @@ def _where(conv) -> str:
     return "a direct conversation" if len(conv.members) <= 2 else "a party conversation"
 
 
-def _stable(agent: str, members: dict[str, text.Member], conv, persona: str,
+def _stable(agent: str, d: Directory, conv: Conversation | None, persona: str,
             stored: dict) -> tuple[tuple[str, str], dict]:
-    me = members.get(agent) or text.Member(agent, agent, "agent")
-    here = [members[p] for p in conv.members if p in members] if conv is not None and conv.members else list(members.values())
+    me = d.participants.get(agent)
+    prof = d.profiles.get(agent) or Profile()
+    if conv is None or conv.kind == ConversationKind.GENERAL:
+        people = [p for p in d.memberships if p in d.participants and d.participants[p].kind == Kind.HUMAN]
+    else:
+        people = [p for p in conv.members if p in d.memberships and d.participants[p].kind == Kind.HUMAN]
     rulebook = text.rulebook_in_force(stored)
-    core = text.core_block(name=me.name, title=me.title, description=me.description, persona=persona)
-    party = text.conversation_block(me=agent, members=here, lead=conv.lead if conv else None, where=_where(conv),
+    core = text.core_block(name=me.name if me else agent, title=prof.title, description=prof.description,
+                           persona=persona)
+    block = text.conversation_block(agents=party.roster(d, conv, agent), people=[d.participants[p].display for p in people],
+                                    lead_is_me=conv is not None and conv.lead == agent, where=_where(conv),
                                     rulebook=rulebook)
-    return (core, party), rulebook
+    return (core, block), rulebook
 
 
 def _load(conn: sqlite3.Connection, keys: list[tuple]) -> dict[tuple, Any]:
@@ -132,16 +138,7 @@ def _load(conn: sqlite3.Connection, keys: list[tuple]) -> dict[tuple, Any]:
     for k in keys:
         kind, ref = k
         if kind == "ws":
-            d = db.load_directory(conn, ref)
-            members = {}
-            for pid in d.memberships:
-                p = d.participants.get(pid)
-                if p is None or p.kind == Kind.SYSTEM:
-                    continue
-                prof = d.profiles.get(pid)
-                members[pid] = text.Member(pid, p.display, "human" if p.kind == Kind.HUMAN else "agent",
-                                           prof.title if prof else "", prof.description if prof else "")
-            out[k] = members
+            out[k] = db.load_directory(conn, ref)
         elif kind == "conv":
             row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
                                (ref,)).fetchone()
