@@ -93,8 +93,8 @@ class Issuer:
         blocks, rulebook = stable
 
         def name(pid: str | None) -> str:
-            if pid == SYSTEM or pid is None:
-                return pid or "?"
+            if pid == SYSTEM:
+                return pid
             p = d.participants.get(pid)
             return p.display if p is not None and pid in d.memberships else "(someone no longer here)"
 
