@@ -178,13 +178,22 @@ def list_conversations(conn, pid: str, f: dict) -> dict:
     _, monitor = _member(conn, ws, pid)
     visible = _visible(conn, ws, pid, monitor)
     rows = conn.execute(
-        """SELECT c.id, c.kind, c.name, c.members, (SELECT max(seq) FROM messages WHERE conversation = c.id)
+        """SELECT c.id, c.kind, c.name, c.members, (SELECT max(seq) FROM messages WHERE conversation = c.id), c.party
            FROM conversations c WHERE c.workspace = ? ORDER BY c.created_at""", (ws,)
     ).fetchall()
     return {"conversations": [
-        {"id": i, "kind": k, "name": n, "members": msgspec.json.decode(m), "last_seq": last}
-        for i, k, n, m, last in rows if visible is None or i in visible
+        {"id": i, "kind": k, "name": n, "members": msgspec.json.decode(m), "last_seq": last, "lead": _lead(party)}
+        for i, k, n, m, last, party in rows if visible is None or i in visible
     ]}
+
+
+def _lead(party: str | bytes | None) -> str | None:
+    """A conversation's Lead, from its `party` column (docs/rules.md, "Parties")."""
+    try:
+        lead = msgspec.json.decode(party or "{}").get("lead")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+    return lead if isinstance(lead, str) else None
 
 
 def topic_obj(t) -> dict:

@@ -15,6 +15,9 @@ REFUSALS: dict[str, str] = {
     "unknown_topic": "That topic does not exist in this conversation.",
     "bad_amount": "Fund a whole, positive number of credits (within the allowed maximum).",
     "bad_rulebook": "A rulebook sets style=, length= (characters), interrupt= and language=, or reset.",
+    "last_participant": "A conversation keeps at least one participant besides you.",
+    "bad_handoff": "A handoff is a request to exactly one agent.",
+    "no_eligible_agent": "No agent in this workspace declares that capability, so nobody can take it.",
     # transport-level answers
     "unauthenticated": "You are not signed in (or your session expired).",
     "not_found": "That does not exist, or you cannot see it.",
@@ -29,6 +32,27 @@ def refusal_sentence(reason: str | None) -> str:
     if not reason:
         return "The server refused this."
     return REFUSALS.get(reason, f"Refused: {reason.replace('_', ' ')}.")
+
+
+NOTICE_WORDS = {  # how a system notice is headed in the transcript
+    "hop_limit": "hop limit reached: agents stopped waking each other",
+    "throttled": "throttled: agents wait for a person",
+}
+
+
+def assignment_line(a: dict, namer) -> str:
+    """A message's assignment (seed 003 §14) in one line: the capability, then each candidate's total, best first."""
+    scores = " > ".join(f"{namer(s['agent'])} {s['total']:g}" for s in a.get("scores") or [])
+    return f"⚖ {a.get('capability')}: {scores}"
+
+
+def assignment_text(a: dict, namer) -> str:
+    """The whole breakdown: each candidate's parts (value × weight = points)."""
+    lines = [f"Assigned by capability {a.get('capability')!r} to {namer(a.get('chosen'))}"]
+    for s in a.get("scores") or []:
+        lines.append(f"{namer(s['agent'])}: {s['total']:g}")
+        lines += [f"  {p['name']}: {p['value']:g} × {p['weight']:g} = {p['points']:g}" for p in s.get("parts") or []]
+    return "\n".join(lines)
 
 
 STATE_MARK = {

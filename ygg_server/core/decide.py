@@ -296,7 +296,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
                 elif reason == _C_COALESCED:
                     members[r] = replace(members[r], folded=members[r].folded + 1)
         if agent and not closing:
-            deliveries, gate_notice = _gate(view, conv, deliveries, members, old, now, post.id)
+            deliveries, gate_notice = _gate(view, conv, deliveries, members, old, now, post.id, topic.id)
         deliveries += [Delivery(o, False, _C_NOT_ADDRESSED) for o in others]
         deliveries += [Delivery(o, False, _C_OBSERVER) for o in human_members(d, conv)
                        if o != aid and o not in recipients]
@@ -463,7 +463,7 @@ def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIREC
 
 
 def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: dict, old: dict, now: int,
-          cause: str) -> tuple[list[Delivery], Routed | None]:
+          cause: str, topic: str | None = None) -> tuple[list[Delivery], Routed | None]:
     """The party's two safeguards on an agent's message: the throttle, then the hop limit.
 
     Throttle (seed 003 §16): after `throttle_limit` agent messages in a row with no person in between,
@@ -493,11 +493,11 @@ def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: d
     if reason == _C_HOP_LIMIT:
         if conv.hop_noticed:
             return out, None
-        return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=None, to=people,
+        return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=topic, to=people,
                            now=now, cause=cause, wake=False, hops=str(view.max_hops))
     if conv.throttle_noticed:
         return out, None
-    return out, notice(Notice.THROTTLED, workspace=conv.workspace, conversation=conv.id, topic=None, to=people,
+    return out, notice(Notice.THROTTLED, workspace=conv.workspace, conversation=conv.id, topic=topic, to=people,
                        now=now, cause=cause, wake=False, run=str(conv.run))
 
 

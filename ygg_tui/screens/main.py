@@ -21,7 +21,7 @@ from ..widgets.needs_human import NeedsHumanBar
 from ..widgets.participants import ParticipantsPanel
 from ..widgets.sidebar import Sidebar
 from ..widgets.topics import NEW, TopicList
-from ..words import refusal_sentence, topic_status
+from ..words import assignment_text, refusal_sentence, topic_status
 from .dialogs import FundScreen, TitlePrompt
 from .help import HelpScreen
 from .search import SearchScreen
@@ -143,7 +143,7 @@ class MainScreen(Screen):
         ml.empty = "No topic yet: write below to open one (it asks for a title)." if empty else "No messages here yet."
         ml.set_messages(th.messages, key=key, more=th.more)
         self.query_one(TopicList).select(key if not empty else NEW)
-        self.query_one(ParticipantsPanel).show(w.id, topic)
+        self.query_one(ParticipantsPanel).show(w.id, topic, cid)
         self.composer.new_topic = empty
         self.composer.reply_to = None
         self._title()
@@ -371,6 +371,14 @@ class MainScreen(Screen):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
+
+    def action_explain_assignment(self) -> None:
+        """Seed 003 §14: why the selected message went to whom (its score breakdown), as a notification."""
+        a = (self.messages.selected or {}).get("assignment")
+        if not a:
+            self.notify("The selected message was not sent to a capability.", title="Assignment")
+            return
+        self.notify(assignment_text(a, self.store.name), title="Assignment", timeout=30)
 
     def action_operator(self) -> None:
         self.app.open_operator(self.workspace)

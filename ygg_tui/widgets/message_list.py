@@ -28,7 +28,7 @@ from textual.strip import Strip
 
 from ..keymap import bind
 from ..messages import LoadOlder, ReplyTo
-from ..words import STATE_MARK
+from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
 INDENT = 2
@@ -116,7 +116,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--author", "message-list--me", "message-list--agent", "message-list--meta",
         "message-list--request", "message-list--response", "message-list--inform", "message-list--woke",
         "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
-        "message-list--empty", "message-list--state",
+        "message-list--empty", "message-list--state", "message-list--handoff",
     }
 
     BINDINGS = [
@@ -144,6 +144,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--notice-text { color: $text-muted; text-style: italic; background: $warning 10%; }
     MessageList > .message-list--cursor { background: $accent 25%; }
     MessageList > .message-list--reply { color: $text-muted; }
+    MessageList > .message-list--handoff { color: $accent; text-style: bold; }
     MessageList > .message-list--empty { color: $text-muted; text-style: italic; }
     """
 
@@ -341,7 +342,8 @@ class MessageList(ScrollView, can_focus=True):
         text_style = base + (st("notice-text") if notice else Style())
         if notice:
             head = base + st("notice")
-            segs.append(Segment(f"⚙ system.ygg · {m.get('notice') or 'notice'}", head))
+            kind = m.get("notice") or "notice"
+            segs.append(Segment(f"⚙ system.ygg · {NOTICE_WORDS.get(kind, kind)}", head))
             if m.get("to"):
                 segs.append(Segment(" → " + ", ".join(self.namer(p) for p in m["to"]), head))
         else:
@@ -352,7 +354,10 @@ class MessageList(ScrollView, can_focus=True):
                 segs.append(Segment(" → " + ", ".join(self.namer(p) for p in m["to"]), base + st("meta")))
             mtype = m.get("type") or "inform"
             segs.append(Segment("  "))
-            segs.append(Segment(mtype, base + st(mtype if mtype in ("request", "response", "inform") else "meta")))
+            if m.get("handoff"):  # seed 004: "a handoff is something you can see rather than infer"
+                segs.append(Segment("⇢ handoff", base + st("handoff")))
+            else:
+                segs.append(Segment(mtype, base + st(mtype if mtype in ("request", "response", "inform") else "meta")))
             state = m.get("state")
             if state:
                 segs.append(Segment(f" {STATE_MARK.get(state, '')} {state}", base + st("state")))
@@ -361,6 +366,8 @@ class MessageList(ScrollView, can_focus=True):
         woke = self.woke.get(m["id"])
         if woke:
             segs.append(Segment("  ⚡ woke " + ", ".join(self.namer(p) for p in woke), base + st("woke")))
+        if m.get("assignment"):
+            segs.append(Segment("  " + assignment_line(m["assignment"], self.namer), base + st("meta")))
         if m.get("malformed"):
             segs.append(Segment("  (malformed: kept as an inform)", base + st("meta")))
         if self.show_clock:

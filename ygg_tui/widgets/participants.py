@@ -1,4 +1,4 @@
-"""Right: who is here (presence), the open topic's states, and credits (agents and the pool)."""
+"""Right: who is here (presence), the conversation's party and its Lead, the open topic's states, and credits."""
 
 from __future__ import annotations
 
@@ -19,10 +19,31 @@ class ParticipantsPanel(Static):
         self.store = store
         self.workspace: str | None = None
         self.topic: str | None = None
+        self.conversation: str | None = None
 
-    def show(self, workspace: str | None, topic: str | None) -> None:
-        self.workspace, self.topic = workspace, topic
+    def show(self, workspace: str | None, topic: str | None, conversation: str | None = None) -> None:
+        self.workspace, self.topic, self.conversation = workspace, topic, conversation
         self.rebuild()
+
+    def _party(self, t: Text) -> None:
+        """Seed 004: the conversation's agents (its party), the Lead marked ★."""
+        s = self.store
+        conv = s.conversation(self.conversation or "")
+        if conv is None or conv.get("kind") == "general":
+            return
+        w = s.workspaces.get(self.workspace or "")
+        agents = sorted((p for p in conv.get("members") or () if (w.members.get(p) or {}).get("kind") == "agent"),
+                        key=lambda p: s.name(p).lower())
+        if not agents:
+            return
+        t.append("\nThis party\n" if len(agents) > 1 else "\nThis conversation\n", "bold underline")
+        for p in agents:
+            lead = p == conv.get("lead")
+            t.append("★ " if lead else "· ", "bold yellow" if lead else "dim")
+            t.append(s.name(p))
+            if lead:
+                t.append("  Lead", "bold yellow")
+            t.append("\n")
 
     def rebuild(self) -> None:
         s = self.store
@@ -43,6 +64,7 @@ class ParticipantsPanel(Static):
                 bal = w.balances.get(m["id"])
                 t.append(f"  {'pool' if bal is None else bal} cr", "yellow" if bal == 0 else "dim")
             t.append("\n")
+        self._party(t)
         topic = s.topics.get(self.topic or "")
         if topic is not None:
             t.append("\nThis topic", "bold underline")

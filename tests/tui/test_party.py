@@ -1,0 +1,61 @@
+"""Parties in the TUI (seed 004, seed 003 §14-16): the party and its Lead, handoffs, the hop limit and
+throttle notices, and a request assigned to a capability with its score breakdown."""
+
+from ygg_server import admin
+
+from ygg_tui.widgets.participants import ParticipantsPanel
+
+from .conftest import SIZE, ready, wait_for, wait_text
+
+
+async def _party(team):
+    """A group conversation of alice with researcher and reviewer, researcher its Lead, a handoff, a
+    capability request, and the hop limit reached (party.maxHops 0)."""
+    alice = await team.person("alice")
+    researcher, reviewer = await team.agent("researcher"), await team.agent("reviewer")
+    first = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Plan",
+                             type="request", to=["researcher"], text="Plan the release")
+    cid, tid = first["message"]["conversation"], first["message"]["topic"]
+    r = await alice.request("add_participant", workspace=team.ws, conversation=cid, participant="reviewer")
+    assert r["op"] == "add_participant", r
+    r = await alice.request("set_lead", workspace=team.ws, conversation=cid, lead="researcher")
+    assert r["op"] == "set_lead", r
+    r = await alice.request("set_profile", agent="reviewer", title="Reviewer", capabilities=["review"])
+    assert r["op"] == "set_profile", r
+    h = await researcher.send(workspace=team.ws, conversation=cid, topic=tid, type="request", to=["reviewer"],
+                              handoff=True, text="Reviewer, please check the plan's risks")
+    assert h["op"] == "sent", h
+    a = await alice.send(workspace=team.ws, conversation=cid, topic=tid, type="request", to=["capability:review"],
+                         text="Someone review this please")
+    assert a["op"] == "sent", a
+    r = await alice.request("set_setting", workspace=team.ws, key="party.maxHops", value=0)
+    assert r["op"] == "set_setting", r
+    hop = await reviewer.send(workspace=team.ws, conversation=cid, topic=tid, type="request", to=["researcher"],
+                              text="Researcher, what about the date?")
+    assert hop["op"] == "sent" and not any(x["wake"] for x in hop["deliveries"] if x["to"] != team.alice), hop
+    return cid, tid
+
+
+async def test_party_lead_handoff_notices_and_assignment_are_visible(team):
+    """Seed 004: "This appears in the transcript as a Tool call like any other, so a handoff is something you can
+    see rather than infer." Seed 004: "When the limit ends an exchange, the transcript says so rather than going
+    quiet." Seed 003 §14: "The highest score gets the task." (the breakdown is shown to people)"""
+    cid, tid = await _party(team)
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.open_conversation(cid, tid)
+        await wait_for(pilot, lambda: len(main.messages) >= 5, what="the party's messages")
+        await wait_text(pilot, "⇢ handoff")
+        await wait_text(pilot, "hop limit reached")
+        await wait_text(pilot, "⚖ review: reviewer")
+        panel = app.main.query_one(ParticipantsPanel)
+        text = str(panel.render())
+        assert "This party" in text and "★ researcher" in text and "Lead" in text and "reviewer" in text
+        msgs = main.messages.messages
+        i = next(i for i, m in enumerate(msgs) if m.get("assignment"))
+        main.messages.cursor = i
+        main.action_explain_assignment()
+        await pilot.pause(0.1)
+        shown = [n.message for n in app._notifications]
+        assert any("Assigned by capability 'review' to reviewer" in n and "online:" in n for n in shown), shown
