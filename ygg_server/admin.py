@@ -13,7 +13,7 @@ import uuid
 
 import msgspec
 
-from . import auth
+from . import auth, reach
 from .core import PLANS, POOL, Conversation, ConversationKind, Role, View, fund as core_fund, general_id
 from .store import sqlite as db
 
@@ -77,39 +77,39 @@ def org_owned_by(conn: sqlite3.Connection, pid: str) -> tuple[str, str]:
     return row
 
 
+def org(conn: sqlite3.Connection, ref: str) -> str:
+    """An organization by id, or by its owner's handle (their own organization)."""
+    row = conn.execute("SELECT id FROM orgs WHERE id = ?", (ref,)).fetchone()
+    if row:
+        return row[0]
+    try:
+        return org_owned_by(conn, person(conn, ref))[0]
+    except AdminError:
+        raise AdminError("unknown_org", f"no organization {ref!r}") from None
+
+
+def org_role(conn: sqlite3.Connection, org_id: str, pid: str) -> str | None:
+    row = conn.execute("SELECT role FROM org_members WHERE org = ? AND person = ?", (org_id, pid)).fetchone()
+    return row[0] if row else None
+
+
 # --- mutations ---
 
-def _membership(conn, ws: str, pid: str, role: Role, now: int) -> None:
-    conn.execute(
-        """INSERT INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)
-           ON CONFLICT (workspace, participant) DO UPDATE SET role = excluded.role""",
-        (ws, pid, role, now),
-    )
-
-
-def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: bool) -> str:
+def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: bool, restricted: bool = False) -> list[str]:
+    """A workspace, its General, its owner (and their agents), and the organization's members it is open to;
+    returns [id, *agents the plan left out]."""
     ws = new_id()
     conn.execute(
-        "INSERT INTO workspaces (id, org, name, personal_of, created_at) VALUES (?,?,?,?,?)",
-        (ws, org, name, owner if personal else None, now),
+        "INSERT INTO workspaces (id, org, name, restricted, personal_of, created_at) VALUES (?,?,?,?,?,?)",
+        (ws, org, name, int(restricted or personal), owner if personal else None, now),
     )
     conn.execute(
         "INSERT INTO conversations (id, workspace, kind, name, members, created_at) VALUES (?,?,?,?,?,?)",
         (general_id(ws), ws, ConversationKind.GENERAL, "General", "[]", now),
     )
-    _membership(conn, ws, owner, Role.OWNER, now)
-    _bring_agents(conn, ws, owner, now)
-    return ws
-
-
-def _bring_agents(conn, ws: str, owner: str, now: int) -> None:
-    """Seed 003 §19: an agent goes with its person into every workspace, unless pinned."""
-    for aid, pinned in conn.execute("SELECT id, pinned FROM agents WHERE owner = ? AND revoked = 0", (owner,)).fetchall():
-        if pinned is None or ws in msgspec.json.decode(pinned):
-            conn.execute(
-                "INSERT OR IGNORE INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)",
-                (ws, aid, Role.MEMBER, now),
-            )
+    reach.add_direct(conn, ws, owner, Role.OWNER, now)
+    left = reach.bring_agents(conn, ws, owner, now)
+    return [ws, *left, *reach.open_workspace(conn, ws, now)]
 
 
 def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str = DEFAULT_PLAN) -> dict:
@@ -129,11 +129,13 @@ def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str =
         conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at) VALUES (?,?,?,?,?)",
                      (org, f"{handle}'s organization", plan, pid, now))
         conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (org, pid, Role.OWNER))
-        ws = _make_workspace(conn, org, f"{handle} (personal)", pid, now, personal=True)
+        ws = _make_workspace(conn, org, f"{handle} (personal)", pid, now, personal=True)[0]
     return {"id": pid, "handle": handle, "org": org, "personal_workspace": ws}
 
 
-def add_workspace(conn: sqlite3.Connection, name: str, owner: str) -> dict:
+def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: bool = False) -> dict:
+    """A workspace in `owner`'s own organization: open to all its members, or `restricted` (seed 002) to its
+    admins and the people added to it directly."""
     now = now_us()
     with db.Tx(conn):
         pid = person(conn, owner)
@@ -142,8 +144,8 @@ def add_workspace(conn: sqlite3.Connection, name: str, owner: str) -> dict:
         count = conn.execute("SELECT count(*) FROM workspaces WHERE org = ? AND personal_of IS NULL", (org,)).fetchone()[0]
         if limit is not None and count >= limit:
             raise AdminError("plan_limit", f"the {plan} plan allows {limit} workspace(s) besides each personal one")
-        ws = _make_workspace(conn, org, name, pid, now, personal=False)
-    return {"id": ws, "name": name, "org": org}
+        ws, *left = _make_workspace(conn, org, name, pid, now, personal=False, restricted=restricted)
+    return {"id": ws, "name": name, "org": org, "restricted": restricted, "left_out": left}
 
 
 def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "member") -> dict:
@@ -153,9 +155,44 @@ def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
         pid = person(conn, handle)
-        _membership(conn, ws, pid, Role(role), now)
-        _bring_agents(conn, ws, pid, now)
-    return {"id": pid, "workspace": ws, "role": role}
+        reach.add_direct(conn, ws, pid, Role(role), now)
+        left = reach.bring_agents(conn, ws, pid, now)
+    return {"id": pid, "workspace": ws, "role": role, "left_out": left}
+
+
+def add_org_member(conn: sqlite3.Connection, org_ref: str, handle: str, role: str = "member") -> dict:
+    """Invite a person into an organization (seed 002), or change their role there: they reach its workspaces
+    that are not restricted, and as an admin the restricted ones too (never anyone's personal workspace)."""
+    if role not in (Role.ADMIN, Role.MEMBER):
+        raise AdminError("bad_role", "an organization's roles: admin, member (its owner stays its owner)")
+    now = now_us()
+    with db.Tx(conn):
+        oid = org(conn, org_ref)
+        pid = person(conn, handle)
+        if org_role(conn, oid, pid) == Role.OWNER:
+            raise AdminError("bad_role", "the organization's owner stays its owner")
+        conn.execute(
+            """INSERT INTO org_members (org, person, role) VALUES (?,?,?)
+               ON CONFLICT (org, person) DO UPDATE SET role = excluded.role""", (oid, pid, role))
+        left = reach.open_org_to(conn, oid, pid, role, now)
+    return {"id": pid, "org": oid, "role": role, "left_out": left}
+
+
+def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> dict:
+    """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to it
+    directly, not to every member"; lifting the restriction opens it to every member again."""
+    now = now_us()
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
+            raise AdminError("personal_workspace", "a personal workspace is its person's alone")
+        conn.execute("UPDATE workspaces SET restricted = ? WHERE id = ?", (int(restricted), ws))
+        if restricted:
+            reach.close_workspace(conn, ws)
+            left = []
+        else:
+            left = reach.open_workspace(conn, ws, now)
+    return {"id": ws, "restricted": restricted, "left_out": left}
 
 
 def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None) -> dict:
@@ -168,11 +205,6 @@ def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | Non
         pid = person(conn, owner)
         if conn.execute("SELECT 1 FROM agents WHERE owner = ? AND name = ?", (pid, name)).fetchone():
             raise AdminError("name_taken", f"you already have an agent called {name}")
-        org, plan = org_owned_by(conn, pid)
-        limit = PLANS[plan].agents
-        count = conn.execute("SELECT count(*) FROM agents WHERE owner = ? AND revoked = 0", (pid,)).fetchone()[0]
-        if limit is not None and count >= limit:
-            raise AdminError("plan_limit", f"the {plan} plan allows {limit} agents")
         pinned = None
         if ws_ref is not None:
             ws = workspace(conn, ws_ref)
@@ -184,9 +216,14 @@ def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | Non
             "INSERT INTO agents (id, owner, name, key_id, key_hash, pinned, created_at) VALUES (?,?,?,?,?,?,?)",
             (aid, pid, name, key_id, key_hash, pinned, now),
         )
-        for (ws,) in conn.execute("SELECT workspace FROM memberships WHERE participant = ?", (pid,)).fetchall():
-            _bring_agents(conn, ws, pid, now)
-    return {"id": aid, "name": name, "api_key": key}
+        wanted = [ws for (ws,) in conn.execute(
+            "SELECT workspace FROM memberships WHERE participant = ? ORDER BY created_at, workspace", (pid,)).fetchall()
+            if pinned is None or ws in msgspec.json.decode(pinned)]
+        left = [ws for ws in wanted if aid in reach.bring_agents(conn, ws, pid, now)]
+        if len(left) == len(wanted):  # seed 002: "how many agents it can connect"
+            raise AdminError("plan_limit", "the plan of every organization this agent would be in has no room for "
+                                           "another agent (Free: 5)")
+    return {"id": aid, "name": name, "api_key": key, "left_out": left}
 
 
 def set_plan(conn: sqlite3.Connection, org: str, plan: str) -> dict:

@@ -41,6 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("add-workspace")
     x.add_argument("name")
     x.add_argument("--owner", required=True)
+    x.add_argument("--restricted", action="store_true", help="open only to the organization's admins and the "
+                                                              "people added to it (default: every member)")
+    x = asub.add_parser("add-org-member")
+    x.add_argument("org", help="an organization id, or its owner's handle")
+    x.add_argument("handle")
+    x.add_argument("--role", default="member", choices=["admin", "member"])
+    x = asub.add_parser("set-restricted")
+    x.add_argument("workspace")
+    x.add_argument("restricted", choices=["on", "off"])
     x = asub.add_parser("add-member")
     x.add_argument("workspace")
     x.add_argument("handle")
@@ -102,7 +111,11 @@ def run_admin(args) -> int:
         if act == "add-person":
             out = admin.add_person(conn, args.handle, args.password, args.plan)
         elif act == "add-workspace":
-            out = admin.add_workspace(conn, args.name, args.owner)
+            out = admin.add_workspace(conn, args.name, args.owner, args.restricted)
+        elif act == "add-org-member":
+            out = admin.add_org_member(conn, args.org, args.handle, args.role)
+        elif act == "set-restricted":
+            out = admin.set_restricted(conn, args.workspace, args.restricted == "on")
         elif act == "add-member":
             out = admin.add_member(conn, args.workspace, args.handle, args.role)
         elif act == "add-agent":

@@ -308,3 +308,144 @@ async def test_one_agent_one_queue_across_workspaces(team):
         await researcher.ack([d["id"]])
     rid = researcher.me["id"]
     assert await balance(alice, team.ws, rid) == await balance(alice, personal, rid) == 998, "one wallet"
+
+
+# --- organizations and restricted workspaces (seed 002) ---
+
+async def workspaces_of(client) -> dict[str, str]:
+    """{workspace name: role} of what `client` can reach."""
+    return {w["name"]: w["role"] for w in (await client.call("list_workspaces"))["workspaces"]}
+
+
+async def test_a_workspace_is_open_to_its_organization_and_a_restricted_one_only_to_admins_and_direct_members(team):
+    """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to it directly, not to every member".
+
+    Seed 002: "Everyone gets their own organization on first sign-in and can create or join more; invite people from Organizations, or share a single workspace with someone from its Members tab"."""
+    for h in ("carol", "dave", "erin"):
+        team.admin(admin.add_person, h, "pw-" + "x" * 8)
+    alice = await team.person("alice")
+    org = next(w["org"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["id"] == team.ws)
+    r = await alice.call("add_org_member", org=org, handle="carol")
+    assert r["role"] == "member" and r["org"] == org
+    assert (await alice.call("add_org_member", org=org, handle="@dave", role="admin"))["role"] == "admin"
+    carol, dave, erin = [await team.person(h) for h in ("carol", "dave", "erin")]
+    assert await workspaces_of(carol) == {"carol (personal)": "owner", "team": "member"}, "open to every member"
+    assert await workspaces_of(dave) == {"dave (personal)": "owner", "team": "admin"}, "an org admin manages it"
+
+    secret = await alice.call("create_workspace", name="secret", restricted=True)
+    assert secret["restricted"] is True
+    assert "secret" not in await workspaces_of(carol), "a restricted workspace is not listed to a member"
+    assert (await workspaces_of(dave))["secret"] == "admin", "the organization's admins reach it"
+    nowhere = "00000000-0000-4000-8000-000000000000"
+    for op, fields in (("history", {"conversation": "general"}), ("list_members", {}), ("list_agents", {})):
+        hidden = await carol.request(op, workspace=secret["id"], **fields)
+        made_up = await carol.request(op, workspace=nowhere, **fields)
+        assert {**hidden, "ref": 0} == {**made_up, "ref": 0} and hidden["code"] == "not_found"
+    hidden = await carol.send(workspace=secret["id"], topic="new", title="In?", type="inform", to=["@alice"], text="x")
+    made_up = await carol.send(workspace=nowhere, topic="new", title="In?", type="inform", to=["@alice"], text="x")
+    assert hidden["op"] == "refused" and {**hidden, "ref": 0} == {**made_up, "ref": 0}
+    assert (await carol.request("subscribe", workspace=secret["id"]))["code"] == "not_found"
+
+    await alice.call("add_member", workspace=secret["id"], handle="erin")  # added to it directly
+    assert await workspaces_of(erin) == {"erin (personal)": "owner", "secret": "member"}, "not the org's other workspaces"
+
+    scout = team.admin(admin.add_agent, "scout", "carol")  # carol's agent goes where carol goes
+    team.admin(admin.fund, "scout", 10)
+    members = {m["name"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+    assert {"carol", "dave", "scout"} <= members
+    assert "scout" not in {m["name"] for m in (await alice.call("list_members", workspace=secret["id"]))["members"]}
+
+    # restricting team: carol (and her agent) leave it; bob, added directly, and dave, an admin, stay
+    forbidden = await carol.request("set_restricted", workspace=team.ws, restricted=True)
+    assert forbidden["code"] == "forbidden"
+    assert (await alice.call("set_restricted", workspace=team.ws, restricted=True))["restricted"] is True
+    assert "team" not in await workspaces_of(carol)
+    members = {m["name"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+    assert "carol" not in members and "scout" not in members and {"bob", "dave"} <= members
+    bob = await team.person("bob")
+    assert "team" in await workspaces_of(bob)
+    scout_c = await team.client(api_key=scout["api_key"])
+    r = await scout_c.send(workspace=team.ws, topic="new", title="Hi", type="inform", to=["@alice"], text="in?")
+    assert r["op"] == "refused" and r["reason"] == "unknown_workspace", r
+    await alice.call("set_restricted", workspace=team.ws, restricted=False)
+    assert (await workspaces_of(carol))["team"] == "member", "lifting it opens it again"
+    r = await scout_c.send(workspace=team.ws, topic="new", title="Hi", type="inform", to=["@alice"], text="in!")
+    assert r["op"] == "sent", r
+
+    # a personal workspace is its person's alone; only the owner makes admins; members do not invite
+    personal = next(w["id"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["personal"])
+    assert (await alice.request("set_restricted", workspace=personal, restricted=False))["code"] == "personal_workspace"
+    assert "alice (personal)" not in await workspaces_of(dave)
+    assert (await carol.request("add_org_member", org=org, handle="erin"))["code"] == "forbidden"
+    assert (await dave.request("add_org_member", org=org, handle="erin", role="admin"))["code"] == "forbidden"
+    assert (await dave.request("add_org_member", org=org, handle="erin"))["role"] == "member"
+    assert (await erin.request("add_org_member", org=org, handle="bob"))["code"] == "forbidden"
+    # lowering an admin to member takes the restricted workspaces away, but not one it was added to directly
+    await alice.call("add_org_member", org=org, handle="dave", role="member")
+    assert "secret" not in await workspaces_of(dave) and (await workspaces_of(dave))["team"] == "member"
+    await alice.call("add_org_member", org=org, handle="erin", role="member")
+    assert "secret" in await workspaces_of(erin)
+
+
+async def test_the_agent_limit_counts_the_agents_in_an_organization_whoever_owns_them(team):
+    """Seed 002: "An organization's plan sets ... how many agents it can connect" (Free: 5).
+
+    Seed 002: "An agent counts once per organization it is in, while its token is valid"."""
+    team.admin(admin.set_plan, "alice", "free")  # alice's organization holds researcher and reviewer
+    bobs = [team.admin(admin.add_agent, f"b{i}", "bob") for i in (1, 2, 3)]  # bob is in team: they come along
+    assert all(b["left_out"] == [] for b in bobs)
+    alice = await team.person("alice")
+
+    async def agents_in_team():
+        return {a["name"] for a in (await alice.call("list_agents", workspace=team.ws))["agents"] if a["kind"] == "agent"}
+
+    assert await agents_in_team() == {"researcher", "reviewer", "b1", "b2", "b3"}
+    b4 = team.admin(admin.add_agent, "b4", "bob")  # bob's own organization (Team) has room; alice's has none
+    assert b4["left_out"] == [team.ws] and "b4" not in await agents_in_team()
+    b4c = await team.client(api_key=b4["api_key"])
+    assert [w["name"] for w in (await b4c.call("list_workspaces"))["workspaces"]] == ["bob (personal)"]
+    with pytest.raises(admin.AdminError) as e:  # every workspace of alice's is in her full organization
+        team.admin(admin.add_agent, "a6", "alice")
+    assert e.value.code == "plan_limit"
+    assert count(team, "SELECT count(*) FROM agents WHERE name = 'a6'") == 0, "nothing made"
+    r = await alice.request("add_agent", name="a6")
+    assert r["code"] == "plan_limit"
+    team.admin(admin.revoke_agent, "b1@bob")  # a revoked token no longer counts
+    assert (await alice.call("add_agent", name="a6"))["left_out"] == []
+    assert "a6" in await agents_in_team()
+    carol = team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    team.admin(admin.add_agent, "c1", "carol")
+    r = team.admin(admin.add_member, team.ws, "carol")  # her agent would be the organization's sixth
+    assert r["left_out"] == [team.conn.execute("SELECT id FROM agents WHERE name = 'c1'").fetchone()[0]]
+    assert "c1" not in await agents_in_team()
+    team.admin(admin.set_plan, "alice", "team")
+    team.admin(admin.add_member, team.ws, "carol")  # the Team plan has room: it comes along now
+    assert "c1" in await agents_in_team() and carol["id"]
+
+
+async def test_the_monthly_count_resets_on_the_first_utc(team):
+    """Seed 002: "A message to several agents counts once per recipient. The monthly count resets on the 1st (UTC)"."""
+    team.admin(admin.set_plan, "alice", "free")
+    alice = await team.person("alice")
+    org = team.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]
+    team.conn.execute("INSERT INTO usage (org, month, count) VALUES (?, '2026-10', 299)", (org,))
+    engine = team.gw.engine
+    last = int(datetime(2026, 10, 31, 23, 59, 59, 999_999, tzinfo=timezone.utc).timestamp() * 1e6)
+    engine.clock = lambda: last
+    try:
+        r = await alice.send(workspace=team.ws, topic="new", title="Oct", type="inform",
+                             to=["researcher", "reviewer"], text="two recipients, one left")
+        assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+        r = await alice.send(workspace=team.ws, topic="new", title="Oct", type="inform", to=["researcher"], text="300th")
+        assert r["op"] == "sent", r
+        r = await alice.send(workspace=team.ws, topic=r["message"]["topic"], type="inform", to=["researcher"],
+                             text="301st")
+        assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+        engine.clock = lambda: last + 1  # 2026-11-01T00:00:00Z
+        r = await alice.send(workspace=team.ws, topic="new", title="Nov", type="inform",
+                             to=["researcher", "reviewer"], text="a new month")
+        assert r["op"] == "sent", r
+    finally:
+        engine.clock = __import__("ygg_server.engine", fromlist=["now_us"]).now_us
+    counts = dict(team.conn.execute("SELECT month, count FROM usage WHERE org = ?", (org,)).fetchall())
+    assert counts == {"2026-10": 300, "2026-11": 2}

@@ -517,11 +517,44 @@ class Gateway:
 
     async def _op_create_workspace(self, conn: Conn, ref, frame) -> dict:
         self._person_only(conn)
-        name = frame.get("name")
-        if not isinstance(name, str) or not name.strip():
-            return protocol.error(ref, "bad_frame", "create_workspace needs a name")
-        out = await self.manage(admin.add_workspace, name.strip(), conn.participant)
+        name, restricted = frame.get("name"), frame.get("restricted", False)
+        if not isinstance(name, str) or not name.strip() or not isinstance(restricted, bool):
+            return protocol.error(ref, "bad_frame", "create_workspace needs a name (and optionally restricted: bool)")
+        out = await self.manage(admin.add_workspace, name.strip(), conn.participant, restricted)
         return {"op": "create_workspace", "ref": ref, **out}
+
+    async def _op_add_org_member(self, conn: Conn, ref, frame) -> dict:
+        """Seed 002: invite people from Organizations; as for workspaces (seed 003 §66), admins invite members,
+        only the owner makes admins or changes a role."""
+        self._person_only(conn)
+        org, handle, role = frame.get("org"), frame.get("handle"), frame.get("role", "member")
+        if not all(isinstance(x, str) for x in (org, handle, role)):
+            return protocol.error(ref, "bad_frame", "add_org_member needs org, handle and role")
+        mine = await self.read(admin.org_role, org, conn.participant)
+        if mine is None:
+            raise queries.NotFound
+        handle = "@" + handle.removeprefix("@")  # by handle only, as add_member
+        pid = await self.read(admin.person, handle)
+        if mine not in ("owner", "admin") or (mine != "owner" and (
+                role != "member" or await self.read(admin.org_role, org, pid) is not None)):
+            return protocol.error(ref, "forbidden", "admins invite members; only the owner gives or changes roles")
+        out = await self.manage(admin.add_org_member, org, handle, role)
+        return {"op": "add_org_member", "ref": ref, **out}
+
+    async def _op_set_restricted(self, conn: Conn, ref, frame) -> dict:
+        """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to
+        it directly"; the workspace's owners and admins decide."""
+        self._person_only(conn)
+        ws, restricted = frame.get("workspace"), frame.get("restricted")
+        if not isinstance(ws, str) or not isinstance(restricted, bool):
+            return protocol.error(ref, "bad_frame", "set_restricted needs workspace and restricted: bool")
+        mine = await self.read(admin.role_in, ws, conn.participant)
+        if mine is None:
+            raise queries.NotFound
+        if mine not in ("owner", "admin"):
+            return protocol.error(ref, "forbidden", "only the workspace's owners and admins restrict it")
+        out = await self.manage(admin.set_restricted, ws, restricted)
+        return {"op": "set_restricted", "ref": ref, **out}
 
     async def _op_add_member(self, conn: Conn, ref, frame) -> dict:
         """Seed 003 §66: owners and admins invite; only the owner gives or changes roles above member."""

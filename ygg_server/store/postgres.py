@@ -194,6 +194,10 @@ MIGRATIONS: list[str] = [
         updated_at BIGINT NOT NULL
     );
     """,
+    # 3: the SQLite schema's migration 5: a membership is direct, or through the organization (0)
+    """
+    ALTER TABLE memberships ADD COLUMN direct INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 
@@ -300,11 +304,17 @@ _OVERRIDES_RAW = {
     "SELECT state FROM topics WHERE status = 'paused'":
         "SELECT state FROM topics WHERE status = 'paused' ORDER BY id FOR UPDATE",
     # queries.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), a phrase
-    """SELECT m.conversation, m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
-           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ? ORDER BY m.seq DESC LIMIT ?""":
-        """SELECT m.conversation, m.body FROM messages m
+    """SELECT m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
+           AND (? OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = ?
+                AND (c.kind IN ('general', 'group') OR c.members LIKE ?)))
+           ORDER BY m.seq DESC LIMIT ?""":
+        """SELECT m.body FROM messages m
            WHERE to_tsvector('simple', m.text) @@ phraseto_tsquery('simple', $1)
-           AND m.workspace = $2 AND m.created_at >= $3 ORDER BY m.seq DESC LIMIT $4""",
+           AND m.workspace = $2 AND m.created_at >= $3
+           AND ($4::boolean OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = $5
+                AND (c.kind IN ('general', 'group') OR c.members LIKE $6)))
+           ORDER BY m.seq DESC LIMIT $7""",
 }
 
 

@@ -105,4 +105,9 @@ MIGRATIONS: list[str] = [
         updated_at INTEGER NOT NULL
     );
     """,
+    # 5: restricted workspaces (seed 002): a membership is direct (added to the workspace) or through its
+    # organization (0), which restricting the workspace takes away (ygg_server/reach.py)
+    """
+    ALTER TABLE memberships ADD COLUMN direct INTEGER NOT NULL DEFAULT 1;
+    """,
 ]

@@ -1,0 +1,128 @@
+"""Who reaches a workspace: its own members, its organization's members, and their agents.
+
+Seed 002: "A restricted workspace is open only to the organization's admins and the people added to it
+directly, not to every member" - so a workspace that is not restricted is open to every member of its
+organization. Access is kept as membership rows, the one thing the core, the queries and the gateway read:
+a row is *direct* (the person was added to that workspace) or comes through the organization (`direct` 0),
+and only the latter goes when a workspace is restricted or an organization admin becomes a member again.
+A personal workspace (seed 003 §65) is its person's alone: it is never opened to the organization.
+
+Agents follow their owner (seed 003 §19) into every workspace the owner reaches, unless pinned, as long as
+the organization's plan has room (seed 002: "An agent counts once per organization it is in, while its
+token is valid"); an agent its plan leaves out is reported, not failed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import msgspec
+
+from .core import PLANS, Role
+from .store import sqlite as db
+
+ORG_ADMINS = (Role.OWNER, Role.ADMIN)
+
+
+def workspace_role(org_role: str) -> Role:
+    """The role an organization's member has in its workspaces: admins manage everything (seed 002)."""
+    return Role.ADMIN if org_role in ORG_ADMINS else Role.MEMBER
+
+
+def add_direct(conn: sqlite3.Connection, ws: str, pid: str, role: Role, now: int) -> None:
+    """`pid` added to `ws` itself: the row stays whatever its organization does."""
+    conn.execute(
+        """INSERT INTO memberships (workspace, participant, role, created_at, direct) VALUES (?,?,?,?,1)
+           ON CONFLICT (workspace, participant) DO UPDATE SET role = excluded.role, direct = 1""",
+        (ws, pid, role, now),
+    )
+
+
+def _add_through_org(conn: sqlite3.Connection, ws: str, pid: str, role: Role, now: int) -> None:
+    """`pid` reaches `ws` through its organization; a direct row is left as it is."""
+    conn.execute(
+        """INSERT INTO memberships (workspace, participant, role, created_at, direct) VALUES (?,?,?,?,0)
+           ON CONFLICT (workspace, participant) DO UPDATE SET role = excluded.role WHERE memberships.direct = 0""",
+        (ws, pid, role, now),
+    )
+
+
+def _leave(conn: sqlite3.Connection, ws: str, pid: str) -> None:
+    """`pid`, there through the organization only, no longer reaches `ws`; nor do its agents."""
+    gone = conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ? AND direct = 0", (ws, pid))
+    if gone.rowcount == 0:  # added to it directly (or never there): stays, with its agents
+        return
+    conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant IN (SELECT id FROM agents WHERE owner = ?)",
+                 (ws, pid))
+
+
+def open_workspace(conn: sqlite3.Connection, ws: str, now: int) -> list[str]:
+    """Give everyone of `ws`'s organization who may reach it a row there; return the agents left out."""
+    org, restricted, personal = conn.execute(
+        "SELECT org, restricted, personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()
+    if personal is not None:
+        return []
+    left: list[str] = []
+    for pid, role in conn.execute("SELECT person, role FROM org_members WHERE org = ? ORDER BY person", (org,)).fetchall():
+        if restricted and role not in ORG_ADMINS:
+            continue
+        _add_through_org(conn, ws, pid, workspace_role(role), now)
+        left += bring_agents(conn, ws, pid, now)
+    return left
+
+
+def close_workspace(conn: sqlite3.Connection, ws: str) -> None:
+    """`ws` was restricted: who reached it through the organization without being an admin leaves."""
+    org = conn.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
+    for (pid,) in conn.execute(
+            """SELECT m.participant FROM memberships m LEFT JOIN org_members o ON o.org = ? AND o.person = m.participant
+               WHERE m.workspace = ? AND m.direct = 0 AND coalesce(o.role, 'member') NOT IN ('owner', 'admin')""",
+            (org, ws)).fetchall():
+        _leave(conn, ws, pid)
+
+
+def open_org_to(conn: sqlite3.Connection, org: str, pid: str, role: str, now: int) -> list[str]:
+    """`pid` is now `role` in `org`: it reaches the workspaces that role opens, and no more; agents left out."""
+    left: list[str] = []
+    for ws, restricted in conn.execute(
+            "SELECT id, restricted FROM workspaces WHERE org = ? AND personal_of IS NULL ORDER BY created_at",
+            (org,)).fetchall():
+        if restricted and role not in ORG_ADMINS:
+            _leave(conn, ws, pid)
+            continue
+        _add_through_org(conn, ws, pid, workspace_role(role), now)
+        left += bring_agents(conn, ws, pid, now)
+    return left
+
+
+def agents_in_org(conn: sqlite3.Connection, org: str) -> int:
+    """Seed 002: "An agent counts once per organization it is in, while its token is valid"."""
+    return conn.execute(
+        """SELECT count(DISTINCT m.participant) FROM memberships m JOIN workspaces w ON w.id = m.workspace
+           JOIN agents a ON a.id = m.participant WHERE w.org = ? AND a.revoked = 0""", (org,)).fetchone()[0]
+
+
+def _in_org(conn: sqlite3.Connection, org: str, aid: str) -> bool:
+    return conn.execute(
+        """SELECT 1 FROM memberships m JOIN workspaces w ON w.id = m.workspace
+           WHERE m.participant = ? AND w.org = ? LIMIT 1""", (aid, org)).fetchone() is not None
+
+
+def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> list[str]:
+    """Seed 003 §19: `owner`'s agents go with it into `ws`, unless pinned elsewhere or the organization's
+    plan has no room for one more agent; return the ids of those left out for the plan."""
+    org, plan = db.org_of(conn, ws)
+    limit = PLANS.get(plan, PLANS["team"]).agents
+    left: list[str] = []
+    for aid, pinned in conn.execute(
+            "SELECT id, pinned FROM agents WHERE owner = ? AND revoked = 0 ORDER BY created_at, id", (owner,)).fetchall():
+        if pinned is not None and ws not in msgspec.json.decode(pinned):
+            continue
+        if conn.execute("SELECT 1 FROM memberships WHERE workspace = ? AND participant = ?", (ws, aid)).fetchone():
+            continue
+        if limit is not None and not _in_org(conn, org, aid) and agents_in_org(conn, org) >= limit:
+            left.append(aid)
+            continue
+        conn.execute("INSERT INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)",
+                     (ws, aid, Role.MEMBER, now))
+    return left
