@@ -84,7 +84,8 @@ def _limit(f: dict) -> int:
 
 
 def history(conn, pid: str, f: dict) -> dict:
-    """A page of messages, newest first; `before` is the `cursor` of the previous page."""
+    """A page of messages, newest first; `before` is the `cursor` of the previous page: the id of its last
+    (oldest) message, so a cursor tells nothing about the server's other conversations (seq is server-wide)."""
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
     cid = _conversation(conn, ws, f.get("conversation", "general"), pid, monitor)
@@ -95,9 +96,14 @@ def history(conn, pid: str, f: dict) -> dict:
     if isinstance(f.get("topic"), str):
         sql += " AND topic = ?"
         args.append(f["topic"])
-    if isinstance(before, int) and -2**63 <= before < 2**63:  # a cursor is a 64-bit SQLite integer
+    if before is not None:
+        if not isinstance(before, str):
+            raise ValueError("before is the cursor of a previous page")
+        row = conn.execute("SELECT seq FROM messages WHERE id = ? AND conversation = ?", (before, cid)).fetchone()
+        if row is None:  # not a message of this conversation: as for an id that does not exist
+            raise NotFound
         sql += " AND seq < ?"
-        args.append(before)
+        args.append(row[0])
     rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
@@ -116,7 +122,7 @@ def history(conn, pid: str, f: dict) -> dict:
         m["woke"] = woke.get(m["id"], [])
     return {
         "messages": messages,
-        "cursor": rows[-1][0] if rows else None, "more": more, "conversation": cid,
+        "cursor": messages[-1]["id"] if messages else None, "more": more, "conversation": cid,
     }
 
 
@@ -128,24 +134,28 @@ def search_messages(conn, pid: str, f: dict) -> dict:
     q = f.get("query")
     if not isinstance(q, str) or not q.strip():
         return {"messages": []}
-    visible = _visible(conn, ws, pid, monitor)
     phrase = '"' + q.replace('"', '""') + '"'
+    # what the asker may read is chosen in the query, so a page is full whenever enough matches exist:
+    # a monitor everything; anyone else General, groups, and the direct conversations it is in (_visible)
     rows = conn.execute(
-        """SELECT m.conversation, m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
-           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ? ORDER BY m.seq DESC LIMIT ?""",
-        (phrase, ws, _history_floor(conn, ws), _limit(f) * 4),
+        """SELECT m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
+           AND (? OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = ?
+                AND (c.kind IN ('general', 'group') OR c.members LIKE ?)))
+           ORDER BY m.seq DESC LIMIT ?""",
+        (phrase, ws, _history_floor(conn, ws), monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', _limit(f)),
     ).fetchall()
-    found = [db.decode_message(b) for c, b in rows if visible is None or c in visible]
-    return {"messages": [protocol.message_obj(m) for m in found[: _limit(f)]]}
+    return {"messages": [protocol.message_obj(db.decode_message(b)) for (b,) in rows]}
 
 
 def list_workspaces(conn, pid: str, f: dict) -> dict:
     rows = conn.execute(
-        """SELECT w.id, w.name, w.personal_of, m.role, w.org FROM memberships m JOIN workspaces w ON w.id = m.workspace
-           WHERE m.participant = ? ORDER BY w.created_at""", (pid,)
+        """SELECT w.id, w.name, w.personal_of, m.role, w.org, w.restricted FROM memberships m
+           JOIN workspaces w ON w.id = m.workspace WHERE m.participant = ? ORDER BY w.created_at""", (pid,)
     ).fetchall()
     return {"workspaces": [
-        {"id": i, "name": n, "personal": p is not None, "role": r, "org": o} for i, n, p, r, o in rows
+        {"id": i, "name": n, "personal": p is not None, "role": r, "org": o, "restricted": bool(x)}
+        for i, n, p, r, o, x in rows
     ]}
 
 
@@ -178,11 +188,13 @@ def list_conversations(conn, pid: str, f: dict) -> dict:
     _, monitor = _member(conn, ws, pid)
     visible = _visible(conn, ws, pid, monitor)
     rows = conn.execute(
-        """SELECT c.id, c.kind, c.name, c.members, (SELECT max(seq) FROM messages WHERE conversation = c.id), c.party
+        """SELECT c.id, c.kind, c.name, c.members,
+                  (SELECT created_at FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), c.party
            FROM conversations c WHERE c.workspace = ? ORDER BY c.created_at""", (ws,)
     ).fetchall()
     return {"conversations": [
-        {"id": i, "kind": k, "name": n, "members": msgspec.json.decode(m), "last_seq": last, "lead": _lead(party)}
+        {"id": i, "kind": k, "name": n, "members": msgspec.json.decode(m),
+         "last_at": protocol.iso(last) if last is not None else None, "lead": _lead(party)}
         for i, k, n, m, last, party in rows if visible is None or i in visible
     ]}
 

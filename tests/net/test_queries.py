@@ -32,7 +32,7 @@ async def message_events(client, timeout: float = 0.5) -> list[dict]:
 
 
 async def test_history_is_paged_newest_first(team):
-    """docs/protocol.md: "`messages` newest first ... `cursor` (pass as `before`), `more`"."""
+    """docs/protocol.md: "`messages` newest first ... `cursor` (the id of the page's oldest message; pass it as `before`), `more`"."""
     alice = await team.person("alice")
     first = await alice.send(workspace=team.ws, topic="new", title="Paging", type="inform", to=["researcher"], text="m0")
     topic = first["message"]["topic"]
@@ -80,7 +80,7 @@ async def test_history_limit_is_bounded(team):
 
 
 async def test_search_finds_text_the_asker_may_read(team):
-    """docs/protocol.md: "`messages` newest first (full-text; within the plan's history window)"."""
+    """docs/protocol.md: "`messages` newest first (full-text; within the plan's history window; only conversations the asker may read"."""
     alice, bob = await team.person("alice"), await team.person("bob")
     a = await alice.send(workspace=team.ws, topic="new", title="Birds", type="inform", to=["researcher"],
                          text="The Albatross glides over the ocean")
@@ -102,8 +102,54 @@ async def test_search_finds_text_the_asker_may_read(team):
     assert await found(researcher, "private") == [secret["message"]["id"]]
 
 
+async def test_a_non_monitors_search_fills_its_page(team):
+    """docs/protocol.md: "only conversations the asker may read, so a page is full whenever that many such matches exist":
+    however many newer matches are in conversations it may not read."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    seen = []
+    for i in range(3):
+        r = await alice.send(workspace=team.ws, topic="new" if not seen else topic, title="Hay", type="inform",
+                             to=["researcher"], text=f"needle {i} in General")
+        topic = r["message"]["topic"]
+        seen.insert(0, r["message"]["id"])
+    dm = None
+    for i in range(30):  # newer matches, in a direct conversation bob is not in
+        dm = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new" if dm is None else
+                              dm["message"]["topic"], title="Hidden", type="inform", text=f"needle {i} hidden")
+        assert dm["op"] == "sent", dm
+    found = await bob.call("search_messages", workspace=team.ws, query="needle", limit=3)
+    assert [m["id"] for m in found["messages"]] == seen
+    found = await alice.call("search_messages", workspace=team.ws, query="needle", limit=3)
+    assert [m["text"] for m in found["messages"]] == ["needle 29 hidden", "needle 28 hidden", "needle 27 hidden"]
+
+
+async def test_history_cursors_are_message_ids_of_that_conversation(team):
+    """docs/protocol.md: "`cursor` (the id of the page's oldest message; pass it as `before`)": a cursor says nothing
+    of how many messages the server holds, and a message of anywhere else is answered as one that does not exist."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    first = await alice.send(workspace=team.ws, topic="new", title="Cur", type="inform", to=["researcher"], text="c0")
+    ids = [first["message"]["id"]]
+    for i in range(1, 4):
+        ids.append((await alice.send(workspace=team.ws, topic=first["message"]["topic"], type="inform",
+                                     to=["researcher"], text=f"c{i}"))["message"]["id"])
+    page = await alice.call("history", workspace=team.ws, conversation="general", limit=2)
+    assert page["cursor"] == ids[2] and page["more"]
+    rest = await alice.call("history", workspace=team.ws, conversation="general", limit=2, before=page["cursor"])
+    assert [m["id"] for m in rest["messages"]] == [ids[1], ids[0]]
+    dm = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="DM", type="inform",
+                          text="elsewhere")
+    made_up = await alice.request("history", workspace=team.ws, conversation="general",
+                                  before="00000000-0000-4000-8000-000000000000")
+    assert made_up["op"] == "error" and made_up["code"] == "not_found"
+    other = await alice.request("history", workspace=team.ws, conversation="general", before=dm["message"]["id"])
+    assert {**other, "ref": 0} == {**made_up, "ref": 0}, "another conversation's message is no cursor here"
+    old = await alice.request("history", workspace=team.ws, conversation="general", before=5)
+    assert old["op"] == "error" and old["code"] == "bad_frame"
+    assert (await bob.request("history", workspace=team.ws, conversation="general", before=ids[2]))["messages"]
+
+
 async def test_conversations_and_topics(team):
-    """docs/protocol.md: "`list_conversations` ... `conversations: [{id,kind,name,members,last_seq}]`" and "`list_topics` ... `topic`"."""
+    """docs/protocol.md: "`list_conversations` | `workspace` | `conversations: [{id,kind,name,members,last_at,lead}]`" and "`list_topics` ... `topic`"."""
     alice, bob = await team.person("alice"), await team.person("bob")
     researcher = await team.client(api_key=team.keys["researcher"])
     t1 = await alice.send(workspace=team.ws, topic="new", title="Open one", to=["researcher"], text="please")
@@ -115,7 +161,8 @@ async def test_conversations_and_topics(team):
     assert by_kind["direct"]["id"] == dm["message"]["conversation"]
     assert set(by_kind["direct"]["members"]) == {team.alice, dm["deliveries"][0]["to"]}
     assert by_kind["general"]["id"] == t1["message"]["conversation"] and by_kind["general"]["name"] == "General"
-    assert by_kind["direct"]["last_seq"] > by_kind["general"]["last_seq"]
+    assert by_kind["direct"]["last_at"] == dm["message"]["created_at"]
+    assert by_kind["general"]["last_at"] == t1["message"]["created_at"] < by_kind["direct"]["last_at"]
     assert [c["kind"] for c in (await bob.call("list_conversations", workspace=team.ws))["conversations"]] == ["general"]
 
     topics = (await alice.call("list_topics", workspace=team.ws))["topics"]
