@@ -170,6 +170,7 @@ class Target:
     agents: list[tuple[str, str]]  # (name, api key)
     names: dict[str, str]  # participant id -> name
     urls: list[str] = field(default_factory=list)  # several nodes: agent i connects to urls[i % len(urls)]
+    directives: bool = False  # whether the agents take the server's directive with each wake (--directives)
 
 
 @dataclass
@@ -219,7 +220,8 @@ class Agent:
     async def connect(self) -> None:
         self.ws = await connect(self.url or self.gen.url, max_size=1 << 20, compression=self.gen.compression,
                                 ping_interval=None, open_timeout=30)
-        await self.ws.send(_dumps({"op": "auth", "ref": "a", "api_key": self.key, "prefetch": 64}))
+        await self.ws.send(_dumps({"op": "auth", "ref": "a", "api_key": self.key, "prefetch": 64,
+                                   "directives": self.gen.directives}))
         session = _dec.decode(await self.ws.recv())
         if session.get("op") != "session":
             raise RuntimeError(f"{self.name} could not authenticate: {session}")
@@ -304,6 +306,7 @@ class LoadGen:
     def __init__(self, target: Target, mine: range, peers: int, compression: str | None):
         self.url, self.workspace, self.names = target.url, target.workspace, target.names
         self.compression = compression
+        self.directives = target.directives
         everyone = [n for n, _ in target.agents]
         n = len(everyone)
         self.agents = [
@@ -709,6 +712,7 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
         db_url = await pg.create_database(args.db, prefix="ygg_bench")
     try:
         proc, target = await asyncio.to_thread(start_server, kind, workdir, args.agents, args.profile, db_url)
+        target.directives = args.directives
     except BaseException:
         if db_url:
             await pg.drop_database(db_url)
@@ -831,7 +835,7 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
     peers = min(args.peers, args.agents - 1)
     summary: dict[str, Any] = {"agents": args.agents, "peers": peers, "window": args.window, "seconds": args.seconds,
                                "rate": args.rate, "procs": args.procs, "repeat": args.repeat,
-                               "compression": not args.no_compression}
+                               "compression": not args.no_compression, "directives": args.directives}
     for k in kinds:
         for phase in ("throughput", "latency"):
             if len(by[k]) == 1:
@@ -917,6 +921,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, metavar="URL",
                    help="postgresql://… where pg/pg2 make a fresh database per run (dropped after)")
     p.add_argument("--no-compression", action="store_true", help="clients do not offer permessage-deflate")
+    p.add_argument("--directives", action="store_true",
+                   help="the agents take the server's directive with each wake (default: bare agents, "
+                        "\"directives\": false at auth, as the relay sends none)")
     p.add_argument("--profile", metavar="DIR", help="sample the servers with py-spy into DIR/<server>.txt")
     p.add_argument("--keep", action="store_true", help="keep the temporary data dir and server logs")
     p.add_argument("--quiet", action="store_true", help="print only the JSON summary")

@@ -19,6 +19,7 @@ import itertools
 import json
 import logging
 import random
+from collections import OrderedDict
 from typing import Any, AsyncIterator
 
 import websockets
@@ -55,6 +56,7 @@ class Client:
         self._events: asyncio.Queue[dict] = asyncio.Queue()
         self._acked: set[int] = set()
         self._subscriptions: dict[str, bool] = {}  # workspace -> monitor, renewed after a reconnect
+        self._stable: OrderedDict[str, list] = OrderedDict()  # directive version -> its stable blocks
         self._ws = None
         self._task: asyncio.Task | None = None
         self._first: asyncio.Future | None = None
@@ -154,6 +156,8 @@ class Client:
     def _dispatch(self, frame: dict) -> None:
         op = frame.get("op")
         if op == "deliver":
+            if isinstance(frame.get("directive"), dict):
+                self._restore(frame["directive"])
             if frame["id"] not in self._acked:
                 self._deliveries.put_nowait(frame)
         elif op == "event":
@@ -164,6 +168,23 @@ class Client:
                 fut.set_result(frame)
         elif op == "error":
             log.warning("server error: %s", frame)
+
+    def _restore(self, d: dict) -> None:
+        """A directive's stable blocks come once per connection and version (docs/protocol.md, "Directives"):
+        keep them, and put them back in a later wake's directive that omits them. Every deliver frame passes
+        here in order, so this cache (larger than the server's, refreshed the same way) always has them."""
+        v = d.get("version")
+        if not isinstance(v, str):
+            return
+        if isinstance(d.get("stable"), list):
+            self._stable[v] = d["stable"]
+        elif v in self._stable:
+            d["stable"] = self._stable[v]
+        else:
+            return
+        self._stable.move_to_end(v)
+        if len(self._stable) > 256:
+            self._stable.popitem(last=False)
 
     # --- asking ---
 

@@ -1,7 +1,7 @@
 """Server-issued directives (seed 003 §53-58): what an agent should do this turn, as text.
 
 Pure functions of stored data, no I/O: `net/issuer.py` loads the inputs and
-attaches `build(...)` to each wake it hands an agent; the bridge falls back to
+attaches the directive to each wake it hands an agent; the bridge falls back to
 the same functions when a frame carries no directive. A directive has two parts:
 
 - **stable**, two blocks that are byte-identical from turn to turn, so a model
@@ -219,8 +219,3 @@ def dynamic_part(*, me: str, my_name: str, reason: str, message: dict, context: 
         out.append("\n## Unless you decide otherwise")
         out.append(f"Your answer goes out as type=response, in_reply_to={message.get('id')}, state=done.")
     return "\n".join(out)
-
-
-def build(*, stable: tuple[str, str], dynamic: str, rulebook: dict[str, Any]) -> dict[str, Any]:
-    """The `directive` object of a deliver frame (docs/protocol.md)."""
-    return {"stable": list(stable), "dynamic": dynamic, "version": fingerprint(stable), "rulebook": rulebook}

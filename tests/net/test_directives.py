@@ -5,7 +5,10 @@ Seed 003 §53: "It is computed server-side and sent as structured data with the 
 
 from __future__ import annotations
 
+import asyncio
+
 from ygg_server import admin
+from ygg_server.net.issuer import Issuer
 
 LONG = ("Curious and precise. Quotes its source and says so when the handbook has nothing. Prefers short "
         "answers, tables when they help, and never guesses a number. Warm with people, brief with agents, and "
@@ -157,3 +160,67 @@ async def test_persona_lives_on_the_server_and_a_sudden_large_shrink_is_refused(
     assert (await researcher.request("set_persona", agent="reviewer", text="x" * 50))["code"] == "not_found"
     rows = team.admin(lambda c: c.execute("SELECT version, author FROM personas ORDER BY version").fetchall())
     assert [v for v, _ in rows] == [1, 2]  # every version kept
+
+
+async def test_wakes_going_out_at_once_share_one_load(team):
+    """Seed 003 §54: "added fresh every turn": only the dynamic part is made per wake; the stored inputs are
+    cached, and when the cache drops, wakes leaving at once on many connections wait for one load."""
+    reads = []
+
+    async def slow_read(fn, *args):
+        reads.append(args)
+        await asyncio.sleep(0.05)
+        return await team.gw.read(fn, *args)
+
+    issuer = Issuer(slow_read)
+    alice = await team.person("alice")
+    m = await ask(alice, team.ws, "shared load")
+    frame = {"op": "deliver", "id": 1, "message": m, "wake": True, "context": []}
+    agent = team.admin(lambda c: c.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0])
+    out = await asyncio.gather(*(issuer.dress(agent, frame) for _ in range(20)))
+    assert len(reads) == 1 and all(f["directive"] == out[0]["directive"] for f in out)
+    await issuer.dress(agent, frame)
+    assert len(reads) == 1  # cached
+    issuer.invalidate()
+    again = await issuer.dress(agent, frame)
+    assert len(reads) == 2 and again["directive"] == out[0]["directive"]  # reloaded, same bytes
+
+
+async def test_stable_blocks_go_once_per_connection_and_version(team):
+    """Seed 003 §54: the cached part "stay[s] byte-for-byte identical from turn to turn": on the wire a connection
+    gets a version's stable blocks once; later wakes carry only its `version` and the dynamic part, and the
+    client library puts the blocks back."""
+    import json
+
+    import websockets
+
+    alice = await team.person("alice")
+    async with websockets.connect(team.url) as ws:
+        await ws.send(json.dumps({"op": "auth", "ref": 1, "api_key": team.keys["researcher"]}))
+        assert json.loads(await ws.recv())["op"] == "session"
+        got = []
+        for text in ("one", "two"):
+            await ask(alice, team.ws, text)
+            while True:
+                f = json.loads(await ws.recv())
+                if f["op"] == "deliver" and f["wake"]:
+                    break
+            await ws.send(json.dumps({"op": "ack", "ids": [f["id"]]}))
+            got.append(f["directive"])
+        assert "stable" in got[0] and "stable" not in got[1] and got[0]["version"] == got[1]["version"]
+        assert "two" in got[1]["dynamic"]
+    # the library restores them; a bare agent may also ask for no directives at all
+    researcher = await team.client(api_key=team.keys["researcher"])
+    await ask(alice, team.ws, "three")
+    await ask(alice, team.ws, "four")
+    a, b = (await wake(researcher))["directive"], (await wake(researcher))["directive"]
+    assert a["stable"] == b["stable"] == got[0]["stable"]
+    async with websockets.connect(team.url) as ws:
+        await ws.send(json.dumps({"op": "auth", "ref": 1, "api_key": team.keys["reviewer"], "directives": False}))
+        assert json.loads(await ws.recv())["op"] == "session"
+        await alice.send(workspace=team.ws, topic="new", title="Rev", type="request", to=["reviewer"], text="five")
+        while True:
+            f = json.loads(await ws.recv())
+            if f["op"] == "deliver" and f["wake"]:
+                break
+        assert "directive" not in f

@@ -26,7 +26,7 @@ from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..store import sqlite as db
 from .inbox import Inbox, Item
-from .issuer import Issuer
+from .issuer import Issuer, elide
 
 log = logging.getLogger("ygg.net")
 # websockets logs every frame at DEBUG, and a frame may carry an API key, a password, a session token or a
@@ -141,6 +141,7 @@ class Conn:
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
     backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
+    stable_sent: OrderedDict = field(default_factory=OrderedDict)  # directive versions sent here (issuer.elide)
 
     @property
     def last_seen(self) -> float:
@@ -173,6 +174,8 @@ class Conn:
             for f in batch:
                 if self.dress is not None and f.get("op") == "deliver" and f.get("wake"):
                     f = await self.dress(self.participant, f)
+                    if "directive" in f:
+                        f["directive"] = elide(self.stable_sent, f["directive"])
                 await self.ws.send(protocol.encode(f))
                 self.queue.task_done()
                 if self.backlog:
@@ -348,6 +351,8 @@ class Gateway:
         prefetch = frame.get("prefetch")
         if isinstance(prefetch, int) and 1 <= prefetch <= 256:
             conn.prefetch = prefetch
+        if kind == Kind.AGENT and frame.get("directives") is not False:  # an agent's wakes carry their directive
+            conn.dress = self.issuer.dress
         conn.push({"op": "session", "ref": ref, "token": token, "expires_at": protocol.iso(expires),
                    "me": {"id": pid, "handle": handle, "kind": kind}})
         return True
@@ -363,9 +368,7 @@ class Gateway:
             self._presence(conn, True)
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
-            if conn.kind == Kind.AGENT:
-                conn.dress = self.issuer.dress
-            else:  # a person gets every unacked delivery at once, however many
+            if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
                 conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
 

@@ -13,13 +13,21 @@ that announced no rescan (a party op there) shows up here.
 
 A directive that cannot be built (the store failed) is left out, never holds the
 wake back: a frame without `directive` is what a bare-protocol agent gets anyway.
+
+`elide`: a connection gets the stable blocks of a version once; later wakes on it
+with the same `version` omit `stable` (the agent keeps what it got). The last
+`SEEN` versions sent on a connection count, refreshed on each use; a client that
+keeps at least as many, refreshed the same way, always has them. This is what keeps
+compressing the same few kilobytes for every wake off the server (docs/performance.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import time
+from collections import OrderedDict
 from typing import Any, Awaitable, Callable
 
 from .. import directives as text
@@ -30,19 +38,34 @@ from ..store import sqlite as db
 
 log = logging.getLogger("ygg.issuer")
 MAX_ENTRIES = 50_000
+SEEN = 64  # stable versions a connection is assumed to keep (clients keep at least this many)
+
+
+def elide(seen: OrderedDict, directive: dict) -> dict:
+    """`directive` as it goes out on a connection that was sent the versions in `seen` (updated)."""
+    v = directive["version"]
+    if v in seen:
+        seen.move_to_end(v)
+        return {k: x for k, x in directive.items() if k != "stable"}
+    seen[v] = True
+    if len(seen) > SEEN:
+        seen.popitem(last=False)
+    return directive
 
 
 class Issuer:
-    def __init__(self, read: Callable[..., Awaitable[Any]], ttl: float = 2.0):
+    def __init__(self, read: Callable[..., Awaitable[Any]], ttl: float = 5.0):
         self._read = read  # the gateway's reader: await read(fn, *args) runs fn(conn, *args) off the loop
         self.ttl = ttl
         self._gen = 0
         self._cache: dict[tuple, tuple[int, float, Any]] = {}
+        self._loading: dict[tuple, asyncio.Future] = {}  # key -> the load in flight that will bring it
 
     def invalidate(self) -> None:
         """Something a directive is made of may have changed: load everything again."""
         self._gen += 1
         self._cache.clear()
+        self._loading.clear()  # a load begun before the change is not waited for by wakes after it
 
     def _get(self, key: tuple, now: float) -> tuple[bool, Any]:
         hit = self._cache.get(key)
@@ -59,6 +82,44 @@ class Issuer:
             return frame
         return {**frame, "directive": directive}
 
+    async def _fetch(self, keys: list[tuple], now: float) -> dict[tuple, Any]:
+        """The cached values of `keys`, loading what is missing in one read. Wakes going out at once on many
+        connections share one load of a key (no stampede when the cache drops)."""
+        found: dict[tuple, Any] = {}
+        missing, pending = [], set()
+        for k in keys:
+            ok, value = self._get(k, now)
+            if ok:
+                found[k] = value
+            elif k in self._loading:
+                pending.add(self._loading[k])
+            else:
+                missing.append(k)
+        if missing:
+            fut = asyncio.get_running_loop().create_future()
+            for k in missing:
+                self._loading[k] = fut
+            gen = self._gen
+            try:
+                loaded = await self._read(_load, missing)
+            except BaseException as e:
+                fut.set_exception(e)
+                fut.exception()  # retrieved: the waiters, if any, get it too
+                raise
+            finally:
+                for k in missing:
+                    if self._loading.get(k) is fut:
+                        del self._loading[k]
+            fut.set_result(loaded)
+            if len(self._cache) > MAX_ENTRIES:
+                self._cache.clear()
+            for k, v in loaded.items():
+                self._cache[k] = (gen, now, v)
+            found.update(loaded)
+        for fut in pending:
+            found.update({k: v for k, v in (await asyncio.shield(fut)).items() if k in keys})
+        return found
+
     async def directive(self, agent: str, msg: dict, context: list[dict]) -> dict:
         ws, cid, tid = msg["workspace"], msg["conversation"], msg.get("topic")
         title = next((m.get("title") for m in (msg, *context) if m.get("topic") == tid and m.get("title")), None)
@@ -66,31 +127,17 @@ class Issuer:
         if tid and not title:
             keys.append(("title", tid))
         now = time.monotonic()
-        found: dict[tuple, Any] = {}
-        missing = []
-        for k in keys:
-            ok, value = self._get(k, now)
-            if ok:
-                found[k] = value
-            else:
-                missing.append(k)
-        if missing:
-            gen = self._gen
-            loaded = await self._read(_load, missing)
-            if len(self._cache) > MAX_ENTRIES:
-                self._cache.clear()
-            for k, v in loaded.items():
-                self._cache[k] = (gen, now, v)
-            found.update(loaded)
+        found = await self._fetch(keys, now)
         d: Directory = found[("ws", ws)]
         conv = found[("conv", cid)]
         title = title or found.get(("title", tid))
 
         ok, stable = self._get(("stable", agent, cid), now)
         if not ok:
-            stable = _stable(agent, d, conv, found[("persona", agent)], found[("rulebook", cid)])
+            blocks, rulebook = _stable(agent, d, conv, found[("persona", agent)], found[("rulebook", cid)])
+            stable = (list(blocks), text.fingerprint(blocks), rulebook)
             self._cache[("stable", agent, cid)] = (self._gen, now, stable)
-        blocks, rulebook = stable
+        blocks, version, rulebook = stable
 
         def name(pid: str | None) -> str:
             if pid == SYSTEM:
@@ -102,7 +149,7 @@ class Issuer:
         reason = text.why(msg, author.kind if author is not None else "agent")
         dynamic = text.dynamic_part(me=agent, my_name=name(agent), reason=reason, message=msg,
                                     context=context, where=_where(conv), topic_title=title, name=name)
-        return text.build(stable=blocks, dynamic=dynamic, rulebook=rulebook)
+        return {"stable": blocks, "dynamic": dynamic, "version": version, "rulebook": rulebook}
 
 
 def _where(conv) -> str:
