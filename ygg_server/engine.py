@@ -31,7 +31,7 @@ from . import auth, protocol
 from .core import (
     PLANS, POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due,
 )
-from .core import assign as core_assign, party as core_party
+from .core import assign as core_assign, party as core_party, side as core_side
 from .core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
 from .store import sqlite as db
 
@@ -365,6 +365,7 @@ class Engine:
             flags=frozenset(self._flags()),
             new_conversation=conv is not None and conv.id not in conversations,
             **self._party_limits(ws), **self._assignment(ws, directory, post.to),
+            side=core_side.existing(conv, post.topic, conversations) if agent else None,
         )
         d = decide(view, post, now)
         self._commit(d, ws, now, out, month)

@@ -46,7 +46,7 @@ from .core import (
     PLANS, POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
     general_id, next_due,
 )
-from .core import assign as core_assign, party as core_party
+from .core import assign as core_assign, party as core_party, side as core_side
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
 from .store import postgres as pg
@@ -522,6 +522,7 @@ class PgEngine:
             flags=frozenset(w.flags),
             new_conversation=conv is not None and conv.id not in known,
             **self._party_limits(ws),
+            side=core_side.existing(conv, post.topic, known) if agent else None,
         )
         if any(r.startswith(core_assign.PREFIX) for r in post.to):  # scored on declarations and weights only here
             view = msgspec.structs.replace(view, weights=core_assign.weights_of((self._settings.get(ws) or {}).get("assign.weights")))

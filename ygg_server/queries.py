@@ -194,18 +194,20 @@ def list_conversations(conn, pid: str, f: dict) -> dict:
     ).fetchall()
     return {"conversations": [
         {"id": i, "kind": k, "name": n, "members": msgspec.json.decode(m),
-         "last_at": protocol.iso(last) if last is not None else None, "lead": _lead(party)}
+         "last_at": protocol.iso(last) if last is not None else None, **_party(party)}
         for i, k, n, m, last, party in rows if visible is None or i in visible
     ]}
 
 
-def _lead(party: str | bytes | None) -> str | None:
-    """A conversation's Lead, from its `party` column (docs/rules.md, "Parties")."""
+def _party(party: str | bytes | None) -> dict:
+    """A conversation's Lead and, for a side conversation, its origin, from its `party` column."""
     try:
-        lead = msgspec.json.decode(party or "{}").get("lead")
-    except (msgspec.DecodeError, AttributeError):
-        return None
-    return lead if isinstance(lead, str) else None
+        p = msgspec.json.decode(party or "{}")
+    except msgspec.DecodeError:
+        p = {}
+    p = p if isinstance(p, dict) else {}
+    out = {k: p.get(k) if isinstance(p.get(k), str) else None for k in ("lead", "origin", "origin_topic")}
+    return out if out["origin"] else {"lead": out["lead"]}
 
 
 def topic_obj(t) -> dict:

@@ -174,6 +174,8 @@ class Store:
             return "General"
         if kind == "group":
             return f"group:{conv.get('name')}"
+        if kind == "side":  # seed 003 §15: a task delegated from a direct conversation
+            return f"side: {conv.get('name')}"
         others = [p for p in conv.get("members", ()) if p != self.my_id]
         return ", ".join(self.name(p) for p in others) or self.name(self.my_id)
 

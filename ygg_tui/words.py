@@ -37,6 +37,7 @@ def refusal_sentence(reason: str | None) -> str:
 NOTICE_WORDS = {  # how a system notice is headed in the transcript
     "hop_limit": "hop limit reached: agents stopped waking each other",
     "throttled": "throttled: agents wait for a person",
+    "side_result": "result of a side task",
 }
 
 

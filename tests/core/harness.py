@@ -6,6 +6,7 @@ import itertools
 
 from msgspec.structs import replace
 
+from ygg_server.core.side import side_id
 from ygg_server.core import (
     POOL, SYSTEM, Conversation, ConversationKind, Decision, Directory, Membership, MessageType,
     Participant, Post, Kind, Role, Topic, View, decide, due, fund, general_id,
@@ -96,6 +97,7 @@ class World:
             wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,
             flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
             max_hops=self.max_hops, throttle=self.throttle, weights=self.weights, fitness=self.fitness,
+            side=self.conversations.get(side_id(conv.id, topic)) if conv is not None and topic else None,
         )
 
     def open(self, author, text=None, **kw) -> str:

@@ -120,3 +120,37 @@ async def test_a_request_to_a_capability_is_assigned_and_explained_on_any_store(
     nobody = await alice.send(workspace=ws, conversation=cid, topic="new", title="Stars", type="request",
                               to=["capability:astrology"], text="my horoscope")
     assert nobody["op"] == "refused" and nobody["reason"] == "no_eligible_agent", nobody
+
+
+async def test_a_task_delegated_from_a_direct_conversation_runs_on_the_side(server):
+    """Seed 003 §15: "only the final result is sent back where it was asked for" (a side conversation, linked to
+    its origin, holds the back-and-forth)."""
+    server.admin(admin.add_person, "alice", "pw-" + "x" * 8)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    keys = {n: server.admin(admin.add_agent, n, "alice")["api_key"] for n in ("lead", "pike")}
+    for n in keys:
+        server.admin(admin.fund, n, 1000)
+    alice = await server.person("alice")
+    lead, pike = await server.client(api_key=keys["lead"]), await server.client(api_key=keys["pike"])
+    asked = await alice.send(workspace=ws, conversation="dm:lead", topic="new", title="Numbers", type="request",
+                             to=["lead"], text="check the numbers")
+    cid, tid = asked["message"]["conversation"], asked["message"]["topic"]
+    deleg = await lead.send(workspace=ws, conversation=cid, topic=tid, type="request", to=["pike"], state="waiting",
+                            text="pike, recompute table 2")
+    assert deleg["op"] == "sent" and deleg["message"]["conversation"] != cid, deleg
+    side = deleg["message"]["conversation"]
+    while True:
+        d = await pike.next_delivery(timeout=5)
+        await pike.ack([d["id"]])
+        if d["wake"]:
+            break
+    assert d["message"]["conversation"] == side
+    r = await pike.send(workspace=ws, conversation=side, topic=d["message"]["topic"], type="response",
+                        in_reply_to=d["message"]["id"], state="done", text="Table 2 sums to 42.")
+    assert r["op"] == "sent", r
+    convs = {c["id"]: c for c in (await alice.request("list_conversations", workspace=ws))["conversations"]}
+    assert convs[side]["kind"] == "side" and convs[side]["origin"] == cid and convs[side]["origin_topic"] == tid
+    assert sorted(convs[cid]["members"]) == sorted(asked["message"]["to"] + [asked["message"]["author"]])
+    h = (await alice.request("history", workspace=ws, conversation=cid))["messages"]
+    assert [m.get("notice") for m in h][0] == "side_result" and "Table 2 sums to 42." in h[0]["text"], h
+    assert not any("recompute" in m["text"] for m in h)  # the delegation itself stayed on the side

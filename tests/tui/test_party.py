@@ -59,3 +59,33 @@ async def test_party_lead_handoff_notices_and_assignment_are_visible(team):
         await pilot.pause(0.1)
         shown = [n.message for n in app._notifications]
         assert any("Assigned by capability 'review' to reviewer" in n and "online:" in n for n in shown), shown
+
+
+async def test_a_side_conversation_is_listed_under_its_origin(team):
+    """Seed 003 §15: "only the final result is sent back where it was asked for" (the side conversation is listed
+    right under the direct conversation it came from; its result shows in the origin topic)."""
+    from ygg_tui.widgets.sidebar import Sidebar
+
+    alice = await team.person("alice")
+    researcher, reviewer = await team.agent("researcher"), await team.agent("reviewer")
+    asked = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Numbers",
+                             type="request", to=["researcher"], text="check the numbers")
+    cid, tid = asked["message"]["conversation"], asked["message"]["topic"]
+    deleg = await researcher.send(workspace=team.ws, conversation=cid, topic=tid, type="request", to=["reviewer"],
+                                  text="reviewer, recompute table 2")
+    side = deleg["message"]["conversation"]
+    r = await reviewer.send(workspace=team.ws, conversation=side, topic=deleg["message"]["topic"], type="response",
+                            in_reply_to=deleg["message"]["id"], state="done", text="Table 2 sums to 42.")
+    assert r["op"] == "sent", r
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        sidebar = main.query_one(Sidebar)
+        ids = [sidebar.get_option_at_index(i).id for i in range(sidebar.option_count)]
+        assert side in ids and ids.index(side) == ids.index(cid) + 1, ids
+        assert "↳ side: Numbers" in str(sidebar.get_option_at_index(ids.index(side)).prompt)
+        main.open_conversation(cid, tid)
+        await wait_text(pilot, "result of a side task")
+        await wait_text(pilot, "Table 2 sums to 42.")
+        main.open_conversation(side)
+        await wait_text(pilot, "recompute table 2")

@@ -21,6 +21,7 @@ from .lifecycle import move
 from .model import Conversation, Member, Message, Participant, Pending, Post, Sig, Topic
 from .notices import human_members, notice
 from .party import named_at_start, turn_queue
+from .side import redirect, result as side_result
 from .rules import (
     ATTACHMENT_BYTES_PER_CREDIT, CHARS_PER_CREDIT, LOOP_MEMORY, PING_PONG, REPEAT_LIMIT, THROTTLE_DIRECT,
     THROTTLE_GROUP, TOPIC_LIMIT,
@@ -47,6 +48,7 @@ _REQUEST, _RESPONSE, _INFORM = T.REQUEST, T.RESPONSE, T.INFORM
 _WORKING, _WAITING, _NEEDS_HUMAN, _DONE = State.WORKING, State.WAITING, State.NEEDS_HUMAN, State.DONE
 _OPEN, _PAUSED, _CLOSED = TopicStatus.OPEN, TopicStatus.PAUSED, TopicStatus.CLOSED
 _GENERAL, _GROUP, _DIRECT = ConversationKind.GENERAL, ConversationKind.GROUP, ConversationKind.DIRECT
+_SIDE = ConversationKind.SIDE
 _C_INFORM, _C_DONE, _C_PAUSED = C.CONTEXT_INFORM, C.RECIPIENT_DONE, C.TOPIC_PAUSED
 _C_ORPHAN, _C_LOOP, _C_COALESCED, _C_OBSERVER = C.ORPHAN_RESPONSE, C.LOOP_SUSPECTED, C.WAKE_COALESCED, C.OBSERVER
 _C_NOT_ADDRESSED, _C_HOP_LIMIT, _C_THROTTLED = C.NOT_ADDRESSED, C.HOP_LIMIT, C.THROTTLED
@@ -119,6 +121,10 @@ def decide(view: View, post: Post, now: int) -> Decision:
     if post.handoff and not (post.type == _REQUEST and not post.malformed and len(found) == 1
                              and d.participants[found[0]].kind == _AGENT):
         return refused(R.BAD_HANDOFF, "a handoff is a request to exactly one colleague (an agent)")
+    if agent and conv.kind == _DIRECT and post.type == _REQUEST:  # seed 003 §15: delegation runs on the side
+        moved = redirect(view, post, found)
+        if moved is not None:
+            return decide(*moved, now)
     absorbed = found == _ABSORBED
     recipients = tuple(r for r in found if r != SYSTEM) if SYSTEM in found else found
     state = post.state
@@ -327,6 +333,10 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     routed = [Routed(msg, tuple(deliveries))]
     if gate_notice is not None:
         routed.append(gate_notice)
+    if conv.kind == _SIDE:
+        back = side_result(view, conv, topic, msg, answers, now)
+        if back is not None:
+            routed.append(back)
     flags: list[Flag] = []
 
     # The topic moves.

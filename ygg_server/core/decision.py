@@ -88,6 +88,8 @@ class View(msgspec.Struct, frozen=True, gc=False):
     # (`assign.weights`; None: the defaults) and what is known of each agent now (presence, load, ...).
     weights: dict[str, float] | None = None
     fitness: dict[str, Fitness] = {}
+    # A direct conversation's side conversation for the post's topic, if it exists (seed 003 §15).
+    side: Conversation | None = None
 
 
 def refused(reason: RefusalReason, detail: str = "", **effects) -> Decision:

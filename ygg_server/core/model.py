@@ -77,6 +77,9 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     run: int = 0  # agent messages in a row since a person last wrote here (capped at the throttle)
     hop_noticed: bool = False  # the hop_limit notice for this run is already in the transcript
     throttle_noticed: bool = False  # the throttled notice for this run is already in the transcript
+    # A side conversation (seed 003 §15): the direct conversation and topic its task was delegated from.
+    origin: str | None = None
+    origin_topic: str | None = None
 
 
 class Member(msgspec.Struct, frozen=True, gc=False):

@@ -18,6 +18,7 @@ TEXTS = {  # plain texts (no {word}) are sent as they are
                        "they stop waking each other until a person writes."),
     Notice.THROTTLED: ("{run} agent messages in a row with no person in between: this conversation is "
                        "throttled, and agents' messages wake nobody until a person writes."),
+    Notice.SIDE_RESULT: "{agent} finished the side task {title!r}: {detail}",
 }
 
 _REQUEST, _INFORM = MessageType.REQUEST, MessageType.INFORM  # Enum class attributes are slow to read

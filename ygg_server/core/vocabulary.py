@@ -47,6 +47,7 @@ class ConversationKind(StrEnum):
     GENERAL = "general"
     DIRECT = "direct"
     GROUP = "group"
+    SIDE = "side"  # a task delegated from a direct conversation runs here (seed 003 §15)
 
 
 class RefusalReason(StrEnum):
@@ -94,3 +95,4 @@ class Notice(StrEnum):
     AUTO_DONE = "auto_done"
     HOP_LIMIT = "hop_limit"
     THROTTLED = "throttled"  # too many agent messages in a row: agents wake nobody until a person writes
+    SIDE_RESULT = "side_result"  # a side conversation's final result, back where the task was asked for

@@ -24,7 +24,7 @@ from .schema import MIGRATIONS
 _topic_enc = msgspec.json.Encoder()
 _topic_dec = msgspec.json.Decoder(Topic)
 _msg_dec = msgspec.json.Decoder(Message)
-_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed", "throttle_noticed")
+_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed", "throttle_noticed", "origin", "origin_topic")
 
 
 def profile(raw: str | bytes | None) -> Profile:

@@ -9,11 +9,12 @@ from textual.widgets.option_list import Option
 from ..state import Store
 
 KIND_ORDER = {"general": 0, "group": 1, "direct": 2}
-KIND_MARK = {"general": "#", "group": "⁂", "direct": "@"}
+KIND_MARK = {"general": "#", "group": "⁂", "direct": "@", "side": "↳"}
 
 
 class Sidebar(OptionList):
-    """One header per workspace, then its conversations: General, groups, direct ones."""
+    """One header per workspace, then its conversations: General, groups, direct ones; a side conversation
+    (seed 003 §15) right under the conversation its task came from."""
 
     DEFAULT_CSS = """
     Sidebar { width: 28; }
@@ -31,10 +32,17 @@ class Sidebar(OptionList):
         for w in s.workspaces.values():
             head = Text.assemble(("▾ ", "dim"), (w.name, "bold"), (f"  {w.role}", "dim"))
             options.append(Option(head, id=f"ws:{w.id}", disabled=True))
-            convs = sorted(w.conversations.values(),
+            sides: dict[str | None, list[dict]] = {}
+            for c in w.conversations.values():
+                if c["kind"] == "side":
+                    sides.setdefault(c.get("origin") if c.get("origin") in w.conversations else None, []).append(c)
+            convs = sorted((c for c in w.conversations.values() if c["kind"] != "side"),
                            key=lambda c: (KIND_ORDER.get(c["kind"], 3), s.conversation_name(c).lower()))
-            for c in convs:
-                options.append(Option(self._prompt(c), id=c["id"]))
+            for c in convs + [{"id": None}]:
+                if c["id"] is not None:
+                    options.append(Option(self._prompt(c), id=c["id"]))
+                for sc in sorted(sides.get(c["id"], ()), key=lambda x: s.conversation_name(x).lower()):
+                    options.append(Option(self._prompt(sc, "    "), id=sc["id"]))
         highlighted = self.highlighted
         self.clear_options()
         self.add_options(options)
@@ -44,11 +52,11 @@ class Sidebar(OptionList):
             except Exception:
                 self.highlighted = highlighted
 
-    def _prompt(self, c: dict) -> Text:
+    def _prompt(self, c: dict, indent: str = "  ") -> Text:
         s = self.store
         unread = s.unread_by_conv.get(c["id"], 0)
         att = s.attention(c["id"])
-        t = Text.assemble(("  ", ""), (KIND_MARK.get(c["kind"], "·") + " ", "dim"),
+        t = Text.assemble((indent, ""), (KIND_MARK.get(c["kind"], "·") + " ", "dim"),
                           (s.conversation_name(c), "bold" if unread else ""))
         if unread:
             t.append(f" {unread}", "bold reverse")
