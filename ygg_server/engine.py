@@ -263,8 +263,11 @@ class Engine:
         org = self._org(ws)
         stored = db.apply(self.conn, d, now, ws, org[0] if org else None, month)
         out.deliveries += stored
-        if d.conversation is not None:
-            self.party_views.pop(d.conversation.id, None)
+        c = d.conversation
+        if c is not None and c.id in self.party_views:  # a new Lead or new members: a new view (counters are not in it)
+            old = self._conversations(ws).get(c.id)
+            if old is None or old.members != c.members or old.lead != c.lead:
+                del self.party_views[c.id]
         self._party_views(ws, d, out)
         written = {id(s.message) for s in stored}
         out.messages += [r.message for r in d.routed if not r.deliveries or id(r.message) in written]

@@ -163,11 +163,9 @@ def for_agent(obj: dict, pv: PartyView | None) -> dict:
     if pv is None:
         return obj
     author = obj.get("author")
-    if author in pv.agents:
-        if pv.party:
-            name = next(e.name for e in pv.roster if e.id == author)
-            return {**obj, "author_name": name}
-        return obj
+    name = pv.names.get(author)
+    if name is not None:
+        return {**obj, "author_name": name} if pv.party else obj
     if author is not None and author != SYSTEM and not author.startswith("human."):  # an agent: removed
         return {**obj, "author": None, "author_removed": True}
     return obj

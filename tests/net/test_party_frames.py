@@ -74,3 +74,17 @@ async def test_a_solo_conversation_is_left_as_it_was(server):
     h = await pike.request("history", workspace=ws, conversation=first["message"]["conversation"])
     assert len(h["messages"]) == 2
     assert all("author_name" not in m and "author_removed" not in m for m in h["messages"]), h
+    # the roster is sent once per connection and conversation, and again when the party changes
+    solo = first["message"]["conversation"]
+    again = await alice.send(workspace=ws, conversation=solo, topic="new", title="Again", type="request",
+                             to=["pike"], text="once more")
+    assert again["op"] == "sent", again
+    assert "roster" not in await _next_wake(pike)
+    r = await alice.request("add_participant", workspace=ws, conversation=solo, participant="nova")
+    assert r["op"] == "add_participant" and r["changed"], r
+    third = await alice.send(workspace=ws, conversation=solo, topic="new", title="Third", type="request",
+                             to=["pike"], text="and nova is here")
+    assert third["op"] == "sent", third
+    d = await _next_wake(pike)
+    assert [e["name"] for e in d["roster"]] == ["nova"], d
+    assert all("author_name" not in m and "author_removed" not in m for m in h["messages"]), h

@@ -66,19 +66,19 @@ def roster(d: Directory, conv: Conversation | None, me: str | None = None) -> tu
 class PartyView(msgspec.Struct, frozen=True, gc=False):
     """What an agent is shown of one conversation's party (docs/rules.md, "What agents see").
 
-    `roster`: every agent of the party (each recipient is told the others); `agents`: the agents in the
+    `roster`: every agent of the party (each recipient is told the others); `names`: the agents in the
     conversation now (an agent author outside it was removed, or left the workspace); `party`: more
     than one agent, so replies carry their author's name.
     """
 
     roster: tuple[RosterEntry, ...] = ()
-    agents: frozenset[str] = frozenset()
+    names: dict[str, str] = {}  # the agents in the conversation now, id -> name
     party: bool = False
 
 
 def party_view(d: Directory, conv: Conversation | None) -> PartyView:
     everyone = roster(d, conv)
-    return PartyView(everyone, frozenset(e.id for e in everyone), len(everyone) > 1)
+    return PartyView(everyone, {e.id: e.name for e in everyone}, len(everyone) > 1)
 
 
 def roster_obj(entries: tuple[RosterEntry, ...]) -> list[dict]:

@@ -142,6 +142,7 @@ class Conn:
     backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
     stable_sent: OrderedDict = field(default_factory=OrderedDict)  # directive versions sent here (issuer.elide)
+    rosters: dict = field(default_factory=dict)  # conversation -> the PartyView its roster was last sent for here
 
     @property
     def last_seen(self) -> float:

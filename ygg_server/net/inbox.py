@@ -109,7 +109,7 @@ class Inbox:
             self.holder[item.id] = sink
             self.bundle[item.id] = [c.id for c in context]
             sink.leased.add(item.id)
-            sink.push(deliver_frame(item, context, self.participant))
+            sink.push(deliver_frame(item, context, self.participant, getattr(sink, "rosters", None)))
             context = []
 
     def ack(self, ids: list[int]) -> list[int]:
@@ -140,19 +140,30 @@ class Inbox:
             self.gone.discard(self._gone_order.popleft())
 
 
-def deliver_frame(item: Item, context: list[Item], me: str | None = None) -> dict[str, Any]:
-    """A deliver frame; `me`: the agent it is for (people's frames are the stored messages as they are). An
-    agent's items carry their party (docs/protocol.md, `roster`): it is told who
-    else is in the party, and its messages are shown as agents see them (`protocol.for_agent`)."""
+def deliver_frame(item: Item, context: list[Item], me: str | None = None,
+                  sent: dict | None = None) -> dict[str, Any]:
+    """A deliver frame; `me`: the agent it is for (people's frames are the stored messages as they are).
+
+    An agent's items carry their party (docs/protocol.md, `roster`): it is told who else is in the party,
+    and its messages are shown as agents see them (`protocol.for_agent`). `sent`: the connection's memory
+    of the party each conversation's roster was last sent for; a roster it already has is left out.
+    """
     if me is None or (item.party is None and not any(c.party is not None for c in context)):  # a person's: as it is
         return {
             "op": "deliver", "id": item.id, "message": item.message, "wake": item.wake, "reason": item.reason,
             "context": [c.message for c in context], "context_ids": [c.id for c in context],
             "context_reasons": [c.reason for c in context],
         }
-    return {
+    frame = {
         "op": "deliver", "id": item.id, "message": for_agent(item.message, item.party), "wake": item.wake,
         "reason": item.reason, "context": [for_agent(c.message, c.party) for c in context],
         "context_ids": [c.id for c in context], "context_reasons": [c.reason for c in context],
-        "roster": roster_for(item.party, me),
     }
+    if item.party is not None:
+        cid = item.message.get("conversation")
+        prev = sent.get(cid) if sent is not None else None
+        if prev is not item.party and prev != item.party:
+            frame["roster"] = roster_for(item.party, me)
+            if sent is not None:
+                sent[cid] = item.party
+    return frame
