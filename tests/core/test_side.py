@@ -71,3 +71,21 @@ def test_in_a_group_or_to_a_member_there_is_no_side_conversation():
     assert inside.message.conversation == cid
     g = w.send("researcher", "in General", to=["reviewer"], title="G")
     assert g.message.conversation == w.general.id
+
+
+def test_a_side_conversations_counters_continue_its_origins():
+    """Seed 003 §16: "the conversation is throttled until a human joins in again" (Core decision: each delegation
+    carries the origin's turn counters into the side conversation, so a person writing in the direct conversation
+    frees the side one too, and the side exchange stays within what the person's message bought)."""
+    w, cid, tid, deleg = dm_task()
+    w.max_hops, w.throttle = 10**6, (3, 3)
+    side, stid = deleg.message.conversation, deleg.message.topic
+    for i in range(4):
+        w.send("reviewer", f"note {i}", to=["researcher"], conversation=side, topic=stid, type="request", title=None)
+    d = w.send("reviewer", "more", to=["researcher"], conversation=side, topic=stid, type="request", title=None)
+    assert not any(x.wake for x in d.routed[0].deliveries)  # throttled on the side
+    w.send("human.alice", "any news?", to=["researcher"], conversation=cid, topic=tid)
+    again = w.send("researcher", "reviewer, and table 4", to=["reviewer"], conversation=cid, topic=tid, title=None)
+    assert again.message.conversation == side
+    assert_woken(again, "reviewer")
+    assert w.conversations[side].run == 1

@@ -54,6 +54,12 @@ def redirect(view: View, post: Post, recipients: tuple[str, ...]) -> tuple[View,
         new = True
     else:
         new = False
+    # The delegation continues the exchange a person's message bought in the origin: the side conversation's
+    # turn counters (hop limit, throttle) continue the origin's, so they reset when a person writes there.
+    moved = replace(side, hops=conv.hops, run=conv.run, hop_noticed=conv.hop_noticed,
+                    throttle_noticed=conv.throttle_noticed)
+    new = new or moved != side  # (stored even when this message moves no counter)
+    side = moved
     title = post.title or (topic.title if topic is not None else None) or side.name
     return (replace(view, conversation=side, topic=None, new_conversation=new, side=None),
             replace(post, topic="new", title=title, in_reply_to=None))
