@@ -295,17 +295,14 @@ class PgGateway(Gateway):
             return inbox
         return await super()._inbox(pid, is_agent)
 
-    async def _rescan(self) -> None:
-        self.issuer.invalidate()
-        for pid in list(self.conns):
-            for c in list(self.conns.get(pid, ())):
-                if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
-                    await c.ws.close(1008, "session revoked")
-            inbox = self.inboxes.get(pid)
-            if isinstance(inbox, ClaimInbox):
-                inbox.offer()
-            elif inbox is not None:
-                inbox.add(await self.read(_unacked, pid))
+    async def _offer_again(self, pid: str, inbox) -> None:
+        """After a rescan (`Gateway._rescan`: memberships, sessions, then this): an agent claims again, and
+        its claims check its memberships and key in the database (`store.postgres.RECEIVABLE`), so a
+        revocation holds for what it claims next; a person's unacked deliveries are read again."""
+        if isinstance(inbox, ClaimInbox):
+            inbox.offer()
+        else:
+            await super()._offer_again(pid, inbox)
 
     # --- news from the other nodes ---
 

@@ -688,6 +688,21 @@ class Gateway:
         """Another process changed the database: memberships first (what each connection may still get and
         follow: a workspace left, receive or monitor taken away), then revoked sessions, then new deliveries."""
         self.issuer.invalidate()
+        await self._refresh_access()
+        for pid in list(self.conns):
+            for c in list(self.conns.get(pid, ())):
+                if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
+                    await c.ws.close(1008, "session revoked")
+            inbox = self.inboxes.get(pid)
+            if inbox is not None:
+                await self._offer_again(pid, inbox)
+
+    async def _offer_again(self, pid: str, inbox: Inbox) -> None:
+        """After a rescan: what `pid` is owed, read again (a node on PostgreSQL claims instead)."""
+        inbox.add(await self.read(_unacked, pid))
+
+    async def _refresh_access(self) -> None:
+        """What each connected participant may still receive, follow and monitor, read again."""
         for pid, mine in (await self.read(_access, list(self.conns))).items():
             if pid not in self.conns:
                 continue
@@ -696,13 +711,6 @@ class Gateway:
                 c.workspaces = frozenset(mine)
                 c.follows = {ws for ws in c.follows if ws in self._receives[pid]}
                 c.monitors = {ws for ws in c.monitors if ws in c.follows and mine[ws][1]}
-        for pid in list(self.conns):
-            for c in list(self.conns.get(pid, ())):
-                if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
-                    await c.ws.close(1008, "session revoked")
-            inbox = self.inboxes.get(pid)
-            if inbox is not None:
-                inbox.add(await self.read(_unacked, pid))
 
     async def _sweeper(self) -> None:
         swept = time.monotonic()

@@ -275,19 +275,26 @@ class Claimable:
 
 WANT = "want AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS w(owner, holder, n))"
 DELIVERIES = Claimable("deliveries", owner="recipient", ready="t.acked_at IS NULL")
+# A delivery goes out only while its recipient may receive it: a member, with receive, of the message's
+# workspace, and not a revoked agent. Checked in the claim itself, against the committed rows, so a
+# revocation written through any node (or the admin CLI) holds for every claim that starts after it;
+# what it holds back stays unacked, as on SQLite.
+RECEIVABLE = ("EXISTS (SELECT 1 FROM messages m JOIN memberships ms ON ms.workspace = m.workspace "
+              "WHERE m.id = t.message AND ms.participant = t.recipient AND ms.receive <> 0) "
+              "AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = t.recipient AND a.revoked <> 0)")
 
 # An agent's claim: its oldest unleased wakes (up to the room its connection has), each with the
 # context deliveries that piled up before it and that no live wake carries yet (`carrier`).
 _D_COLS = "d.id, d.message, d.recipient, d.wake, d.reason, d.leased_by, d.carrier"
 CLAIM_DELIVERIES = f"""
 WITH {WANT},
-wakes AS ({DELIVERIES.claim("t.wake = 1", _D_COLS, also="carrier = NULL, ")}),
+wakes AS ({DELIVERIES.claim(f"t.wake = 1 AND {RECEIVABLE}", _D_COLS, also="carrier = NULL, ")}),
 tops AS (SELECT recipient, max(id) AS top, min(leased_by) AS holder FROM wakes GROUP BY recipient),
 ctx AS (
   UPDATE deliveries d SET leased_by = p.holder, lease_until = $5,
          carrier = (SELECT min(w.id) FROM wakes w WHERE w.recipient = d.recipient AND w.id > d.id)
   FROM (SELECT t.id, tops.holder FROM tops CROSS JOIN LATERAL
-        ({DELIVERIES.ready_rows("tops.recipient", "$4", None, "t.wake = 0 AND t.id < tops.top")}) t) p
+        ({DELIVERIES.ready_rows("tops.recipient", "$4", None, f"t.wake = 0 AND t.id < tops.top AND {RECEIVABLE}")}) t) p
   WHERE d.id = p.id RETURNING {_D_COLS})
 SELECT x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body
 FROM (SELECT * FROM wakes UNION ALL SELECT * FROM ctx) x JOIN messages m ON m.id = x.message ORDER BY x.id
