@@ -61,6 +61,8 @@ RETRYABLE = (
     asyncpg.exceptions.LockNotAvailableError,
 )
 MAX_ATTEMPTS = 12
+_LOST = (asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.InterfaceError,
+         asyncpg.exceptions.OperatorInterventionError, OSError, ConnectionError)
 _EMPTY = Directory.build("", [], [])
 _dec_topic = db._topic_dec
 _enc = msgspec.json.Encoder()
@@ -183,6 +185,9 @@ class PgEngine:
         self._loop, self._publish = loop, publish
         self._queue = asyncio.Queue()
         self._task = loop.create_task(self._run())
+        self._acks: list[_Command] = []
+        self._ack_wake = asyncio.Event()
+        self._ack_task = loop.create_task(self._ack_run())
 
     def stop(self) -> None:
         """Stop and close (callable from another thread, as `Gateway.close` does)."""
@@ -199,6 +204,9 @@ class PgEngine:
             loop.run_until_complete(self.aclose())
 
     async def aclose(self) -> None:
+        if getattr(self, "_ack_task", None) is not None:
+            self._ack_task.cancel()
+            self._ack_task = None
         if self._task is not None:
             self._queue.put_nowait(None)
             try:
@@ -206,7 +214,7 @@ class PgEngine:
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
             self._task = None
-        for c in (self.listener, self.conn):
+        for c in (self.listener, self.conn, getattr(self, "_ack_conn", None)):
             if c is not None and not c.is_closed():
                 try:
                     await c.close(timeout=5)
@@ -225,8 +233,55 @@ class PgEngine:
 
     def submit(self, kind: str, *args) -> asyncio.Future:
         fut = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Command(kind, args, fut))
+        if kind == "ack":  # acks decide nothing and lock nothing a decision reads: their own fast path
+            self._acks.append(_Command(kind, args, fut))
+            self._ack_wake.set()
+        else:
+            self._queue.put_nowait(_Command(kind, args, fut))
         return fut
+
+    async def _ack_run(self) -> None:
+        """Acks queued while the last ones were written go together, as one statement (its own
+        transaction, committed when it returns): an ack does not wait for a batch of sends."""
+        self._ack_conn = None
+        while True:
+            await self._ack_wake.wait()
+            self._ack_wake.clear()
+            while self._acks:
+                cmds, self._acks = self._acks, []
+                try:
+                    if self._ack_conn is None or self._ack_conn.is_closed():
+                        self._ack_conn = await pg.connect(self.dsn, self.prepared)
+                    acked = await self._write_acks(self._ack_conn, [(c, *c.args) for c in cmds])
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    log.exception("acks failed")
+                    for c in cmds:
+                        if not c.future.done():
+                            c.future.set_exception(e)
+                    continue
+                for c, (participant, ids, ref) in zip(cmds, (c.args for c in cmds)):
+                    mine = [i for i in ids if (i, participant) in acked]
+                    acked.difference_update((i, participant) for i in mine)
+                    if not c.future.done():
+                        c.future.set_result({"op": "acked", "ref": ref, "ids": mine})
+
+    async def _write_acks(self, conn: asyncpg.Connection, acks: list) -> set[tuple[int, str]]:
+        """One statement (rows locked in id order, as leases are renewed and returned); again on a
+        deadlock or serialization failure, which roll back only this statement's transaction."""
+        ids, who = [], []
+        for _, participant, list_ids, _ in acks:
+            ids += list_ids
+            who += [participant] * len(list_ids)
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                rows = await conn.fetch(pg.ACK_DELIVERIES, self.clock(), ids, who)
+                return {(r[0], r[1]) for r in rows}
+            except RETRYABLE:
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.002 * (2 ** min(attempt, 6))))
 
     # --- caches (only what changes through meta.config) ---
 
@@ -300,6 +355,7 @@ class PgEngine:
                 return
 
     async def _tick(self, batch: list[_Command]) -> None:
+        await self._usable()
         out = Published()
         results: dict[int, Any] = {}
         group = [c for c in batch if c.kind in ("send", "ack")]
@@ -340,7 +396,7 @@ class PgEngine:
                     raise
                 log.info("retrying after %s", type(e).__name__)
                 await asyncio.sleep(random.uniform(0, 0.002 * (2 ** min(attempt, 6))))
-            except (asyncpg.exceptions.ConnectionDoesNotExistError, asyncpg.exceptions.InterfaceError, OSError):
+            except _LOST:  # the outcome of this batch is unknown to us: fail it; the next one reconnects
                 await self._reconnect()
                 raise
 
@@ -351,6 +407,11 @@ class PgEngine:
             self.conn = await pg.connect(self.dsn, self.prepared)
         except (OSError, asyncpg.PostgresError):
             log.warning("writer: cannot reconnect yet")
+
+    async def _usable(self) -> None:
+        """Before a batch: a writer connection that was lost is made again."""
+        if self.conn is None or self.conn.is_closed():
+            await self._reconnect()
 
     async def _group(self, cmds: list[_Command], results: dict[int, Any], out: Published) -> None:
         """Sends and acks in one transaction; a batch that fails for another reason is split."""

@@ -275,7 +275,12 @@ class PgGateway(Gateway):
     def _spawn(self, coro) -> None:
         t = asyncio.ensure_future(coro)
         self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
+        t.add_done_callback(self._done)
+
+    def _done(self, t: asyncio.Task) -> None:
+        self._tasks.discard(t)
+        if not t.cancelled() and t.exception() is not None:
+            log.error("%s failed", t.get_coro().__qualname__, exc_info=t.exception())
 
     # --- inboxes ---
 

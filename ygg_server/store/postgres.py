@@ -261,16 +261,27 @@ class Claimable:
               ({self.ready_rows(f"{want}.owner", "$4", f"{want}.n", ready_extra)}) t) p
         WHERE d.{self.key} = p.key RETURNING {returning}"""
 
+    # Every statement here that waits for row locks takes them in key order (`_in_order`), as acks do
+    # (ACK_DELIVERIES): two of them over the same rows (a heartbeat's renewal, a connection's release, an
+    # ack) then queue behind each other instead of deadlocking. Claims skip locked rows and never wait.
+
+    def _in_order(self, where: str) -> str:
+        """The keys of the rows matching `where` (SQL over alias `t`), locked in key order."""
+        return (f"SELECT t.{self.key} AS key FROM {self.table} t WHERE {where} "
+                f"ORDER BY t.{self.key} FOR UPDATE OF t")
+
     def release(self, reset: str = "") -> str:
         """Return every lease of holder $1 (a connection that closed); RETURNING the owners."""
         extra = f", {reset}" if reset else ""
-        return (f"UPDATE {self.table} t SET {self.holder} = NULL, {self.until} = NULL{extra} "
-                f"WHERE t.{self.holder} = $1 AND {self.ready} RETURNING t.{self.owner}")
+        return (f"UPDATE {self.table} u SET {self.holder} = NULL, {self.until} = NULL{extra} "
+                f"FROM ({self._in_order(f't.{self.holder} = $1 AND {self.ready}')}) s "
+                f"WHERE u.{self.key} = s.key RETURNING u.{self.owner}")
 
     def renew(self) -> str:
         """Extend to $2 the leases of the live holders $1."""
-        return (f"UPDATE {self.table} t SET {self.until} = $2 "
-                f"WHERE t.{self.holder} = ANY($1::text[]) AND {self.ready}")
+        return (f"UPDATE {self.table} u SET {self.until} = $2 "
+                f"FROM ({self._in_order(f't.{self.holder} = ANY($1::text[]) AND {self.ready}')}) s "
+                f"WHERE u.{self.key} = s.key")
 
 
 WANT = "want AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS w(owner, holder, n))"
@@ -301,6 +312,13 @@ FROM (SELECT * FROM wakes UNION ALL SELECT * FROM ctx) x JOIN messages m ON m.id
 """
 RELEASE_DELIVERIES = DELIVERIES.release("carrier = NULL")
 RENEW_DELIVERIES = DELIVERIES.renew()
+# Acks ($2 ids of $3 recipients, at $1): the rows locked in id order, as renewals and releases lock them;
+# RETURNING what this statement acked (not what was acked before).
+ACK_DELIVERIES = """
+WITH a AS (SELECT d.id FROM deliveries d JOIN unnest($2::bigint[], $3::text[]) AS x(id, who)
+           ON d.id = x.id AND d.recipient = x.who WHERE d.acked_at IS NULL ORDER BY d.id FOR UPDATE OF d)
+UPDATE deliveries d SET acked_at = $1 FROM a WHERE d.id = a.id RETURNING d.id, d.recipient
+"""
 
 
 # --- a blocking adapter with the sqlite3 surface ---
@@ -430,6 +448,8 @@ class SyncConnection:
 
     async def _execute(self, sql: str, params: tuple) -> Cursor:
         word = sql.lstrip()[:10].upper()
+        if self._conn.is_closed() and not self._in_tx:  # lost (a restart of the server): connect again
+            self._conn = await connect(self.dsn, self.prepared)
         c = self._conn
         if word.startswith("PRAGMA"):
             return Cursor()
