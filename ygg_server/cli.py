@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("org", help="an organization id, or its owner's handle")
     x.add_argument("handle")
     x.add_argument("--role", default="member", choices=["admin", "member"])
+    x = asub.add_parser("set-permissions", help="an agent's permissions in a workspace (seed 002)")
+    x.add_argument("workspace")
+    x.add_argument("agent", help="name, name@owner, or id")
+    for flag in ("send", "receive", "monitor"):
+        x.add_argument(f"--{flag}", choices=["on", "off"], default=None)
+    for flag in ("can-message", "takes-from"):
+        x.add_argument(f"--{flag}", default=None, metavar="REF,…", help="comma-separated; '' for anyone")
     x = asub.add_parser("set-restricted")
     x.add_argument("workspace")
     x.add_argument("restricted", choices=["on", "off"])
@@ -114,6 +121,13 @@ def run_admin(args) -> int:
             out = admin.add_workspace(conn, args.name, args.owner, args.restricted)
         elif act == "add-org-member":
             out = admin.add_org_member(conn, args.org, args.handle, args.role)
+        elif act == "set-permissions":
+            from .permissions import set_permissions
+
+            changes = {k: getattr(args, k) == "on" for k in ("send", "receive", "monitor") if getattr(args, k)}
+            changes |= {k: [r for r in v.split(",") if r] for k in ("can_message", "takes_from")
+                        if (v := getattr(args, k)) is not None}
+            out = set_permissions(conn, args.workspace, args.agent, changes)
         elif act == "set-restricted":
             out = admin.set_restricted(conn, args.workspace, args.restricted == "on")
         elif act == "add-member":

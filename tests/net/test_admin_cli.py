@@ -73,6 +73,17 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     assert pool["id"] == "pool" and pool["balance"] == 40 and pool["workspace"] == ws["id"]
     assert (await cli(d, "set-plan", "bob", "team"))["plan"] == "team"
     assert (await cli(d, "revoke-agent", "homebody"))["id"] == pinned["id"]
+    carol = await cli(d, "add-person", "carol", "--password", PW)
+    joined = await cli(d, "add-org-member", "alice", "carol", "--role", "admin")  # ORG by its owner's handle
+    assert joined["id"] == carol["id"] and joined["role"] == "admin" and joined["org"] == ws["org"]
+    secret = await cli(d, "add-workspace", "secret", "--owner", "alice", "--restricted")
+    assert secret["restricted"] is True
+    assert (await cli(d, "set-restricted", "secret", "off"))["restricted"] is False
+    perms = await cli(d, "set-permissions", "team", "researcher", "--receive", "off", "--can-message", "@bob,@alice")
+    assert perms["agent"] == agent["id"] and perms["receive"] is False and perms["can_message"] == sorted(
+        [alice["id"], bob["id"]])
+    perms = await cli(d, "set-permissions", "team", "researcher", "--receive", "on", "--can-message", "")
+    assert perms["receive"] is True and perms["can_message"] == []
 
     # errors: JSON too, exit code 1
     for args, code in (
@@ -84,6 +95,9 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         (("fund", "researcher", 0), "bad_amount"),
         (("fund", 5), "bad_args"),
         (("set-plan", "alice", "platinum"), "bad_plan"),
+        (("set-permissions", "team", "ghost", "--send", "off"), "unknown_member"),
+        (("set-restricted", "alice (personal)", "off"), "personal_workspace"),
+        (("add-org-member", "alice", "alice"), "bad_role"),
     ):
         err = await cli(d, *args, ok=False)
         assert err["error"] == code and err["detail"], (args, err)

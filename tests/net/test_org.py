@@ -449,3 +449,51 @@ async def test_the_monthly_count_resets_on_the_first_utc(team):
         engine.clock = __import__("ygg_server.engine", fromlist=["now_us"]).now_us
     counts = dict(team.conn.execute("SELECT month, count FROM usage WHERE org = ?", (org,)).fetchall())
     assert counts == {"2026-10": 300, "2026-11": 2}
+
+
+async def test_permissions_are_set_by_admins_and_by_members_for_their_own_agents(team):
+    """Seed 002: "Each membership of an agent in a workspace has: ... Can message: the agents it may send to. Empty means anyone in the workspace. ... Takes messages from: the agents that may send to it (ADR 0028). Empty means anyone. ... Monitor: set by a workspace admin".
+
+    Seed 002: "Admins manage everything in it; members add and change only their own agents"."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    helper = team.admin(admin.add_agent, "helper", "bob")
+    team.admin(admin.fund, "helper", 100)
+    researcher = await team.client(api_key=team.keys["researcher"])
+
+    async def say(who, to):
+        return await who.send(workspace=team.ws, topic="new", title="P", type="inform", to=to, text="hello")
+
+    r = await alice.call("set_permissions", workspace=team.ws, agent="researcher", can_message=["reviewer"])
+    assert r["can_message"] == [team.conn.execute("SELECT id FROM agents WHERE name = 'reviewer'").fetchone()[0]]
+    assert r["send"] is True and r["takes_from"] == []
+    refused = await say(researcher, ["@bob"])
+    assert refused["op"] == "refused" and refused["reason"] == "permission_denied", refused
+    assert (await say(researcher, ["reviewer"]))["op"] == "sent"
+    assert (await alice.call("set_permissions", workspace=team.ws, agent="researcher", can_message=[]))["can_message"] == []
+    assert (await say(researcher, ["@bob"]))["op"] == "sent", "empty means anyone"
+    await alice.call("set_permissions", workspace=team.ws, agent="reviewer", takes_from=["@alice"])
+    assert (await say(researcher, ["reviewer"]))["reason"] == "permission_denied"
+    assert (await say(alice, ["reviewer"]))["op"] == "sent"
+
+    # bob, a member: his own agent yes (but not monitor), alice's no
+    assert (await bob.request("set_permissions", workspace=team.ws, agent="researcher", send=False))["code"] == "forbidden"
+    assert (await bob.call("set_permissions", workspace=team.ws, agent="helper", receive=False))["receive"] is False
+    assert (await say(alice, ["helper"]))["reason"] == "permission_denied"
+    assert (await bob.request("set_permissions", workspace=team.ws, agent="helper", monitor=True))["code"] == "forbidden"
+    h = await team.client(api_key=helper["api_key"])
+    assert (await h.request("subscribe", workspace=team.ws, monitor=True))["code"] == "forbidden"
+    await alice.call("set_permissions", workspace=team.ws, agent="helper@bob", receive=True, monitor=True)
+    assert (await h.call("subscribe", workspace=team.ws, monitor=True))["monitor"] is True
+    await alice.call("set_permissions", workspace=team.ws, agent="helper", send=False)
+    assert (await say(h, ["@alice"]))["reason"] == "permission_denied"
+
+    # an agent of somewhere else is answered as one that does not exist; people have roles, not these
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    theirs = team.admin(admin.add_agent, "outsider", "carol")
+    for ref in (theirs["id"], "outsider", "outsider@carol"):
+        hidden = await alice.request("set_permissions", workspace=team.ws, agent=ref, send=False)
+        made_up = await alice.request("set_permissions", workspace=team.ws, agent=ref + "x", send=False)
+        assert hidden["code"] == made_up["code"] == "unknown_member", (ref, hidden)
+    assert (await alice.request("set_permissions", workspace=team.ws, agent="@bob", send=False))["code"] == "unknown_member"
+    carol = await team.person("carol")  # not in team: the workspace is not found
+    assert (await carol.request("set_permissions", workspace=team.ws, agent="researcher", send=False))["code"] == "not_found"

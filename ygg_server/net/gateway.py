@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
-from .. import admin, auth, guidance, protocol, queries
+from .. import admin, auth, guidance, permissions, protocol, queries
 from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..store import sqlite as db
@@ -544,6 +544,26 @@ class Gateway:
             return protocol.error(ref, "forbidden", "admins invite members; only the owner gives or changes roles")
         out = await self.manage(admin.add_org_member, org, handle, role)
         return {"op": "add_org_member", "ref": ref, **out}
+
+    async def _op_set_permissions(self, conn: Conn, ref, frame) -> dict:
+        """Seed 002: "Admins manage everything in it; members add and change only their own agents", and
+        "Monitor: set by a workspace admin"."""
+        self._person_only(conn)
+        ws, agent = frame.get("workspace"), frame.get("agent")
+        if not isinstance(ws, str) or not isinstance(agent, str):
+            return protocol.error(ref, "bad_frame", "set_permissions needs workspace and agent")
+        changes = {k: frame[k] for k in permissions.FLAGS + permissions.LISTS if k in frame}
+        mine = await self.read(admin.role_in, ws, conn.participant)
+        if mine is None:
+            raise queries.NotFound
+        aid, owner = await self.read(permissions.target, ws, agent)
+        if mine not in ("owner", "admin"):
+            if mine == "viewer" or owner != conn.participant:
+                return protocol.error(ref, "forbidden", "members change only their own agents' permissions")
+            if "monitor" in changes:
+                return protocol.error(ref, "forbidden", "monitor is set by a workspace admin")
+        out = await self.manage(permissions.set_permissions, ws, aid, changes)
+        return {"op": "set_permissions", "ref": ref, **out}
 
     async def _op_set_restricted(self, conn: Conn, ref, frame) -> dict:
         """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to
