@@ -99,6 +99,7 @@ async def teams(team):
         "general": general_id(ws), "dm": dm["message"]["conversation"], "group": g["message"]["conversation"],
         "topic": t["message"]["topic"], "dm_topic": dm["message"]["topic"], "message": t["message"]["id"],
         "dm_message": dm["message"]["id"], "delivery": delivery, "personal": b["personal_workspace"],
+        "org": b["org"],
     }
     team.carol = carol
     return team

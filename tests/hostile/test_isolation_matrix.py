@@ -81,9 +81,19 @@ CASES: list[tuple[str, dict]] = [
     ("set_profile", {"agent": "$agent_name", "title": "mine now"}),
     ("set_setting", {"workspace": "$ws", "key": "party.maxHops", "value": 3}),
     ("set_setting", {"workspace": "$personal", "key": "party.maxHops", "value": 3}),
+    # organizations, restricted workspaces, permissions, history cursors (seed 002)
+    ("add_org_member", {"org": "$org", "handle": "bob", "role": "member"}),
+    ("add_org_member", {"org": "$org", "handle": "alice", "role": "admin"}),
+    *[("set_restricted", {"workspace": w, "restricted": r}) for w in ("$ws", "$personal") for r in (True, False)],
+    ("set_permissions", {"workspace": "$ws", "agent": "$agent", "send": False}),
+    *[("set_permissions", {"workspace": A, "agent": x, "monitor": True})
+      for x in ("$agent", "$agent_name", "$agent_name@$handle", "$person", "@$handle")],
+    *[("set_permissions", {"workspace": A, "agent": "researcher", k: [x]})
+      for k in ("can_message", "takes_from") for x in ("$agent", "$agent_name@$handle", "@$handle", "group:$group_name")],
+    *[("history", {"workspace": A, "conversation": "general", "before": m}) for m in ("$message", "$dm_message")],
 ]
 
-KINDS = ("ws", "personal", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
+KINDS = ("ws", "personal", "org", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
          "handle", "agent_name", "group_name", "delivery")
 
 
@@ -91,7 +101,7 @@ def ghosts(team) -> dict:
     """Made-up ids of every kind, shaped like the real ones."""
     top = team.conn.execute("SELECT coalesce(max(id), 0) FROM deliveries").fetchone()[0]
     u = lambda: str(uuid.uuid4())  # noqa: E731
-    return {"ws": u(), "personal": u(), "general": u(), "dm": u(), "group": u(), "topic": u(), "dm_topic": u(),
+    return {"ws": u(), "personal": u(), "org": u(), "general": u(), "dm": u(), "group": u(), "topic": u(), "dm_topic": u(),
             "message": u(), "dm_message": u(), "person": f"human.{uuid.uuid4().hex}",
             "agent": f"agent.{uuid.uuid4().hex}", "handle": "zed9", "agent_name": "ghost7", "group_name": "nocell7",
             "delivery": top + 1_000_000}
