@@ -155,6 +155,8 @@ def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
         pid = person(conn, handle)
+        if role != Role.OWNER and role_in(conn, ws, pid) == Role.OWNER:  # seed 003 §66
+            raise AdminError("owner_permanent", "an owner stays the owner: set once at creation, never changed or removed")
         reach.add_direct(conn, ws, pid, Role(role), now)
         left = reach.bring_agents(conn, ws, pid, now)
     return {"id": pid, "workspace": ws, "role": role, "left_out": left}

@@ -497,3 +497,20 @@ async def test_permissions_are_set_by_admins_and_by_members_for_their_own_agents
     assert (await alice.request("set_permissions", workspace=team.ws, agent="@bob", send=False))["code"] == "unknown_member"
     carol = await team.person("carol")  # not in team: the workspace is not found
     assert (await carol.request("set_permissions", workspace=team.ws, agent="researcher", send=False))["code"] == "not_found"
+
+
+async def test_the_owner_stays_the_owner(team):
+    """Seed 003: "The owner keeps only three things: changing roles, deleting the workspace, and its own permanence, set once at creation and never changed or removed"."""
+    alice = await team.person("alice")
+    r = await alice.request("add_member", workspace=team.ws, handle="alice", role="member")
+    assert r["code"] == "owner_permanent", r
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_member, team.ws, "alice", "admin")
+    assert e.value.code == "owner_permanent"
+    assert (await alice.call("add_member", workspace=team.ws, handle="bob", role="admin"))["role"] == "admin"
+    bob = await team.person("bob")
+    r = await bob.request("add_member", workspace=team.ws, handle="alice", role="viewer")
+    assert r["code"] == "forbidden", "an admin does not change roles"
+    roles = {m["name"]: m["role"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+    assert roles["alice"] == "owner" and roles["bob"] == "admin"
+    assert (await alice.call("add_member", workspace=team.ws, handle="alice", role="owner"))["role"] == "owner"
