@@ -2,7 +2,7 @@
 
 A turn's input carries the directive split in two (seed 003 §54): `stable`, the
 blocks that stay byte-for-byte identical from turn to turn (role, rules, persona,
-the conversation's rulebook) so a provider's prompt cache keeps hitting, and
+the party, the conversation's rulebook) so a provider's prompt cache keeps hitting, and
 `dynamic`, what changes every time (whose turn it is, what was just said). The
 output is one message for the bridge to send (or none), plus any tool calls.
 """
@@ -46,10 +46,12 @@ class Step(msgspec.Struct, kw_only=True):
 class Directive(msgspec.Struct, frozen=True, kw_only=True):
     """What an agent should do this turn, in two parts (seed 003 §53-55).
 
-    `stable` is a tuple of blocks: the agent's core (role, rules, tools guide,
-    persona) first, then the conversation's rulebook. Both are byte-identical
-    from turn to turn in one conversation; the core is identical across all of
-    them. `dynamic` is rendered fresh for every turn.
+    `stable` is a tuple of blocks: the server's core (who the agent is, the rules,
+    its persona), the bridge's answer block (the answer format, and the tools when
+    the backend cannot call them natively), then the server's conversation block
+    (who else is here, the conversation's rulebook). All are byte-identical from
+    turn to turn in one conversation; the first two across all of them.
+    `dynamic` is fresh for every turn: the server's, then the bridge's memory.
     """
 
     stable: tuple[str, ...]
