@@ -224,3 +224,22 @@ async def test_stable_blocks_go_once_per_connection_and_version(team):
             if f["op"] == "deliver" and f["wake"]:
                 break
         assert "directive" not in f
+
+
+async def test_a_side_conversation_is_named_as_such(team):
+    """Seed 003 §15: "For a task started inside a direct message, the back-and-forth is not allowed to spill into a
+    conversation everyone sees. A separate side conversation is opened": the delegate's directive says where it
+    works, and who is there."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    asked = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Numbers",
+                             type="request", to=["researcher"], text="check the numbers")
+    await wake(researcher)
+    m = asked["message"]
+    deleg = await researcher.send(workspace=team.ws, conversation=m["conversation"], topic=m["topic"],
+                                  type="request", to=["reviewer"], state="waiting", text="please recompute table 2")
+    assert deleg["op"] == "sent" and deleg["message"]["conversation"] != m["conversation"], deleg
+    d = (await wake(reviewer))["directive"]
+    assert "Where you are: a side conversation" in d["stable"][1] and "@alice, a person" in d["stable"][1]
+    assert "please recompute table 2" in d["dynamic"] and "researcher sent you a request" in d["dynamic"]

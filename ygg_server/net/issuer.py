@@ -159,6 +159,8 @@ def _where(conv) -> str:
         return "General, the whole workspace's conversation"
     if conv.kind == "group":
         return f"the group conversation {conv.name}"
+    if conv.kind == "side":
+        return "a side conversation for a task delegated from a direct conversation (only its result goes back)"
     return "a direct conversation" if len(conv.members) <= 2 else "a party conversation"
 
 
