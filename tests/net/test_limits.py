@@ -60,7 +60,7 @@ async def test_oversized_frame_closes_with_1009(team):
 
 
 async def test_idle_connection_is_closed(tmp_path):
-    """docs/protocol.md: "10 minutes without a frame (close 1000 "idle"; the client library reconnects)"."""
+    """docs/protocol.md: "10 minutes without a frame or a pong (close 1000 "idle"; the client library reconnects)"."""
     async with serving(tmp_path, idle_timeout=0.6) as s:
         s.admin(admin.add_person, "alice", PW)
         async with websockets.connect(s.url) as ws:
@@ -71,6 +71,19 @@ async def test_idle_connection_is_closed(tmp_path):
             started = time.monotonic()
             assert await closed_with(ws) == 1000
             assert ws.close_reason == "idle" and time.monotonic() - started < 2
+
+
+async def test_a_quiet_connection_that_answers_pings_is_not_idle(tmp_path):
+    """Seed 003: "Each agent's app keeps a channel open over WebSocket, subscribed to exactly that topic": an agent
+    with nothing to say whose socket answers the keepalive pings stays connected past the idle bound."""
+    async with serving(tmp_path, idle_timeout=0.6, ping_interval=0.1, ping_timeout=5.0) as s:
+        s.admin(admin.add_person, "alice", PW)
+        key = s.admin(admin.add_agent, "quiet", "alice")["api_key"]
+        async with websockets.connect(s.url) as ws:  # websockets answers pings by itself
+            assert (await ask(ws, {"op": "auth", "ref": 1, "api_key": key}))["op"] == "session"
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(ws.recv(), 2.0)  # 3x idle_timeout without a frame either way
+            assert (await ask(ws, {"op": "ping", "ref": 2}))["op"] == "pong", "still connected"
 
 
 # --- plans ---

@@ -277,11 +277,14 @@ class Gateway:
             writer.cancel()
 
     async def _idle(self, conn: Conn) -> None:
-        """Close a connection that has waited `idle_timeout` for its next frame (1000 "idle")."""
+        """Close a connection from which nothing was heard for `idle_timeout` while it was waited on (1000 "idle").
+
+        A pong to the keepalive ping is heard too: an agent's app "keeps a channel open" (seed 003 §2), and a
+        quiet one whose socket answers is not cut off; one that stops answering is closed by the keepalive."""
         limit = self.limits.idle_timeout
         while True:
             since = conn.waiting_since
-            left = limit if since is None else since + limit - time.monotonic()
+            left = limit if since is None else max(since, conn.last_seen) + limit - time.monotonic()
             if left <= 0:
                 await conn.ws.close(1000, "idle")
                 return
