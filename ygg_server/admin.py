@@ -133,19 +133,41 @@ def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str =
     return {"id": pid, "handle": handle, "org": org, "personal_workspace": ws}
 
 
-def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: bool = False) -> dict:
-    """A workspace in `owner`'s own organization: open to all its members, or `restricted` (seed 002) to its
-    admins and the people added to it directly."""
+def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT_PLAN) -> dict:
+    """Seed 002: everyone "can create or join more" organizations; the creator is its owner."""
+    if not name.strip():
+        raise AdminError("bad_name", "an organization needs a name")
+    if plan not in PLANS:
+        raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
+    with db.Tx(conn):
+        pid = person(conn, owner)
+        oid = new_id()
+        conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at) VALUES (?,?,?,?,?)",
+                     (oid, name.strip(), plan, pid, now_us()))
+        conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (oid, pid, Role.OWNER))
+    return {"id": oid, "name": name.strip(), "plan": plan}
+
+
+def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: bool = False,
+                  org_ref: str | None = None) -> dict:
+    """A workspace in `owner`'s own (first) organization, or in `org_ref`, where `owner` must be its owner or an
+    admin: open to all its members, or `restricted` (seed 002) to its admins and the people added directly."""
     now = now_us()
     with db.Tx(conn):
         pid = person(conn, owner)
-        org, plan = org_owned_by(conn, pid)
+        if org_ref is None:
+            oid, plan = org_owned_by(conn, pid)
+        else:
+            oid = org(conn, org_ref)
+            if org_role(conn, oid, pid) not in reach.ORG_ADMINS:
+                raise AdminError("forbidden", "the organization's owner and admins make its workspaces")
+            plan = conn.execute("SELECT plan FROM orgs WHERE id = ?", (oid,)).fetchone()[0]
         limit = PLANS[plan].workspaces
-        count = conn.execute("SELECT count(*) FROM workspaces WHERE org = ? AND personal_of IS NULL", (org,)).fetchone()[0]
+        count = conn.execute("SELECT count(*) FROM workspaces WHERE org = ? AND personal_of IS NULL", (oid,)).fetchone()[0]
         if limit is not None and count >= limit:
             raise AdminError("plan_limit", f"the {plan} plan allows {limit} workspace(s) besides each personal one")
-        ws, *left = _make_workspace(conn, org, name, pid, now, personal=False, restricted=restricted)
-    return {"id": ws, "name": name, "org": org, "restricted": restricted, "left_out": left}
+        ws, *left = _make_workspace(conn, oid, name, pid, now, personal=False, restricted=restricted)
+    return {"id": ws, "name": name, "org": oid, "restricted": restricted, "left_out": left}
 
 
 def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "member") -> dict:
@@ -228,15 +250,14 @@ def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | Non
     return {"id": aid, "name": name, "api_key": key, "left_out": left}
 
 
-def set_plan(conn: sqlite3.Connection, org: str, plan: str) -> dict:
+def set_plan(conn: sqlite3.Connection, org_ref: str, plan: str) -> dict:
+    """An organization's plan; `org_ref` is its id, or a handle for that person's own (first) organization."""
     if plan not in PLANS:
         raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
     with db.Tx(conn):
-        cur = conn.execute("UPDATE orgs SET plan = ? WHERE id = ?", (plan, org))
-        if cur.rowcount == 0:
-            pid = person(conn, org)
-            conn.execute("UPDATE orgs SET plan = ? WHERE owner = ?", (plan, pid))
-    return {"id": org, "plan": plan}
+        oid = org(conn, org_ref)
+        conn.execute("UPDATE orgs SET plan = ? WHERE id = ?", (plan, oid))
+    return {"id": oid, "plan": plan}
 
 
 def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[str]) -> dict:

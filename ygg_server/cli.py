@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("--owner", required=True)
     x.add_argument("--restricted", action="store_true", help="open only to the organization's admins and the "
                                                               "people added to it (default: every member)")
+    x.add_argument("--org", default=None, help="an organization of which the owner is owner or admin (default: "
+                                               "the owner's own)")
+    x = asub.add_parser("add-org")
+    x.add_argument("name")
+    x.add_argument("--owner", required=True)
+    x.add_argument("--plan", default=admin.DEFAULT_PLAN)
     x = asub.add_parser("add-org-member")
     x.add_argument("org", help="an organization id, or its owner's handle")
     x.add_argument("handle")
@@ -118,7 +124,9 @@ def run_admin(args) -> int:
         if act == "add-person":
             out = admin.add_person(conn, args.handle, args.password, args.plan)
         elif act == "add-workspace":
-            out = admin.add_workspace(conn, args.name, args.owner, args.restricted)
+            out = admin.add_workspace(conn, args.name, args.owner, args.restricted, args.org)
+        elif act == "add-org":
+            out = admin.add_org(conn, args.name, args.owner, args.plan)
         elif act == "add-org-member":
             out = admin.add_org_member(conn, args.org, args.handle, args.role)
         elif act == "set-permissions":

@@ -82,6 +82,7 @@ CASES: list[tuple[str, dict]] = [
     ("set_setting", {"workspace": "$ws", "key": "party.maxHops", "value": 3}),
     ("set_setting", {"workspace": "$personal", "key": "party.maxHops", "value": 3}),
     # organizations, restricted workspaces, permissions, history cursors (seed 002)
+    ("create_workspace", {"name": "probe", "org": "$org"}),
     ("add_org_member", {"org": "$org", "handle": "bob", "role": "member"}),
     ("add_org_member", {"org": "$org", "handle": "alice", "role": "admin"}),
     *[("set_restricted", {"workspace": w, "restricted": r}) for w in ("$ws", "$personal") for r in (True, False)],

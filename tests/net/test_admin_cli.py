@@ -76,6 +76,10 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     carol = await cli(d, "add-person", "carol", "--password", PW)
     joined = await cli(d, "add-org-member", "alice", "carol", "--role", "admin")  # ORG by its owner's handle
     assert joined["id"] == carol["id"] and joined["role"] == "admin" and joined["org"] == ws["org"]
+    acme = await cli(d, "add-org", "Acme", "--owner", "carol", "--plan", "free")
+    assert acme["plan"] == "free" and acme["name"] == "Acme"
+    assert (await cli(d, "add-workspace", "ops", "--owner", "carol", "--org", acme["id"]))["org"] == acme["id"]
+    assert (await cli(d, "set-plan", acme["id"], "team"))["id"] == acme["id"]
     secret = await cli(d, "add-workspace", "secret", "--owner", "alice", "--restricted")
     assert secret["restricted"] is True
     assert (await cli(d, "set-restricted", "secret", "off"))["restricted"] is False
@@ -98,6 +102,7 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         (("set-permissions", "team", "ghost", "--send", "off"), "unknown_member"),
         (("set-restricted", "alice (personal)", "off"), "personal_workspace"),
         (("add-org-member", "alice", "alice"), "bad_role"),
+        (("add-workspace", "theirs", "--owner", "bob", "--org", "alice"), "forbidden"),
     ):
         err = await cli(d, *args, ok=False)
         assert err["error"] == code and err["detail"], (args, err)

@@ -514,3 +514,23 @@ async def test_the_owner_stays_the_owner(team):
     roles = {m["name"]: m["role"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
     assert roles["alice"] == "owner" and roles["bob"] == "admin"
     assert (await alice.call("add_member", workspace=team.ws, handle="alice", role="owner"))["role"] == "owner"
+
+
+async def test_a_person_creates_and_joins_more_organizations(team):
+    """Seed 002: "Everyone gets their own organization on first sign-in and can create or join more"."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    alice, bob, carol = [await team.person(h) for h in ("alice", "bob", "carol")]
+    acme = await alice.call("create_org", name="Acme")
+    assert acme["name"] == "Acme" and acme["id"]
+    ops = await alice.call("create_workspace", name="ops", org=acme["id"])
+    assert ops["org"] == acme["id"] and ops["restricted"] is False
+    assert "ops" not in await workspaces_of(bob)
+    await alice.call("add_org_member", org=acme["id"], handle="bob")  # bob joins a second organization
+    assert (await workspaces_of(bob))["ops"] == "member"
+    orgs = {w["org"] for w in (await bob.call("list_workspaces"))["workspaces"]}
+    assert len(orgs) == 3, "his own, alice's first, and Acme"
+    assert (await bob.request("create_workspace", name="mine", org=acme["id"]))["code"] == "forbidden"
+    hidden = await carol.request("create_workspace", name="x", org=acme["id"])
+    made_up = await carol.request("create_workspace", name="x", org="00000000-0000-4000-8000-000000000000")
+    assert hidden["code"] == "not_found" and {**hidden, "ref": 0} == {**made_up, "ref": 0}
+    assert (await carol.request("add_org_member", org=acme["id"], handle="carol"))["code"] == "not_found"

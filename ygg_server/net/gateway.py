@@ -524,11 +524,23 @@ class Gateway:
 
     async def _op_create_workspace(self, conn: Conn, ref, frame) -> dict:
         self._person_only(conn)
-        name, restricted = frame.get("name"), frame.get("restricted", False)
-        if not isinstance(name, str) or not name.strip() or not isinstance(restricted, bool):
-            return protocol.error(ref, "bad_frame", "create_workspace needs a name (and optionally restricted: bool)")
-        out = await self.manage(admin.add_workspace, name.strip(), conn.participant, restricted)
+        name, restricted, org = frame.get("name"), frame.get("restricted", False), frame.get("org")
+        if not isinstance(name, str) or not name.strip() or not isinstance(restricted, bool) \
+                or not isinstance(org, str | None):
+            return protocol.error(ref, "bad_frame", "create_workspace needs a name (and optionally restricted, org)")
+        if org is not None and await self.read(admin.org_role, org, conn.participant) is None:
+            raise queries.NotFound  # an organization one is not in is answered as one that does not exist
+        out = await self.manage(admin.add_workspace, name.strip(), conn.participant, restricted, org)
         return {"op": "create_workspace", "ref": ref, **out}
+
+    async def _op_create_org(self, conn: Conn, ref, frame) -> dict:
+        """Seed 002: everyone "can create or join more" organizations."""
+        self._person_only(conn)
+        name = frame.get("name")
+        if not isinstance(name, str) or not name.strip():
+            return protocol.error(ref, "bad_frame", "create_org needs a name")
+        out = await self.manage(admin.add_org, name, conn.participant)
+        return {"op": "create_org", "ref": ref, **out}
 
     async def _op_add_org_member(self, conn: Conn, ref, frame) -> dict:
         """Seed 002: invite people from Organizations; as for workspaces (seed 003 §66), admins invite members,
