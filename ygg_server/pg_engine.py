@@ -47,6 +47,7 @@ from .core import (
     general_id, next_due,
 )
 from .core import assign as core_assign, party as core_party, side as core_side
+from .core.decide import throttle_limit
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
 from .store import postgres as pg
@@ -54,7 +55,21 @@ from .store import sqlite as db
 
 log = logging.getLogger("ygg.pg_engine")
 
+class _Contended(Exception):
+    """A General conversation's party counters, read without a lock, were near a limit after all.
+
+    General is in every agent message's batch (its counters move with each one), so locking its row
+    for a whole batch made every node's batches of a workspace take turns on it. A batch with no
+    person writing in General reads it without a lock and, at its write, adds its agents' messages
+    to the counters (`run`, `hops`) in one UPDATE, which returns the result. That is exactly what a
+    locked batch would have decided as long as neither the batch's own view nor the result reaches
+    a limit (no message was throttled or hop-limited, no notice is due). When one does, the
+    transaction is rolled back and decided again with General locked.
+    """
+
+
 RETRYABLE = (
+    _Contended,
     asyncpg.exceptions.DeadlockDetectedError,
     asyncpg.exceptions.SerializationError,
     asyncpg.exceptions.UniqueViolationError,
@@ -85,6 +100,7 @@ class _Snapshot:
     wallets: dict[str, int | None] = field(default_factory=dict)  # agent -> balance (locked)
     pools: dict[str, int] = field(default_factory=dict)  # workspace -> pool balance
     locked_pools: set[str] = field(default_factory=set)
+    shared: set[str] = field(default_factory=set)  # General conversations read without a lock (see _Contended)
     opened: dict[str, int] = field(default_factory=dict)
     usage: dict[tuple[str, str], int] = field(default_factory=dict)  # limited plans: used this month
     idem: dict[tuple[str, str], bytes] = field(default_factory=dict)
@@ -137,6 +153,7 @@ class PgEngine:
         self._timers: list[tuple[int, str]] = []
         self._next_poll = 0.0
         self._after: tuple = ((), {}, {})
+        self._lock_general = False  # the next attempt locks General (the last was _Contended)
         self._reset(None)
 
     # --- lifecycle ---
@@ -390,8 +407,10 @@ class PgEngine:
                 async with self.conn.transaction():
                     result = await fn(*args)
                 self._apply_after()  # committed: now this node's caches may follow
+                self._lock_general = False
                 return result
             except RETRYABLE as e:
+                self._lock_general = self._lock_general or isinstance(e, _Contended)
                 if attempt == MAX_ATTEMPTS - 1:
                     raise
                 log.info("retrying after %s", type(e).__name__)
@@ -490,6 +509,7 @@ class PgEngine:
         for _ in range(3):
             await self._ensure({f["workspace"] for _, _, f in sends})
             convs, topics, agents, pools, idem, limited, opening = set(), set(), set(), set(), [], set(), set()
+            shared, locked = set(), set()  # General conversations: read without a lock / locked (a person writes)
             for _, author, f in sends:
                 ws = f["workspace"]
                 d = self._directory(ws)
@@ -498,6 +518,8 @@ class PgEngine:
                 cid = _conversation_id(d, f.get("conversation", "general"), author)
                 if cid is not None:  # General too: its party counters move with agents' messages
                     convs.add(cid)
+                    if cid == general_id(ws):
+                        (shared if d.participants[author].kind == Kind.AGENT else locked).add(cid)
                 t = f.get("topic")
                 if isinstance(t, str) and t != "new":
                     topics.add(t)
@@ -515,9 +537,10 @@ class PgEngine:
                 await self.conn.executemany(
                     "INSERT INTO usage (org, month, count) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
                     [(o, month) for o in sorted(limited)])
+            shared = set() if self._lock_general else shared - locked
             rows = await self.conn.fetch(
-                _LOAD, sorted(convs), sorted(topics), sorted(agents), sorted(pools),
-                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month)
+                _LOAD, sorted(convs - shared), sorted(topics), sorted(agents), sorted(pools),
+                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month, sorted(shared))
             snap = _Snapshot()
             for kind, a, b, c, x, y, n, blob in rows:
                 if kind == "v":
@@ -537,6 +560,7 @@ class PgEngine:
             if snap.version != self._version:
                 self._reset(snap.version)
                 continue  # someone changed the directory: load it again, lock again (a superset)
+            snap.shared = shared & set(snap.convs)
             for a in agents:
                 snap.wallets.setdefault(a, None)
             for cv in snap.convs.values():  # seen now: the gateway shows their topics' events to their members
@@ -698,7 +722,10 @@ class PgEngine:
                 usage[key] = usage.get(key, 0) + d.usage
             for f in d.flags:
                 flags[(f.name, f.agent)] = f.on
-        cs, ts, ks, us = list(convs.values()), list(topics.values()), sorted(deltas), sorted(usage)
+        counted = self._counted(w, convs)
+        cs = [c for c in convs.values() if c.id not in counted]
+        ts, ks, us = list(topics.values()), sorted(deltas), sorted(usage)
+        gs = sorted(counted)
         on = [k for k, v in flags.items() if v]
         off = [k for k, v in flags.items() if not v]
         idem = w.new_idem if w is not None else []
@@ -725,7 +752,8 @@ class PgEngine:
             [k[0] for k in on], [k[1] for k in on], [k[0] for k in off], [k[1] for k in off],
             [x[0] for x in idem], [x[1] for x in idem], [x[2] for x in idem],
             1 if flags else 0,  # other nodes cache flags: make them drop theirs
-            self.node, pg.CHANNEL, news, [db.party_json(x) for x in cs])
+            self.node, pg.CHANNEL, news, [db.party_json(x) for x in cs],
+            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs])
         stored_ids: dict[tuple[str, str], int] = {}
         inserted: set[str] = set()
         acked: set[tuple[int, str]] = set()
@@ -736,6 +764,8 @@ class PgEngine:
                 inserted.add(mid)
             elif kind == "a":
                 acked.add((n, who))
+            elif kind == "g":
+                self._check_counted(convs[mid], who)
         stored = []
         for m, x in dl:
             did = stored_ids.get((m.id, x.recipient))
@@ -750,6 +780,28 @@ class PgEngine:
         out.balances += [(*k, v) for k, v in balances.items()]
         self._after = (flags, convs, topics)  # for this node's caches, after the COMMIT (_attempts)
         return acked
+
+    def _counted(self, w: _Work | None, convs: dict[str, Conversation]) -> dict[str, tuple[int, int]]:
+        """The General conversations read without a lock: what the batch adds to `run` and `hops`."""
+        out: dict[str, tuple[int, int]] = {}
+        for cid in (w.snap.shared if w is not None else ()):
+            base, final = w.snap.convs[cid], convs.get(cid)
+            if final is None:
+                continue
+            run, hops = final.run - base.run, final.hops - base.hops
+            if run < 0 or hops < 0 or msgspec.structs.replace(final, run=base.run, hops=base.hops) != base:
+                raise _Contended(cid)  # reset, or a notice, or anything but counting: decide it locked
+            self._check_counted(final, None)
+            out[cid] = (run, hops)
+        return out
+
+    def _check_counted(self, conv: Conversation, party: str | None) -> None:
+        """Counters below both limits (the batch's own, or, with `party`, the row's after the UPDATE)."""
+        if party is not None:
+            conv = db.conversation(conv.id, conv.workspace, str(conv.kind), conv.name, "[]", party)
+        limits = self._party_limits(conv.workspace)
+        if conv.run >= throttle_limit(conv, limits["throttle"]) or conv.hops >= limits["max_hops"]:
+            raise _Contended(conv.id)
 
     def _apply_after(self) -> None:
         flags, convs, topics = self._after
@@ -990,6 +1042,7 @@ _LOAD = """
 WITH v AS (SELECT value FROM meta WHERE key = 'config'),
 c AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($1::text[])
       ORDER BY id FOR UPDATE),
+g AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($9::text[])),
 t AS (SELECT id, state FROM topics WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE),
 w AS (SELECT account, balance FROM wallets WHERE workspace = '*' AND account = ANY($3::text[]) ORDER BY account FOR UPDATE),
 nw AS (SELECT count(pg_advisory_xact_lock(hashtextextended('wallet:' || a, 0))) AS n
@@ -1002,6 +1055,7 @@ i AS (SELECT participant, client_id, reply FROM idempotency
       WHERE (participant, client_id) IN (SELECT * FROM unnest($5::text[], $6::text[])))
 SELECT 'v', NULL, NULL, NULL, NULL, NULL, value, NULL::bytea FROM v
 UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM c
+UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM g
 UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM t
 UNION ALL SELECT 'w', account, NULL, NULL, NULL, NULL, balance, NULL FROM w
 UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, n, NULL FROM nw
@@ -1020,6 +1074,11 @@ _WRITE = """
 WITH
 ak AS (UPDATE deliveries d SET acked_at = $1 FROM unnest($2::bigint[], $3::text[]) AS a(id, who)
        WHERE d.id = a.id AND d.recipient = a.who AND d.acked_at IS NULL RETURNING d.id, d.recipient),
+cg AS (UPDATE conversations c SET party = (c.party::jsonb || jsonb_build_object(
+         'run', coalesce((c.party::jsonb ->> 'run')::bigint, 0) + x.run,
+         'hops', coalesce((c.party::jsonb ->> 'hops')::bigint, 0) + x.hops))::text
+       FROM unnest($54::text[], $55::bigint[], $56::bigint[]) AS x(id, run, hops) WHERE c.id = x.id
+       RETURNING c.id, c.party),
 cv AS (INSERT INTO conversations (id, workspace, kind, name, members, party, created_at)
        SELECT x.*, $1 FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $53::text[]) AS x
        ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party),
@@ -1063,5 +1122,6 @@ np AS (SELECT pg_notify($51, p) AS x FROM unnest($52::text[]) AS p)
 SELECT 'd', id, message, recipient FROM d
 UNION ALL SELECT 'm', NULL, id, NULL FROM m
 UNION ALL SELECT 'a', id, NULL, recipient FROM ak
+UNION ALL SELECT 'g', NULL, id, party FROM cg
 UNION ALL SELECT 'n', count(*), NULL, NULL FROM (SELECT x FROM nd UNION ALL SELECT x FROM np) z
 """

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import sqlite3
 
 import asyncpg
 import pytest
 
 from ygg_server import admin, queries
+from ygg_server.core import general_id
 from ygg_server.store import postgres as pg
 from ygg_server.store import sqlite as db
 from ygg_server.store.schema import MIGRATIONS
@@ -107,8 +109,7 @@ async def test_the_claim_pattern_serves_any_table_of_work(pg_url):
 async def test_acks_renewals_and_releases_over_the_same_rows_never_deadlock(pg_url):
     """Acks have their own connection and transaction (pg_engine._ack_run), beside the heartbeat's lease
     renewals and the releases of closing connections: all three lock rows in id order, so they queue
-    behind each other. (Acks in the order they come, 30 at a time, against renewals of the same leases,
-    deadlocked dozens of times in this run before.)"""
+    behind each other. (With the acks' rows locked in the order the ids came, this test saw deadlocks.)"""
     import random
 
     dsn = pg.parse_dsn(pg_url)[0]
@@ -148,6 +149,53 @@ async def test_acks_renewals_and_releases_over_the_same_rows_never_deadlock(pg_u
     finally:
         for c in (setup, a, b):
             await c.close()
+
+
+async def test_generals_counters_add_up_across_nodes_and_its_hop_limit_still_holds(server):
+    """Seed 004: a party's hop limit, here in General, fed by agents on two nodes. A batch where no person
+    writes in General reads its row without a lock and adds its agents' messages to the counters in its
+    write (pg_engine._Contended): no increment is lost between the nodes, and near the limit the batch is
+    decided again with the row locked, so exactly the allowed number of hops wake anyone."""
+    other = await server.node()
+    url_b = f"ws://127.0.0.1:{other.port}/"
+    server.admin(admin.add_person, "alice", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    n = 18  # each opens 2 topics first, then 1 (an agent holds at most 3 open topics)
+    keys = [server.admin(admin.add_agent, f"a{i}", "alice")["api_key"] for i in range(n)]
+    for i in range(n):
+        server.admin(admin.fund, f"a{i}", 10_000)
+    alice = await server.person("alice")
+    for key in ("party.maxHops", "party.throttleGroup"):
+        assert (await alice.request("set_setting", workspace=ws, key=key, value=10**6))["op"] == "set_setting"
+    agents = [await server.client(server.url if i % 2 == 0 else url_b, api_key=k) for i, k in enumerate(keys)]
+    gid = general_id(ws)
+
+    def counters():
+        p = json.loads(server.conn.execute("SELECT party FROM conversations WHERE id = ?", (gid,)).fetchone()[0])
+        return p.get("run", 0), p.get("hops", 0)
+
+    async def ask(i, topics, out):
+        for k in range(topics):  # a request to another agent, in a new topic of General: it wakes that agent
+            r = await agents[i].send(workspace=ws, topic="new", title=f"{i}.{k}", to=[f"a{(i + 1) % n}"], text="x")
+            assert r["op"] == "sent", r
+            out.append(r)
+
+    first: list = []
+    await asyncio.gather(*(ask(i, 2, first) for i in range(n)))
+    assert all(d["reason"] is None for r in first for d in r["deliveries"] if d["to"].startswith("agent.")), [d for r in first for d in r["deliveries"] if d["to"].startswith("agent.") and d["reason"]]
+    assert counters() == (2 * n, 2 * n), "every agent message counted once, from both nodes"
+
+    # the limit: 7 more hops allowed; 18 agent messages from both nodes: 7 wake, 11 are hop-limited
+    r = await alice.request("set_setting", workspace=ws, key="party.maxHops", value=2 * n + 7)
+    assert r["op"] == "set_setting", r
+    sent: list = []
+    await asyncio.gather(*(ask(i, 1, sent) for i in range(n)))
+    reasons = [d["reason"] for r in sent for d in r["deliveries"] if d["to"].startswith("agent.")]
+    assert reasons.count(None) == 7 and reasons.count("hop_limit") == n - 7, reasons
+    notices = server.conn.execute(
+        "SELECT count(*) FROM messages WHERE conversation = ? AND author = 'system.ygg' AND text LIKE '%hop%'",
+        (gid,)).fetchone()[0]
+    assert notices == 1, "one hop_limit notice for the run"
 
 
 async def test_two_nodes_never_spend_the_same_credits(server):
