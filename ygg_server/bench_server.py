@@ -52,6 +52,8 @@ import websockets
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
+from .pg_waits import WaitSampler
+
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
 
@@ -670,6 +672,8 @@ class Measured:
     result: PhaseResult
     server_cpu: float  # CPU seconds the server used over `wall` (all its nodes)
     db_cpu: float = float("nan")  # CPU seconds of its PostgreSQL backends (pg, pg2)
+    node_cpu: tuple[float, ...] = ()  # CPU seconds of each node (pg, pg2)
+    waits: dict | None = None  # what the database's backends were doing (pg_waits.WaitSampler.summary)
 
     @property
     def rate(self) -> float:
@@ -701,6 +705,8 @@ class Measured:
             **({} if self.db_cpu != self.db_cpu else {
                 "db_cpu": round(self.db_cpu / self.wall, 3),
                 "db_us_per_msg": round(self.db_cpu / max(1, r.total) * 1e6, 1)}),
+            **({"node_cpu": [round(c / self.wall, 3) for c in self.node_cpu]} if self.node_cpu else {}),
+            **({"db_backends": self.waits} if self.waits else {}),
         }
 
 
@@ -731,13 +737,21 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
         async def phase(name: str, *call, **kw) -> None:
             t0, cpu0 = time.monotonic(), proc.cpu()
             db0 = proc.db_cpu() if isinstance(proc, Procs) else float("nan")
-            parts = await driver.call(*call, **kw)
+            nodes0 = [p.cpu() for p in proc.procs] if isinstance(proc, Procs) else []
+            sampler = WaitSampler(db_url).start() if db_url else None
+            try:
+                parts = await driver.call(*call, **kw)
+            finally:
+                if sampler is not None:
+                    await asyncio.to_thread(sampler.stop)
             r = PhaseResult()
             for x in parts:
                 r.merge(x)
             m = Measured(kind, name, args.seconds, time.monotonic() - t0, r, proc.cpu() - cpu0)
             if isinstance(proc, Procs):
                 m.db_cpu = proc.db_cpu() - db0
+                m.node_cpu = tuple(p.cpu() - c0 for p, c0 in zip(proc.procs, nodes0))
+                m.waits = sampler.summary()
             out.append(m)
 
         # throughput: closed loop, `--window` requests outstanding per agent
@@ -878,6 +892,13 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
         row("closed loop: PostgreSQL CPU, us/msg", lambda k: "" if k not in ("pg", "pg2") else
             f"{med(k, 'throughput', lambda m: m.db_cpu / m.wall):.0%}, "
             f"{med(k, 'throughput', lambda m: m.db_cpu / max(1, m.result.total) * 1e6):.0f}")
+        row("closed loop: CPU of each node", lambda k: "" if k not in ("pg", "pg2") else " / ".join(
+            f"{_median([r['throughput'].node_cpu[i] / r['throughput'].wall for r in by[k]]):.0%}"
+            for i in range(len(by[k][0]["throughput"].node_cpu))))
+        for key, what in (("running", "running"), ("lock_waits", "waiting for a row lock"),
+                          ("idle_in_transaction", "idle in a transaction")):
+            row(f"closed loop: backends {what}", lambda k: "" if k not in ("pg", "pg2") else
+                f"{med(k, 'throughput', lambda m: m.waits[key]):.2f}")
     row(f"open loop {args.rate:g}/s: achieved msgs/s", lambda k: f"{med(k, 'latency', lambda m: m.rate):,.0f}")
     row(f"open loop {args.rate:g}/s: p50 ms", lambda k: f"{fig[k]['p50']:.2f}")
     row(f"open loop {args.rate:g}/s: p99 ms", lambda k: f"{fig[k]['p99']:.2f}")
@@ -903,6 +924,11 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
     if summary.get("pg2_over_pg") is not None:
         r = summary["pg2_over_pg"]
         print(f"throughput two nodes / one node on PostgreSQL: {r:.2f}  (goal >= 1.6: {'met' if r >= 1.6 else 'NOT met'})")
+    for k in kinds:
+        if k in ("pg", "pg2"):
+            w = by[k][0]["throughput"].waits
+            print(f"  {k}, closed loop (run 1): lock waits by statement {w['lock_waits_by_statement']}; "
+                  f"other waits {w['other_waits']}")
     return summary
 
 
