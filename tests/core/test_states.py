@@ -104,7 +104,10 @@ def test_some_done_polls_the_others_once():
     d = w.send("reviewer", topic=tid, type="inform", state="done", to=["researcher"])
     polls = notices(d, Notice.CLOSURE_POLL)
     assert sorted(m.to for m in polls) == [("researcher",), ("writer",)]
-    assert {"researcher", "writer"} <= woken(d)
+    assert "researcher" in woken(d)
+    # writer still holds the opening request's wake: its poll is folded into it (test_wakes.py)
+    assert [(x.recipient, x.wake, x.reason) for r in d.routed if r.message.to == ("writer",) for x in r.deliveries] \
+        == [("writer", False, "wake_coalesced")]
     # once: more messages in the topic poll nobody again
     d = w.send("human.alice", topic=tid, type="inform", to=["writer"])
     assert notices(d, Notice.CLOSURE_POLL) == []
@@ -185,3 +188,30 @@ def test_done_is_per_topic():
     tid = w.open("researcher", to=["reviewer"])
     w.send("reviewer", topic=tid, type="inform", state="done")
     assert_woken(w.send("writer", to=["reviewer"], title="Another topic"), "reviewer")
+
+
+def test_a_participant_is_polled_once_per_round_whoever_writes():
+    """Seed 000: "When some are done and others are not, the backend asks the others once if they are done too;"
+
+    Core decision (docs/rules.md): answering the poll does not make a participant pollable again by
+    the next message (a person's included); the round ends when nobody is done any more.
+    """
+    w = World()
+    tid = w.open("researcher", to=["reviewer"])
+    d = w.send("reviewer", topic=tid, type="response", in_reply_to=tid, state="done")
+    assert [m.to for m in notices(d, Notice.CLOSURE_POLL)] == [("researcher",)]
+    w.send("researcher", topic=tid, type="inform", text="still checking", to=["reviewer"])
+    assert w.topic(tid).members["researcher"].polled_at is None  # the poll is answered
+    d = w.send("human.alice", topic=tid, type="request", text="how far are you?", to=["researcher"])
+    assert notices(d, Notice.CLOSURE_POLL) == [] and woken(d) == {"researcher"}
+    d = w.send("researcher", topic=tid, type="response", in_reply_to=d.routed[0].message.id, to=["human.alice"])
+    assert [m.to for m in notices(d, Notice.CLOSURE_POLL)] == [("human.alice",)]  # alice: never asked yet
+    d = w.send("human.alice", topic=tid, type="inform", text="ok", to=["researcher"])
+    assert notices(d, Notice.CLOSURE_POLL) == []
+    # a new round: nobody is done any more (a person woke the reviewer), then someone is done again
+    d = w.send("human.alice", topic=tid, type="request", text="reviewer, one more look", to=["reviewer"])
+    assert_woken(d, "reviewer")
+    w.send("reviewer", topic=tid, type="response", in_reply_to=d.routed[0].message.id, state="working")
+    assert not any(m.asked for m in w.topic(tid).members.values())
+    d = w.send("reviewer", topic=tid, type="inform", state="done", to=["researcher"])
+    assert sorted(m.to for m in notices(d, Notice.CLOSURE_POLL)) == [("human.alice",), ("researcher",)]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ygg_server.core import SYSTEM, MessageType, Notice, State
+from ygg_server.core import SYSTEM, MessageType, Notice, State, TopicStatus
 
 from .harness import World, assert_context, assert_woken, delivery, notices, woken
 
@@ -277,6 +277,7 @@ def test_system_notices_wake(notice):
             w.wallets[a] = 100
         if notice == Notice.CLOSURE_POLL:
             tid = w.open("researcher", to=["reviewer"])
+            w.send("reviewer", topic=tid, type="response", in_reply_to=tid)  # its wake answered: the poll is not folded
             d = w.send("researcher", topic=tid, type="inform", state="done", to=["reviewer"])
         elif notice == Notice.NUDGE:
             tid = w.open("researcher", to=["reviewer"], state="waiting")
@@ -304,3 +305,37 @@ def test_agents_state_is_carried_over_when_not_given():
     w.send("reviewer", topic=tid, type="inform", state="waiting", waiting_for=["researcher"])
     w.send("reviewer", topic=tid, type="inform")
     assert w.state(tid, "reviewer") == State.WAITING
+
+
+def test_a_poll_folds_into_the_wake_the_same_decision_gives():
+    """Seed 000: "If an agent already has an unanswered wake on a topic, further requests on that topic are folded into it instead of waking it again."
+
+    A response that says done wakes its requester, and the requester is also due a closure poll:
+    the poll reaches it as context (`wake_coalesced`), so the decision wakes it once.
+    """
+    w = World()
+    tid = w.open("researcher", to=["reviewer"])
+    d = w.send("reviewer", topic=tid, type="response", in_reply_to=tid, state="done")
+    assert_woken(d, "researcher")
+    (poll,) = notices(d, Notice.CLOSURE_POLL)
+    assert poll.to == ("researcher",)
+    wakes = [x for r in d.routed for x in r.deliveries if x.recipient == "researcher" and x.wake]
+    assert len(wakes) == 1
+    assert [(x.wake, x.reason) for r in d.routed if r.message is poll for x in r.deliveries] == [(False, "wake_coalesced")]
+    m = w.topic(tid).members["researcher"]
+    assert m.polled_at == w.now and m.wake_pending  # still asked, and the one wake it got is pending
+    # its answer to that wake answers the poll too: state done closes the topic
+    w.send("researcher", topic=tid, type="inform", state="done", to=["reviewer"])
+    assert w.topic(tid).status == TopicStatus.CLOSED
+
+
+def test_a_poll_wakes_an_agent_with_no_wake_pending():
+    """Seed 000: "a few system notices from Agent'Ygg: a closure poll, a nudge, a resume after one of the agent's topics closed, or "your credits were refilled"." """
+    w = World()
+    tid = w.open("researcher", to=["reviewer", "writer"])
+    w.send("writer", topic=tid, type="response", in_reply_to=tid)  # writer answered its wake
+    d = w.send("reviewer", topic=tid, type="response", in_reply_to=tid, state="done")
+    polls = {m.to[0]: m for m in notices(d, Notice.CLOSURE_POLL)}
+    assert set(polls) == {"researcher", "writer"}
+    assert [(x.wake, x.reason) for r in d.routed if r.message is polls["writer"] for x in r.deliveries] == [(True, None)]
+    assert sum(1 for r in d.routed for x in r.deliveries if x.recipient == "researcher" and x.wake) == 1

@@ -240,7 +240,8 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     members = dict(old)
     prev = old.get(aid)
     folded = prev.folded if prev is not None else 0
-    members[aid] = Member(state, now, False, 0, waiting_for)  # state, last_at, wake_pending, folded, waiting_for
+    # state, last_at, wake_pending, folded, waiting_for; `asked` outlives the author's answer to a poll
+    members[aid] = Member(state, now, False, 0, waiting_for, asked=prev is not None and prev.asked)
     for w in waiting_for:
         m = members.get(w)
         if m is None:
@@ -358,6 +359,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
         if any_done and topic.status == _OPEN:
             topic, polls = poll(d, topic, now, post.id, skip=(aid,))
             routed += polls
+        elif not any_done and _asked(topic.members):  # nobody is done any more: the closure round is over
+            topic = replace(topic, members={p: replace(m, asked=False) if m.asked else m
+                                            for p, m in topic.members.items()})
 
     conversation = _grown(conv, author, recipients, view.new_conversation)
     counted = _counted(conv if conversation is None else conversation, view, human, agent and not absorbed,
@@ -367,10 +371,18 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed)
 
 
-def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset()) -> tuple[Topic, list[Routed]]:
-    """Seed 000: "the backend asks the others once if they are done too"."""
+def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset(),
+         again=frozenset()) -> tuple[Topic, list[Routed]]:
+    """Seed 000: "the backend asks the others once if they are done too".
+
+    Once per closure round: a participant already asked (`asked`) is not asked again, even after it
+    answered, until nobody is done any more; only the clock re-polls, naming them in `again`.
+    An agent that already has an unanswered wake here gets the poll folded into it (seed 000: "further
+    requests on that topic are folded into it"): context, `wake_coalesced`, so one decision wakes it once.
+    """
     ask = [pid for pid, m in topic.members.items()
-           if m.state != _DONE and m.polled_at is None and pid not in skip and pid != SYSTEM]
+           if m.state != _DONE and m.polled_at is None and pid not in skip and pid != SYSTEM
+           and (not m.asked or pid in again)]
     if not ask:
         return topic, []
     members = dict(topic.members)
@@ -378,13 +390,24 @@ def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset()) -> 
     for pid in ask:
         m = members[pid]
         p = d.participants.get(pid)
-        members[pid] = replace(m, polled_at=now, wake_pending=p is not None and p.kind == _AGENT)
-        out.append(notice(Notice.CLOSURE_POLL, workspace=topic.workspace, conversation=topic.conversation,
-                          topic=topic.id, to=(pid,), now=now, cause=f"{cause}:{now}"))
+        agent = p is not None and p.kind == _AGENT
+        r = notice(Notice.CLOSURE_POLL, workspace=topic.workspace, conversation=topic.conversation,
+                   topic=topic.id, to=(pid,), now=now, cause=f"{cause}:{now}")
+        if agent and m.wake_pending:
+            r = Routed(r.message, (Delivery(pid, False, _C_COALESCED),))
+        members[pid] = replace(m, polled_at=now, asked=True, wake_pending=agent)
+        out.append(r)
     pending = dict(topic.pending)
     for r in out:
         pending[r.message.id] = Pending(SYSTEM, frozenset(r.message.to))
     return replace(topic, members=members, pending=pending), out
+
+
+def _asked(members: dict[str, Member]) -> bool:
+    for m in members.values():
+        if m.asked:
+            return True
+    return False
 
 
 def _on_close(view: View, topic: Topic, now: int, flags: list[Flag]) -> list[Routed]:

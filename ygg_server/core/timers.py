@@ -67,7 +67,7 @@ def due(view: View, topic: Topic, now: int) -> Decision:
     if someone_done(members):
         quiet = {p for p, m in members.items()
                  if m.state != _DONE and m.polled_at is None and now >= m.last_at + rules.AUTO_DONE_AFTER}
-        topic, polls = poll(d, topic, now, cause, skip=set(members) - quiet)
+        topic, polls = poll(d, topic, now, cause, skip=set(members) - quiet, again=quiet)
         routed += polls
 
     # "If they stay silent, the backend nudges them, at most 3 times."
