@@ -2,10 +2,17 @@
 
 One thread owns the SQLite writer connection and the live state (directories,
 conversations, topics, balances, flags, usage). Commands arrive in order; each is
-judged by the core against the live state, applied inside one transaction with
-the rest of its batch (a savepoint each), and only after the COMMIT are the
-callers answered and the new deliveries published. Nothing is answered before
-it is durable; a batch amortizes the commit over many sends (group commit).
+judged by the core against the live state, and only after the COMMIT of its
+batch are the callers answered and the new deliveries published. Nothing is
+answered before it is durable; a batch amortizes the commit over many sends
+(group commit).
+
+Sends are decided against the live state, which each decision updates at once;
+their rows are written together before the COMMIT (`_flush`, `db.apply_many`:
+a topic or a conversation once in its last state, messages and deliveries in
+one statement each). Whatever would read the database first writes what is
+pending, so every read sees every decision before it. Other commands (which
+write directly) run in a savepoint each, so a failure undoes that command alone.
 
 Another connection (the admin CLI, the socket's management ops) may change the
 database at any time: `PRAGMA data_version` tells, and the live state is then
@@ -74,6 +81,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._data_version = None
         self.present: frozenset[str] = frozenset()  # who is connected now (the gateway replaces it whole)
+        self._out = Published()  # the batch being decided: what a `_flush` writes goes out with it
         self._reset()
 
     # --- lifecycle ---
@@ -110,6 +118,8 @@ class Engine:
         self.settings: dict[str, dict] = {}
         self.party_views: dict[str, core_party.PartyView] = {}
         self.timers: list[tuple[int, str]] = []
+        self._pending: list[tuple[Decision, int, str | None, str | None]] = []  # decided, not yet written
+        self._idem: dict[tuple[str, str], tuple[bytes, int]] = {}  # (participant, client_id) -> (reply, time), unwritten
         for when, tid in db.due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
 
@@ -124,12 +134,14 @@ class Engine:
     def _conversations(self, ws: str) -> dict[str, Conversation]:
         c = self.conversations.get(ws)
         if c is None:
+            self._flush()
             c = self.conversations[ws] = db.load_conversations(self.conn, ws)
         return c
 
     def _topic(self, tid: str) -> Topic | None:
         t = self.topics.get(tid)
         if t is None:
+            self._flush()
             t = db.load_topic(self.conn, tid)
             if t is not None:
                 self.topics[tid] = t
@@ -157,23 +169,27 @@ class Engine:
             return {}
         agents = sorted({a for c in caps for a in core_assign.eligible(directory, c)})
         present = self.present
+        self._flush()  # fitness reads the deliveries and messages: the batch's earlier ones too
         return {"weights": core_assign.weights_of(self._settings(ws).get("assign.weights")),
                 "fitness": db.fitness(self.conn, agents, present.__contains__)}
 
     def _opened(self, agent: str) -> int:
         n = self.opened.get(agent)
         if n is None:
+            self._flush()
             n = self.opened[agent] = db.open_opened(self.conn, agent)
         return n
 
     def _balance(self, ws: str, account: str) -> int | None:
         key = db.wallet_key(ws, account)
         if key not in self.balances:
+            self._flush()
             self.balances[key] = db.balance(self.conn, ws, account)
         return self.balances[key]
 
     def _flags(self) -> set[tuple[str, str]]:
         if self.flags is None:
+            self._flush()
             self.flags = db.load_flags(self.conn)
         return self.flags
 
@@ -191,6 +207,7 @@ class Engine:
             return None
         key = (org[0], month)
         if key not in self.usage:
+            self._flush()
             self.usage[key] = db.usage(self.conn, org[0], month)
         return max(0, limit - self.usage[key])
 
@@ -220,7 +237,7 @@ class Engine:
             self._tick(batch)
 
     def _tick(self, batch: list[_Command]) -> None:
-        out = Published()
+        out = self._out = Published()
         results: list[tuple[_Command, Any]] = []
         try:
             with db.Tx(self.conn):
@@ -233,8 +250,10 @@ class Engine:
                 for cmd in batch:
                     results.append((cmd, self._one(cmd, out)))
                 self._timers(out)
+                self._flush(out)
         except Exception as e:  # the commit failed: nothing in this batch happened
             log.exception("batch failed")
+            self._pending, self._idem = [], {}
             self._reset()
             _resolve([(cmd, None, e) for cmd in batch])
             return
@@ -242,37 +261,62 @@ class Engine:
         if self._publish and (out.deliveries or out.messages or out.topics or out.balances or out.rescan):
             self._loop.call_soon_threadsafe(self._publish, out)
 
+    _UNSAVED = frozenset({"send", "ack"})  # write only through `_pending`, or in one statement: no savepoint
+
     def _one(self, cmd: _Command, out: Published) -> Any:
-        """Run one command in its own savepoint, so a failure undoes it alone."""
-        self.conn.execute("SAVEPOINT cmd")
-        mark = (len(out.deliveries), len(out.topics), len(out.balances), len(out.messages))
+        """Run one command; a failure undoes it alone (what it left pending, and its savepoint if it has one)."""
+        saved = cmd.kind not in self._UNSAVED
+        if saved:
+            self._flush(out)  # what earlier commands left pending is theirs: not inside this one's savepoint
+            self.conn.execute("SAVEPOINT cmd")
+        mark = (len(out.deliveries), len(out.topics), len(out.balances), len(out.messages), len(self._pending),
+                len(self._idem))
         try:
             result = getattr(self, "_do_" + cmd.kind)(*cmd.args, out=out)
         except Exception as e:
             log.exception("command %s failed", cmd.kind)
-            self.conn.execute("ROLLBACK TO cmd")
-            self.conn.execute("RELEASE cmd")
+            if saved:
+                self.conn.execute("ROLLBACK TO cmd")
+                self.conn.execute("RELEASE cmd")
             del out.deliveries[mark[0]:], out.topics[mark[1]:], out.balances[mark[2]:], out.messages[mark[3]:]
+            del self._pending[mark[4]:]
+            for k in list(self._idem)[mark[5]:]:
+                del self._idem[k]
+            self._flush(out)  # the earlier commands' decisions stand; the live state is read again after them
             self._reset()
             return e
-        self.conn.execute("RELEASE cmd")
+        if saved:
+            self.conn.execute("RELEASE cmd")
         return result
 
-    def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
-        """Apply a decision to the database and to the live state."""
-        org = self._org(ws)
-        stored = db.apply(self.conn, d, now, ws, org[0] if org else None, month)
+    def _flush(self, out: Published | None = None) -> None:
+        """Write the decisions and idempotency replies still pending (inside the batch's transaction)."""
+        if self._idem:
+            self.conn.executemany(
+                "INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?,?,?,?)",
+                [(*k, v, now) for k, (v, now) in self._idem.items()])
+            self._idem = {}
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        stored = db.apply_many(self.conn, pending)
+        if out is None:
+            out = self._out
         out.deliveries += stored
+        written = {id(s.message) for s in stored}
+        out.messages += [r.message for d, *_ in pending for r in d.routed if not r.deliveries or id(r.message) in written]
+
+    def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
+        """Apply a decision to the live state now, and to the database with the rest of its batch (`_flush`)."""
+        org = self._org(ws)
         c = d.conversation
         if c is not None and c.id in self.party_views:  # a new Lead or new members: a new view (counters are not in it)
             old = self._conversations(ws).get(c.id)
             if old is None or old.members != c.members or old.lead != c.lead:
                 del self.party_views[c.id]
         self._party_views(ws, d, out)
-        written = {id(s.message) for s in stored}
-        out.messages += [r.message for r in d.routed if not r.deliveries or id(r.message) in written]
         for t in d.topics:
-            before = self.topics.get(t.id) or db.load_topic(self.conn, t.id)
+            before = self._topic(t.id)
             self._count_open(before, t)
             self.topics[t.id] = t
             when = next_due(t)
@@ -283,16 +327,16 @@ class Engine:
             self._conversations(d.conversation.workspace)[d.conversation.id] = d.conversation
         for e in d.ledger:
             key = db.wallet_key(e.workspace, e.account)
-            if key in self.balances:  # known (None: no row yet): the upsert added delta to it
-                self.balances[key] = (self.balances[key] or 0) + e.delta
-            else:
-                self.balances[key] = db.balance(self.conn, e.workspace, e.account)
+            self.balances[key] = (self._balance(e.workspace, e.account) or 0) + e.delta
             out.balances.append((e.workspace, e.account, self.balances[key]))
-        flags = self._flags()
-        for f in d.flags:
-            (flags.add if f.on else flags.discard)((f.name, f.agent))
+        if d.flags:
+            flags = self._flags()
+            for f in d.flags:
+                (flags.add if f.on else flags.discard)((f.name, f.agent))
         if d.usage and org and month:
+            self._plan_left(ws, month)  # the month's count, read before this decision is pending
             self.usage[(org[0], month)] = self.usage.get((org[0], month), 0) + d.usage
+        self._pending.append((d, now, org[0] if org else None, month))
 
     def _party_views(self, ws: str, d: Decision, out: Published) -> None:
         """Each conversation this decision delivers in, as its agents are shown it (roster, who is still there)."""
@@ -335,7 +379,8 @@ class Engine:
         if client_id is not None:
             if not isinstance(client_id, str) or not 0 < len(client_id) <= 200:
                 return protocol.error(ref, "bad_frame", "client_id must be a short string")
-            row = self.conn.execute(
+            pending = self._idem.get((author, client_id))
+            row = (pending[0],) if pending else self.conn.execute(
                 "SELECT reply FROM idempotency WHERE participant = ? AND client_id = ?", (author, client_id)
             ).fetchone()
             if row:
@@ -381,10 +426,7 @@ class Engine:
             "cost": main.message.cost,
         }
         if client_id is not None:
-            self.conn.execute(
-                "INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?,?,?,?)",
-                (author, client_id, msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"}), now),
-            )
+            self._idem[(author, client_id)] = (msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"}), now)
         return reply
 
     def _do_fund(self, funder: str, ws: str, account: str, amount: Any, ref: Any, *, out: Published) -> dict:

@@ -1,0 +1,110 @@
+"""The engine writes a batch's decisions together (engine._flush, store/sqlite.apply_many).
+
+Each test hands the writer one batch directly (`Engine._tick`), so the commands are known to
+share a transaction, and then checks the database against what the callers were answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from ygg_server import admin
+from ygg_server.engine import Engine, Published, _Command
+from ygg_server.store import sqlite as db
+
+
+@pytest.fixture
+def world(tmp_path):
+    path = db.db_path(tmp_path)
+    conn = db.connect(path)
+    admin.add_person(conn, "alice", "pw-" + "x" * 8)
+    ws = admin.add_workspace(conn, "team", "alice")["id"]
+    ids = {}
+    for name in ("researcher", "reviewer"):
+        ids[name] = admin.add_agent(conn, name, "alice", ws)["id"]
+        admin.fund(conn, name, 1000)
+    conn.close()
+    engine = Engine(path)
+    yield engine, ws, ids, path
+    engine.stop()
+
+
+async def run_batch(engine: Engine, *commands: tuple) -> tuple[list, list[Published]]:
+    """Run `commands` as one batch; return each caller's answer (or exception) and what was published."""
+    loop = asyncio.get_running_loop()
+    published: list[Published] = []
+    engine._loop, engine._publish = loop, published.append
+    batch = [_Command(kind, args, loop.create_future(), loop) for kind, *args in commands]
+    engine._tick(batch)
+    answers = await asyncio.gather(*(c.future for c in batch), return_exceptions=True)
+    await asyncio.sleep(0)  # the publish, scheduled after the answers
+    return answers, published
+
+
+def send(ws: str, author: str, **frame) -> tuple:
+    return ("send", author, {"op": "send", "workspace": ws, "conversation": "general", **frame})
+
+
+def rows(path, sql: str, *args) -> list[tuple]:
+    c = sqlite3.connect(path)
+    try:
+        return c.execute(sql, args).fetchall()
+    finally:
+        c.close()
+
+
+async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with_every_delivery(world):
+    engine, ws, ids, path = world
+    (opened,), _ = await run_batch(engine, send(ws, ids["researcher"], topic="new", title="T", to=["reviewer"],
+                                                text="first", type="request"))
+    topic = opened["message"]["topic"]
+    answers, published = await run_batch(
+        engine,
+        send(ws, ids["reviewer"], topic=topic, to=["researcher"], text="answer", type="response",
+             in_reply_to=opened["message"]["id"]),
+        send(ws, ids["researcher"], topic=topic, to=["reviewer"], text="again", type="request"),
+    )
+    assert [a["op"] for a in answers] == ["sent", "sent"]
+    (state,) = rows(path, "SELECT state FROM topics WHERE id = ?", topic)[0]
+    assert db._topic_dec.decode(state) == engine.topics[topic]
+    assert len(engine.topics[topic].recent) >= 3, "the stored state has every message of the batch"
+    stored = {(i, m, r) for i, m, r in rows(path, "SELECT id, message, recipient FROM deliveries")}
+    out = [(s.id, s.message.id, s.recipient) for p in published for s in p.deliveries]
+    assert out and set(out) <= stored, "every delivery published carries the id its row has"
+    assert len(out) == len({i for i, _, _ in out})
+    sent_to = {(a["message"]["id"], d["to"]) for a in answers for d in a["deliveries"]}
+    assert sent_to == {(m, r) for _, m, r in out}
+    (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
+    assert balance == engine.balances[db.wallet_key(ws, ids["researcher"])] == 1000 - 2
+
+
+async def test_one_client_id_twice_in_one_batch_is_one_message(world):
+    engine, ws, ids, path = world
+    frame = dict(topic="new", title="T", to=["reviewer"], text="once", type="request", client_id="c-1")
+    (first, second), _ = await run_batch(engine, send(ws, ids["researcher"], **frame),
+                                         send(ws, ids["researcher"], **frame))
+    assert first["op"] == second["op"] == "sent"
+    assert second["duplicate"] is True and second["message"]["id"] == first["message"]["id"]
+    assert rows(path, "SELECT count(*) FROM messages WHERE text = 'once'") == [(1,)]
+    (third,), _ = await run_batch(engine, send(ws, ids["researcher"], **frame))
+    assert third["duplicate"] is True and third["message"]["id"] == first["message"]["id"]
+
+
+async def test_a_failing_command_undoes_itself_alone(world):
+    engine, ws, ids, path = world
+    answers, published = await run_batch(
+        engine,
+        send(ws, ids["researcher"], topic="new", title="A", to=["reviewer"], text="before", type="request"),
+        ("send", ids["researcher"], "not a frame"),
+        send(ws, ids["reviewer"], topic="new", title="B", to=["researcher"], text="after", type="request"),
+    )
+    assert answers[0]["op"] == "sent" and answers[2]["op"] == "sent"
+    assert isinstance(answers[1], Exception)
+    assert sorted(t for (t,) in rows(path, "SELECT text FROM messages")) == ["after", "before"]
+    assert {s.message.text for p in published for s in p.deliveries} == {"before", "after"}
+    assert rows(path, "SELECT count(*) FROM deliveries") == [(sum(len(p.deliveries) for p in published),)]
+    (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
+    assert balance == 999 and engine._balance(ws, ids["researcher"]) == 999
