@@ -108,3 +108,18 @@ async def test_a_failing_command_undoes_itself_alone(world):
     assert rows(path, "SELECT count(*) FROM deliveries") == [(sum(len(p.deliveries) for p in published),)]
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
     assert balance == 999 and engine._balance(ws, ids["researcher"]) == 999
+
+
+async def test_topics_an_agent_opened_count_at_once_toward_its_topic_limit(world):
+    """Seed 000: "An agent may hold at most 3 topics it opened at a time."
+
+    The running engine counts the topics it opened itself, whether they were opened in earlier batches
+    or earlier in the same batch."""
+    engine, ws, ids, path = world
+    opening = lambda i: send(ws, ids["researcher"], topic="new", title=f"T{i}", to=["reviewer"], text=f"t{i}")  # noqa: E731
+    (first,), _ = await run_batch(engine, opening(0))
+    answers, _ = await run_batch(engine, opening(1), opening(2), opening(3))
+    assert [a["op"] for a in [first, *answers]] == ["sent", "sent", "sent", "refused"]
+    assert answers[-1]["reason"] == "topic_limit"
+    (later,), _ = await run_batch(engine, opening(4))
+    assert later["reason"] == "topic_limit"
