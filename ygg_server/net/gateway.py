@@ -143,6 +143,7 @@ class Conn:
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
     stable_sent: OrderedDict = field(default_factory=OrderedDict)  # directive versions sent here (issuer.elide)
     rosters: dict = field(default_factory=dict)  # conversation -> the PartyView its roster was last sent for here
+    inflight: deque = field(default_factory=deque)  # answers of pipelined frames (send, ack) not yet pushed, in order
 
     @property
     def last_seen(self) -> float:
@@ -430,15 +431,30 @@ class Gateway:
     # --- frames ---
 
     async def _frame(self, conn: Conn, raw: str | bytes) -> None:
+        """Answer one frame. `send` and `ack` are pipelined: submitted to the engine as soon as they are read
+        (so the engine decides a connection's frames in the order it sent them) and answered, in that order,
+        when their batch has committed; the next frame is read meanwhile. Any other frame first waits until
+        every earlier answer went out, so it sees (and is answered after) all the connection sent before."""
         try:
             op, ref, frame = protocol.parse(raw)
         except protocol.BadFrame as e:
+            await self._in_order(conn)
             conn.push(protocol.error(e.ref, "bad_frame", e.detail))
             return
         if conn.expires_at <= time.time_ns() // 1000:
+            await self._in_order(conn)
             conn.push(protocol.error(ref, "unauthenticated", "the session expired; authenticate again"))
             await self._close(conn, 1008, "session expired")
             return
+        if op in _PIPELINED:
+            task = asyncio.ensure_future(self._answer(conn, conn.inflight[-1] if conn.inflight else None, op,
+                                                      self._start(_PIPELINED[op], conn, ref, frame), ref))
+            conn.inflight.append(task)
+            task.add_done_callback(conn.inflight.remove)
+            if len(conn.inflight) >= MAX_INFLIGHT:
+                await asyncio.wait([conn.inflight[0]])
+            return
+        await self._in_order(conn)
         try:
             handler = getattr(self, "_op_" + op, None)
             if handler is not None:
@@ -455,19 +471,49 @@ class Gateway:
                 reply = {"op": op, "ref": ref, **await self.read(queries.QUERIES[op], conn.participant, frame)}
             else:
                 reply = protocol.error(ref, "bad_frame", f"op {op!r} is not available here")
-        except queries.NotFound:
-            reply = protocol.error(ref, "not_found", "no such thing")
-        except queries.Forbidden:
-            reply = protocol.error(ref, "forbidden", "this membership has no receive permission")
-        except admin.AdminError as e:
-            reply = protocol.error(ref, e.code, e.detail)
-        except (ValueError, TypeError) as e:
-            reply = protocol.error(ref, "bad_frame", str(e))
-        except Exception:
-            log.exception("op %s failed", op)
-            reply = protocol.error(ref, "internal", "the server failed on this frame; nothing was changed")
+        except Exception as e:
+            reply = self._failed(op, ref, e)
         if reply is not None:
             conn.push(reply)
+
+    @staticmethod
+    def _failed(op: str, ref: Any, e: Exception) -> dict:
+        """The answer to a frame whose handling raised `e`."""
+        if isinstance(e, queries.NotFound):
+            return protocol.error(ref, "not_found", "no such thing")
+        if isinstance(e, queries.Forbidden):
+            return protocol.error(ref, "forbidden", "this membership has no receive permission")
+        if isinstance(e, admin.AdminError):
+            return protocol.error(ref, e.code, e.detail)
+        if isinstance(e, (ValueError, TypeError)):
+            return protocol.error(ref, "bad_frame", str(e))
+        log.error("op %s failed", op, exc_info=e)
+        return protocol.error(ref, "internal", "the server failed on this frame; nothing was changed")
+
+    def _start(self, fn: Callable, conn: Conn, ref: Any, frame: dict) -> Any:
+        """Run the synchronous part of a pipelined frame: a future (the engine's answer), a reply, or the error."""
+        try:
+            return fn(self, conn, ref, frame)
+        except Exception as e:
+            return e
+
+    async def _answer(self, conn: Conn, before: asyncio.Future | None, op: str, started: Any, ref: Any) -> None:
+        """Push a pipelined frame's answer once it is known and every earlier answer went out."""
+        try:
+            reply = (await started) if isinstance(started, asyncio.Future) else started
+            if isinstance(reply, Exception):
+                raise reply
+        except Exception as e:
+            reply = self._failed(op, ref, e)
+        if before is not None:
+            await asyncio.wait([before])
+        if reply is not None:
+            conn.push(reply)
+
+    async def _in_order(self, conn: Conn) -> None:
+        """Wait until the answers of the connection's pipelined frames went out."""
+        if conn.inflight:
+            await asyncio.wait([conn.inflight[-1]])
 
     async def _op_auth(self, conn: Conn, ref, frame) -> dict:
         return protocol.error(ref, "bad_frame", "already authenticated")
@@ -478,8 +524,8 @@ class Gateway:
     async def _op_whoami(self, conn: Conn, ref, frame) -> dict:
         return {"op": "whoami", "ref": ref, "id": conn.participant, "kind": conn.kind}
 
-    async def _op_send(self, conn: Conn, ref, frame) -> dict:
-        return await self.engine.submit("send", conn.participant, frame)
+    def _send(self, conn: Conn, ref, frame) -> asyncio.Future:
+        return self.engine.submit("send", conn.participant, frame)
 
     async def _op_fund(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
@@ -488,7 +534,7 @@ class Gateway:
             return protocol.error(ref, "bad_frame", 'fund needs "workspace" and "agent" (or "pool": true)')
         return await self.engine.submit("fund", conn.participant, ws, account, frame.get("amount"), ref)
 
-    async def _op_ack(self, conn: Conn, ref, frame) -> dict | None:
+    def _ack(self, conn: Conn, ref, frame) -> dict | asyncio.Future:
         ids = frame.get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and -2**63 <= i < 2**63
                                                 for i in ids):  # a delivery id is a 64-bit SQLite integer
@@ -496,7 +542,7 @@ class Gateway:
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(ids) if inbox else []
         extra = [i for i in ids if i not in retired]  # unknown here: still let the store check them
-        return await self.engine.submit("ack", conn.participant, retired + extra, ref)
+        return self.engine.submit("ack", conn.participant, retired + extra, ref)
 
     async def _op_subscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
@@ -837,3 +883,7 @@ def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
     msgs = [(i, w, r, db.decode_message(b)) for i, w, r, b in rows]
     views = db.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}
     return [Item(i, bool(w), r, protocol.message_obj(m), views.get(m.conversation)) for i, w, r, m in msgs]
+
+
+MAX_INFLIGHT = 64  # pipelined frames of one connection awaiting their commit; at this many, reading pauses
+_PIPELINED: dict[str, Callable[[Gateway, Conn, Any, dict], Any]] = {"send": Gateway._send, "ack": Gateway._ack}
