@@ -143,7 +143,8 @@ class Conn:
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
     stable_sent: OrderedDict = field(default_factory=OrderedDict)  # directive versions sent here (issuer.elide)
     rosters: dict = field(default_factory=dict)  # conversation -> the PartyView its roster was last sent for here
-    inflight: deque = field(default_factory=deque)  # answers of pipelined frames (send, ack) not yet pushed, in order
+    inflight: deque = field(default_factory=deque)  # pipelined frames (send, ack) not yet answered, in order
+    settled: list = field(default_factory=list)  # futures waiting for an answer to go out (see Gateway._in_order)
 
     @property
     def last_seen(self) -> float:
@@ -447,12 +448,14 @@ class Gateway:
             await self._close(conn, 1008, "session expired")
             return
         if op in _PIPELINED:
-            task = asyncio.ensure_future(self._answer(conn, conn.inflight[-1] if conn.inflight else None, op,
-                                                      self._start(_PIPELINED[op], conn, ref, frame), ref))
-            conn.inflight.append(task)
-            task.add_done_callback(conn.inflight.remove)
-            if len(conn.inflight) >= MAX_INFLIGHT:
-                await asyncio.wait([conn.inflight[0]])
+            started = self._start(_PIPELINED[op], conn, ref, frame)
+            conn.inflight.append((started, op, ref))
+            if isinstance(started, asyncio.Future):
+                started.add_done_callback(lambda _: self._answer(conn))
+            else:
+                self._answer(conn)
+            while len(conn.inflight) >= MAX_INFLIGHT:
+                await self._settled(conn)
             return
         await self._in_order(conn)
         try:
@@ -497,23 +500,41 @@ class Gateway:
         except Exception as e:
             return e
 
-    async def _answer(self, conn: Conn, before: asyncio.Future | None, op: str, started: Any, ref: Any) -> None:
-        """Push a pipelined frame's answer once it is known and every earlier answer went out."""
-        try:
-            reply = (await started) if isinstance(started, asyncio.Future) else started
-            if isinstance(reply, Exception):
-                raise reply
-        except Exception as e:
-            reply = self._failed(op, ref, e)
-        if before is not None:
-            await asyncio.wait([before])
-        if reply is not None:
-            conn.push(reply)
+    def _answer(self, conn: Conn) -> None:
+        """Push the answers of the pipelined frames that are known, oldest first, up to the first still pending."""
+        q = conn.inflight
+        while q:
+            started, op, ref = q[0]
+            if isinstance(started, asyncio.Future):
+                if not started.done():
+                    break
+                try:
+                    reply = started.result()
+                except (Exception, asyncio.CancelledError) as e:  # answered, so the ones after it are not held
+                    reply = self._failed(op, ref, e if isinstance(e, Exception) else RuntimeError("cancelled"))
+            elif isinstance(started, Exception):
+                reply = self._failed(op, ref, started)
+            else:
+                reply = started
+            q.popleft()
+            if reply is not None:
+                conn.push(reply)
+        if conn.settled:
+            waiters, conn.settled = conn.settled, []
+            for w in waiters:
+                if not w.done():
+                    w.set_result(None)
+
+    async def _settled(self, conn: Conn) -> None:
+        """Wait until some pipelined answer went out."""
+        w = asyncio.get_running_loop().create_future()
+        conn.settled.append(w)
+        await w
 
     async def _in_order(self, conn: Conn) -> None:
         """Wait until the answers of the connection's pipelined frames went out."""
-        if conn.inflight:
-            await asyncio.wait([conn.inflight[-1]])
+        while conn.inflight:
+            await self._settled(conn)
 
     async def _op_auth(self, conn: Conn, ref, frame) -> dict:
         return protocol.error(ref, "bad_frame", "already authenticated")
