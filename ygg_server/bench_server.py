@@ -292,8 +292,9 @@ class Agent:
                     w.result.sent += 1
                     if self.opened is not None and not self.opened.done():
                         self.opened.set_result(f["message"]["topic"])
-                    if not all(d["wake"] for d in f["deliveries"] if d["to"] in names):
-                        w.result.errors["sent without a wake"] += 1
+                    for d in f["deliveries"]:
+                        if d["to"] in names and not d["wake"]:
+                            w.result.errors[f"sent without a wake:{d['reason']}"] += 1
                 elif op in ("refused", "error"):
                     w.result.errors[f"{op}:{f.get('reason') or f.get('code')}"] += 1
                     if self.opened is not None and not self.opened.done():
