@@ -8,8 +8,8 @@ the gateway's management connection, so the engine and every node see them at on
   shrink a long persona to less than half is refused `persona_shrink` (seed 003 §57);
   every accepted version is kept.
 - `get_rulebook` / `set_rulebook`: anyone who may read the conversation reads it; only
-  its people set it (a person in a direct or party conversation, any non-viewer in
-  General or a group, or the workspace's owners and admins); an agent is refused
+  its people set it (a person, not a viewer, in a direct or party conversation, any
+  non-viewer in General or a group, or the workspace's owners and admins); an agent is refused
   `permission_denied` (seed 003 §55: the rulebook is the people's, not the agents').
 """
 
@@ -113,8 +113,9 @@ def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
     ws, cid, kind, members, role = _conversation(conn, who, frame)
     if not who.startswith("human."):
         return _refused("permission_denied", "a conversation's rulebook is set by its people; agents cannot")
-    people_here = kind in ("general", "group") and role != Role.VIEWER
-    if not (people_here or who in members or role in (Role.OWNER, Role.ADMIN)):
+    if role == Role.VIEWER:  # a viewer reads only (docs/rules.md), in a party it was added to as anywhere
+        return _refused("permission_denied", "a viewer reads a conversation's rulebook but does not set it")
+    if not (kind in ("general", "group") or who in members or role in (Role.OWNER, Role.ADMIN)):
         return _refused("permission_denied", "only the people of this conversation (or an admin) set its rulebook")
     change = frame.get("rulebook")
     if change is not None and not isinstance(change, dict):

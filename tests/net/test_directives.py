@@ -243,3 +243,21 @@ async def test_a_side_conversation_is_named_as_such(team):
     d = (await wake(reviewer))["directive"]
     assert "Where you are: a side conversation" in d["stable"][1] and "@alice, a person" in d["stable"][1]
     assert "please recompute table 2" in d["dynamic"] and "researcher sent you a request" in d["dynamic"]
+
+
+async def test_a_viewer_in_a_party_does_not_set_its_rulebook(team):
+    """docs/rules.md: "viewer reads only". A viewer added to a party (or lowered to viewer after joining one)
+    reads its rulebook but does not set it, as in General."""
+    alice = await team.person("alice")
+    team.admin(admin.add_person, "vic", "pw-" + "x" * 8)
+    team.admin(admin.add_member, team.ws, "vic", "viewer")
+    sent = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Hi", type="inform",
+                            text="hi")
+    dm = sent["message"]["conversation"]
+    r = await alice.request("add_participant", workspace=team.ws, conversation=dm, participant="@vic")
+    assert r["op"] == "add_participant" and r["changed"], r
+    vic = await team.person("vic")
+    r = await vic.request("set_rulebook", workspace=team.ws, conversation=dm, rulebook={"length": 10})
+    assert (r["op"], r["reason"]) == ("refused", "permission_denied"), r
+    got = await vic.request("get_rulebook", workspace=team.ws, conversation=dm)
+    assert got["op"] == "get_rulebook" and got["set"] == {}, got
