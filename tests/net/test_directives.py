@@ -261,3 +261,34 @@ async def test_a_viewer_in_a_party_does_not_set_its_rulebook(team):
     assert (r["op"], r["reason"]) == ("refused", "permission_denied"), r
     got = await vic.request("get_rulebook", workspace=team.ws, conversation=dm)
     assert got["op"] == "get_rulebook" and got["set"] == {}, got
+
+
+async def test_a_load_begun_before_a_change_does_not_cache_stale_stable_blocks(team):
+    """docs/agents.md: the stable part changes "when the party or its rulebook does". A wake whose inputs were
+    read before a set_rulebook committed goes out with what it read, but the blocks made from that read are
+    not kept as current: the next wake reads the new rulebook (before, they were cached under the new
+    generation and went out for the cache's ttl, 5 seconds)."""
+    alice = await team.person("alice")
+    m = await ask(alice, team.ws, "stale?")
+    agent = team.admin(lambda c: c.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0])
+    frame = {"op": "deliver", "id": 1, "message": m, "wake": True, "context": []}
+    started, go = asyncio.Event(), asyncio.Event()
+
+    async def read(fn, *args):
+        got = await team.gw.read(fn, *args)  # read now, handed over later: a load overtaken by a write
+        if not go.is_set():
+            started.set()
+            await go.wait()
+        return got
+
+    issuer = Issuer(read, ttl=60.0)
+    first = asyncio.ensure_future(issuer.dress(agent, frame))
+    await started.wait()
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rulebook={"length": 300})
+    assert r["op"] == "set_rulebook", r
+    issuer.invalidate()  # what the gateway does after the write
+    go.set()
+    assert (await first)["directive"]["rulebook"]["length"] == 800  # read before the change
+    again = await issuer.dress(agent, frame)
+    assert again["directive"]["rulebook"]["length"] == 300
+    assert "at most 300 characters" in again["directive"]["stable"][1]

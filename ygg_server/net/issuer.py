@@ -127,6 +127,7 @@ class Issuer:
         if tid and not title:
             keys.append(("title", tid))
         now = time.monotonic()
+        gen = self._gen  # the blocks made below are current only if nothing changed while their inputs loaded
         found = await self._fetch(keys, now)
         d: Directory = found[("ws", ws)]
         conv = found[("conv", cid)]
@@ -136,7 +137,7 @@ class Issuer:
         if not ok:
             blocks, rulebook = _stable(agent, d, conv, found[("persona", agent)], found[("rulebook", cid)])
             stable = (list(blocks), text.fingerprint(blocks), rulebook)
-            self._cache[("stable", agent, cid)] = (self._gen, now, stable)
+            self._cache[("stable", agent, cid)] = (gen, now, stable)
         blocks, version, rulebook = stable
 
         def name(pid: str | None) -> str:
