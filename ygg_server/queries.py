@@ -145,7 +145,12 @@ def search_messages(conn, pid: str, f: dict) -> dict:
            ORDER BY m.seq DESC LIMIT ?""",
         (phrase, ws, _history_floor(conn, ws), monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', _limit(f)),
     ).fetchall()
-    return {"messages": [protocol.message_obj(db.decode_message(b)) for (b,) in rows]}
+    found = [db.decode_message(b) for (b,) in rows]
+    messages = [protocol.message_obj(m) for m in found]
+    if pid.startswith("agent."):  # agents see what they find as agents see it, as in history (docs/rules.md)
+        pvs = db.party_views(conn, [(m.workspace, m.conversation) for m in found])
+        messages = [protocol.for_agent(o, pvs[m.conversation]) for m, o in zip(found, messages)]
+    return {"messages": messages}
 
 
 def list_workspaces(conn, pid: str, f: dict) -> dict:

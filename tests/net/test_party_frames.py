@@ -46,6 +46,11 @@ async def test_agents_are_told_the_roster_and_names_and_lose_removed_authors(ser
     person = {m["text"]: m for m in (await alice.request("history", workspace=ws, conversation=cid))["messages"]}
     assert person["pike, you run scripts: please check it"]["author"] == r_author(server, "nova")
     assert "author_removed" not in person["pike, you run scripts: please check it"]
+    # search results are messages handed to an agent too (docs/rules.md: "every message an agent is handed")
+    found = (await pike.request("search_messages", workspace=ws, query="you run scripts"))["messages"]
+    assert [(m["author"], m.get("author_removed")) for m in found] == [(None, True)], found
+    found = (await alice.request("search_messages", workspace=ws, query="you run scripts"))["messages"]
+    assert [m["author"] for m in found] == [r_author(server, "nova")] and "author_removed" not in found[0]
     r = await pike.send(workspace=ws, conversation=cid, topic=d["message"]["topic"], type="request", to=["lead"],
                         text="it runs")
     assert r["op"] == "sent", r
