@@ -43,7 +43,7 @@ def parse(text: str) -> dict[str, Any] | None | str:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(rest)
         value: Any = rest[m.end():end].strip() or None
         if m.group(1) == "length" and value is not None:
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):  # "²".isdigit(), but int() cannot read it
                 raise Usage("length is a number of characters")
             value = int(value)
         out[m.group(1)] = value

@@ -45,3 +45,16 @@ async def test_a_viewer_is_refused_in_words(team):
         await pilot.press(*"/rulebook reset")
         await pilot.press("enter")
         await wait_text(pilot, "permission_denied")
+
+
+def test_a_length_that_is_not_a_plain_number_is_a_usage_error():
+    """A length written with digits int() does not read ("²", "①") is explained like "abc", not raised as a bare
+    ValueError (which ended the composer's worker silently: nothing shown, nothing sent)."""
+    import pytest
+
+    from ygg_tui import rulebook
+
+    for bad in ("/rulebook length=²", "/rulebook length=①", "/rulebook length=abc"):
+        with pytest.raises(rulebook.Usage):
+            rulebook.parse(bad)
+    assert rulebook.parse("/rulebook length=300 style=short") == {"length": 300, "style": "short"}
