@@ -39,6 +39,7 @@ from .core import (
     PLANS, POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due,
 )
 from .core import assign as core_assign, party as core_party, side as core_side
+from .core.funding import set_budget as core_set_budget
 from .core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
 from .store import sqlite as db
 
@@ -461,8 +462,8 @@ class Engine:
         if budget is not None and (type(budget) is not int or not 0 <= budget <= 10**9):
             return protocol.refused(ref, "bad_amount", "a budget is a whole number of credits, or null for none")
         now = self.clock()
-        t = msgspec.structs.replace(t, budget=budget)
-        self._commit(Decision(topics=(t,)), ws, now, out)
+        # raising it wakes each agent it had stopped there (core.funding.set_budget)
+        self._commit(core_set_budget(t, budget, now, f"budget:{uuid.uuid4()}"), ws, now, out)
         return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
 
     # --- parties (docs/rules.md, "Parties") ---

@@ -48,6 +48,8 @@ from .core import (
 )
 from .core import assign as core_assign, party as core_party, side as core_side
 from .core.decide import throttle_limit
+from .core.funding import set_budget as core_set_budget
+from .core.lifecycle import unfunded
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
 from .store import postgres as pg
@@ -845,19 +847,22 @@ class PgEngine:
         # lock order: topics, then the wallet; then look again for topics paused meanwhile
         paused: dict[str, Topic] = {}
         for step in range(2):
+            # where agents wait for funds: paused for credits, or open again with some still unfunded
             if account == POOL:
                 rows = await self.conn.fetch(
-                    "SELECT id, state FROM topics WHERE status = 'paused' AND workspace = $1 ORDER BY id FOR UPDATE", ws)
+                    """SELECT id, state FROM topics WHERE workspace = $1 AND (status = 'paused'
+                       OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0)) ORDER BY id FOR UPDATE""", ws)
             else:
                 rows = await self.conn.fetch(
-                    """SELECT id, state FROM topics WHERE status = 'paused'
-                       AND convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1 ORDER BY id FOR UPDATE""", account)
+                    """SELECT id, state FROM topics WHERE status IN ('paused', 'open')
+                       AND (convert_from(state, 'UTF8')::jsonb -> 'unfunded' ? $1
+                            OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""", account)
             for tid, state in rows:
                 paused[tid] = _dec_topic.decode(state)
             if step == 0:
                 bal = await self.conn.fetchval(
                     "SELECT balance FROM wallets WHERE workspace = $1 AND account = $2 FOR UPDATE", *key)
-        topics = [t for t in paused.values() if t.pause == "credits"]
+        topics = [t for t in paused.values() if unfunded(t)]
         now = self.clock()
         view = View(directory, None, flags=frozenset(self._flags))
         d = fund(view, funder, account, amount, tuple(topics), now, f"fund:{uuid.uuid4()}")
@@ -890,7 +895,7 @@ class PgEngine:
             return protocol.refused(ref, "bad_amount", "a budget is a whole number of credits, or null for none"), out
         now = self.clock()
         w = _Work.of(_Snapshot(), self._flags)
-        self._stage(w, Decision(topics=(msgspec.structs.replace(t, budget=budget),)), ws, now, None)
+        self._stage(w, core_set_budget(t, budget, now, f"budget:{uuid.uuid4()}"), ws, now, None)
         await self._write(w, now, out)
         return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}, out
 

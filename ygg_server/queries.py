@@ -16,6 +16,7 @@ import msgspec
 from . import protocol
 from .core import PLANS, POOL, Kind, Role, general_id
 from .core import assign as core_assign
+from .core.lifecycle import unfunded
 from .store import sqlite as db
 
 MAX_PAGE = 200
@@ -219,6 +220,7 @@ def topic_obj(t) -> dict:
     return {
         "id": t.id, "workspace": t.workspace, "conversation": t.conversation, "title": t.title, "opener": t.opener,
         "status": t.status, "pause": t.pause, "paused_by": t.paused_by, "budget": t.budget,
+        "unfunded": dict(unfunded(t)),
         "created_at": protocol.iso(t.created_at), "closed_at": protocol.iso(t.closed_at) if t.closed_at else None,
         "members": {p: {"state": m.state, "waiting_for": list(m.waiting_for), "polled": m.polled_at is not None,
                         "nudges": m.nudges} for p, m in t.members.items()},

@@ -6,6 +6,8 @@ import itertools
 
 from msgspec.structs import replace
 
+from ygg_server.core.funding import set_budget
+from ygg_server.core.lifecycle import unfunded
 from ygg_server.core.side import side_id
 from ygg_server.core import (
     POOL, SYSTEM, Conversation, ConversationKind, Decision, Directory, Membership, MessageType,
@@ -148,8 +150,14 @@ class World:
         return out
 
     def fund(self, funder, account, amount):
-        paused = tuple(t for t in self.topics.values() if t.pause == "credits")
+        paused = tuple(t for t in self.topics.values() if unfunded(t))  # as store.credit_paused finds them
         d = fund(View(self.directory, None, flags=frozenset(self.flags)), funder, account, amount, paused, self.now, f"f{next(self._ids)}")
+        self.apply(d)
+        return d
+
+
+    def set_budget(self, tid, budget):
+        d = set_budget(self.topics[tid], budget, self.now, f"b{next(self._ids)}")
         self.apply(d)
         return d
 

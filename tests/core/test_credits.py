@@ -251,3 +251,97 @@ def test_an_agents_traffic_is_bounded_by_its_credits():
         d = w.send("researcher", f"idea {i}", topic=tid, type="inform", to=["reviewer"])
         accepted += d.refusal is None
     assert accepted == 10 and w.wallets["researcher"] == 0
+
+
+def test_every_agent_out_of_credits_in_a_topic_waits_and_each_is_woken_once():
+    """Seed 000: "Once refilled, the agent alone is woken to resend what did not go through."
+
+    Core decision (docs/rules.md): a second agent running out in a topic already paused for credits
+    is kept beside the first (`unfunded`; `paused_by` stays the first), and each is woken in that
+    topic, once, when its own funds come.
+    """
+    w = World(wallet=1)
+    tid = w.open("researcher", to=["reviewer"])  # researcher: 0 left
+    w.send("reviewer", topic=tid, type="inform", to=["researcher"])  # reviewer: 0 left
+    assert_refused(w.send("researcher", topic=tid, to=["reviewer"]), R.CREDITS_EXHAUSTED)
+    assert_refused(w.send("reviewer", topic=tid, to=["researcher"]), R.CREDITS_EXHAUSTED)
+    t = w.topic(tid)
+    assert (t.status, t.pause, t.paused_by) == (TopicStatus.PAUSED, Pause.CREDITS, "researcher")
+    assert t.unfunded == {"researcher": "wallet", "reviewer": "wallet"}
+    d = w.fund("human.alice", "reviewer", 10)
+    assert woken(d) == {"reviewer"}
+    (msg,) = notices(d, Notice.CREDITS_REFILLED)
+    assert msg.topic == tid
+    t = w.topic(tid)
+    assert t.status == TopicStatus.OPEN and t.unfunded == {"researcher": "wallet"}  # its resend goes through
+    assert w.send("reviewer", topic=tid, to=["researcher"]).refusal is None
+    d = w.fund("human.alice", "researcher", 10)
+    (msg,) = notices(d, Notice.CREDITS_REFILLED)
+    assert woken(d) == {"researcher"} and msg.topic == tid and w.topic(tid).unfunded == {}
+    assert w.fund("human.alice", "researcher", 10).routed == ()  # refilled once: nothing more to wake
+
+
+def test_refilling_the_pool_wakes_each_agent_waiting_in_a_topic_once():
+    """Seed 000: "Once refilled, the agent alone is woken to resend what did not go through." """
+    w = World(wallet=0, pool=2)
+    del w.wallets["researcher"], w.wallets["reviewer"]
+    tid = w.open("researcher", to=["reviewer"])
+    w.send("reviewer", topic=tid, type="inform", to=["researcher"])
+    assert_refused(w.send("researcher", topic=tid, to=["reviewer"]), R.CREDITS_EXHAUSTED)
+    assert_refused(w.send("reviewer", topic=tid, to=["researcher"]), R.CREDITS_EXHAUSTED)
+    d = w.fund("human.alice", POOL, 100)
+    got = sorted((m.to, m.topic) for m in notices(d, Notice.CREDITS_REFILLED))
+    assert got == [(("researcher",), tid), (("reviewer",), tid)]
+    assert len({m.id for m in notices(d)}) == 2
+    t = w.topic(tid)
+    assert (t.status, t.paused_by, t.unfunded) == (TopicStatus.OPEN, None, {})
+
+
+def test_a_topic_stopped_by_its_budget_resumes_when_the_budget_is_raised():
+    """Seed 000: "`credits_exhausted`	The agent (or the topic's budget) is out of credits."
+
+    Core decision (docs/rules.md): funding fills wallets and the pool, which a topic's budget does
+    not draw on; the budget is raised with set_budget, and that wakes the agent it stopped.
+    """
+    w = World()
+    tid = w.open("researcher", to=["reviewer"])
+    w.topics[tid] = replace(w.topic(tid), budget=1)
+    d = w.send("researcher", "x" * 1500, topic=tid, to=["reviewer"])
+    assert_refused(d, R.CREDITS_EXHAUSTED)
+    assert len(notices(d, Notice.FUNDING_REQUEST)) == 1 and ("broke", "researcher") not in w.flags
+    assert w.topic(tid).unfunded == {"researcher": "budget"}
+    assert notices(w.send("researcher", "x" * 1500, topic=tid, to=["reviewer"]), Notice.FUNDING_REQUEST) == []
+    d = w.fund("human.alice", "researcher", 10)
+    assert woken(d) == set() and w.topic(tid).status == TopicStatus.PAUSED  # a wallet cannot pay past the budget
+    d = w.set_budget(tid, 0)  # lowered: still stopped
+    assert d.routed == () and w.topic(tid).status == TopicStatus.PAUSED
+    d = w.set_budget(tid, 5)
+    (msg,) = notices(d, Notice.CREDITS_REFILLED)
+    assert woken(d) == {"researcher"} and msg.topic == tid
+    t = w.topic(tid)
+    assert (t.status, t.budget, t.unfunded) == (TopicStatus.OPEN, 5, {})
+    assert w.send("researcher", "x" * 1500, topic=tid, to=["reviewer"]).refusal is None
+
+
+def test_a_topic_stored_before_unfunded_still_wakes_its_agent():
+    """Seed 000: "Once refilled, the agent alone is woken to resend what did not go through."
+
+    A topic row stored before `unfunded` and `asked` existed loads, and its `paused_by` is woken.
+    """
+    import msgspec
+
+    from ygg_server.core import Topic
+
+    w = World(wallet=1)
+    tid = w.open("researcher", to=["reviewer"])
+    assert_refused(w.send("researcher", topic=tid, to=["reviewer"]), R.CREDITS_EXHAUSTED)
+    row = msgspec.json.decode(msgspec.json.encode(w.topic(tid)))
+    del row["unfunded"]
+    for m in row["members"].values():
+        del m["asked"]
+    old = msgspec.json.decode(msgspec.json.encode(row), type=Topic)
+    assert old.unfunded == {} and old.paused_by == "researcher"
+    w.topics[tid] = old
+    d = w.fund("human.alice", "researcher", 10)
+    (msg,) = notices(d, Notice.CREDITS_REFILLED)
+    assert msg.topic == tid and w.topic(tid).status == TopicStatus.OPEN

@@ -115,6 +115,41 @@ async def test_a_topic_budget_is_spent_and_then_refuses(team):
     assert r["op"] == "sent"
     r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="two")
     assert r["op"] == "refused" and r["reason"] == "credits_exhausted"
+    # a funding fills the wallet, not the budget; raising the budget wakes the agent it stopped
+    await alice.call("fund", workspace=team.ws, agent="researcher", amount=5)
+    assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["status"] == "paused"
+    assert (await alice.call("set_budget", workspace=team.ws, topic=topic, budget=3))["budget"] == 3
+    d = await researcher.next_delivery(timeout=10)
+    assert d["wake"] and d["message"]["notice"] == "credits_refilled" and d["message"]["topic"] == topic
+    assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["status"] == "open"
+    r = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="two")
+    assert r["op"] == "sent"
+
+
+async def test_two_agents_out_of_credits_in_one_topic_are_each_woken_there(team):
+    """Seed 000: "Once refilled, the agent alone is woken to resend what did not go through." """
+    alice = await team.person("alice")
+    agents, ids = {}, {}
+    for name in ("poor1", "poor2"):
+        out = team.admin(admin.add_agent, name, "alice")
+        ids[name] = out["id"]
+        team.admin(admin.fund, name, 1)
+        agents[name] = await team.client(api_key=out["api_key"])
+    asked = await alice.send(workspace=team.ws, topic="new", title="Job", to=["poor1", "poor2"], text="go")
+    topic = asked["message"]["topic"]
+    for c in agents.values():
+        await c.ack([(await c.next_delivery(timeout=5))["id"]])
+        assert (await c.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="a"))["op"] == "sent"
+    for c in agents.values():
+        r = await c.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="b")
+        assert r["reason"] == "credits_exhausted"
+    t = (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]
+    assert (t["status"], t["paused_by"]) == ("paused", ids["poor1"])  # the first stays named
+    for name in ("poor2", "poor1"):  # the second one first: the topic reopens, poor1 still waits there
+        await alice.call("fund", workspace=team.ws, agent=name, amount=5)
+        d = await agents[name].next_delivery(timeout=10)
+        assert d["wake"] and d["message"]["notice"] == "credits_refilled" and d["message"]["topic"] == topic
+        assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["status"] == "open"
 
 
 async def test_the_clock_nudges_a_silent_agent(store, database):

@@ -17,7 +17,7 @@ from msgspec.structs import replace
 from .assign import PREFIX as CAPABILITY, WEIGHTS, assign
 from .decision import Decision, Delivery, Entry, Flag, Routed, View, refused
 from .directory import Directory, Unresolved
-from .lifecycle import move
+from .lifecycle import BUDGET, WALLET, move, unfunded
 from .model import Conversation, Member, Message, Participant, Pending, Post, Sig, Topic
 from .notices import human_members, notice
 from .party import named_at_start, turn_queue
@@ -363,6 +363,8 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
             topic = replace(topic, members={p: replace(m, asked=False) if m.asked else m
                                             for p, m in topic.members.items()})
 
+    if aid in topic.unfunded:  # it paid for this message: it no longer waits for funds here
+        topic = replace(topic, unfunded={a: w for a, w in topic.unfunded.items() if a != aid})
     conversation = _grown(conv, author, recipients, view.new_conversation)
     counted = _counted(conv if conversation is None else conversation, view, human, agent and not absorbed,
                        deliveries, gate_notice is not None)
@@ -432,17 +434,29 @@ def _exhausted(view: View, post: Post, author: Participant, topic: Topic | None,
     """Seed 000: "its message is refused, its topic pauses, and the people who can fund it see a request"."""
     d = view.directory
     have = f"needs {cost}, wallet {view.wallet or 0}, pool {view.pool}"
+    why = WALLET
     if topic is not None and topic.budget is not None and topic.budget < cost:
         have = f"needs {cost}, topic budget {topic.budget}"
+        why = BUDGET
     topics: tuple[Topic, ...] = ()
-    if topic is not None and not (topic.pause == "credits" and topic.paused_by == author.id):
-        paused = move(topic, "credits_out", now)
-        if paused.pause == "credits":
+    waiting = unfunded(topic) if topic is not None else {}
+    known = waiting.get(author.id) == why  # already waiting here for the same reason
+    if topic is not None and not (known and topic.status == _PAUSED):
+        # Every agent that runs out here waits for its funds; paused_by stays the first of them.
+        paused = move(topic, "credits_out", now, unfunded={**waiting, author.id: why})
+        if paused.pause == "credits" and paused.paused_by is None:
             paused = replace(paused, paused_by=author.id)
         topics = (paused,)
     routed: tuple[Routed, ...] = ()
     flags: tuple[Flag, ...] = ()
-    if (BROKE, author.id) not in view.flags:
+    if why == BUDGET:
+        # The agent is not broke: the topic's budget is. Its people raise the budget (set_budget),
+        # and are asked once per agent stopped by it.
+        if not known:
+            routed = (notice(Notice.FUNDING_REQUEST, workspace=d.workspace, conversation=topic.conversation,
+                             topic=topic.id, to=funders_of(d, author), now=now, cause=post.id,
+                             agent=author.name, detail=have),)
+    elif (BROKE, author.id) not in view.flags:
         funders = funders_of(d, author)
         conv = topic.conversation if topic else view.conversation.id
         routed = (notice(Notice.FUNDING_REQUEST, workspace=d.workspace, conversation=conv,

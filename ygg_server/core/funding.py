@@ -8,19 +8,21 @@ from . import rules
 from .decide import BROKE
 from .decision import Decision, Entry, Flag, Routed, View, refused
 from .directory import direct_id
-from .lifecycle import move
+from .lifecycle import BUDGET, WALLET, move, unfunded
 from .model import Conversation, Topic
 from .notices import notice
-from .vocabulary import POOL, ConversationKind, Kind, Notice, Pause, RefusalReason as R, Role
+from .vocabulary import POOL, ConversationKind, Kind, Notice, Pause, RefusalReason as R, Role, TopicStatus
 
 
 def fund(view: View, funder: str, account: str, amount: object, paused: tuple[Topic, ...],
          now: int, cause: str) -> Decision:
     """Credit `account` (an agent id, or POOL) with `amount`.
 
-    `paused` are the workspace's topics paused for credits. Each agent the funding
-    concerns that was out of credits is woken alone (`credits_refilled`): in the
-    topics it paused, or, when it had none, in its direct conversation with the funder.
+    `paused` are the topics where an agent waits for funds (paused for credits, or reopened
+    with others still waiting: `Topic.unfunded`). Each agent the funding concerns that was out
+    of credits is woken alone (`credits_refilled`): in each topic where it waits for its wallet
+    or the pool, or, when it has none, in its direct conversation with the funder. An agent
+    stopped by a topic's budget waits for that budget (`set_budget`), not for a funding.
     """
     d = view.directory
     who = d.participants.get(funder)
@@ -31,7 +33,7 @@ def fund(view: View, funder: str, account: str, amount: object, paused: tuple[To
     if account == POOL:
         if role not in (Role.OWNER, Role.ADMIN):
             return refused(R.PERMISSION_DENIED, "only the workspace's owners and admins fund its pool")
-        agents = {t.paused_by for t in paused if t.pause == Pause.CREDITS} | broke
+        agents = {a for t in paused for a, why in unfunded(t).items() if why == WALLET} | broke
     else:
         agent = d.participants.get(account)
         if agent is None or agent.kind != Kind.AGENT or account not in d.memberships:
@@ -45,15 +47,14 @@ def fund(view: View, funder: str, account: str, amount: object, paused: tuple[To
     topics: list[Topic] = []
     routed: list[Routed] = []
     for t in paused:
-        a = t.paused_by
-        if t.pause != Pause.CREDITS or a not in agents:
+        refilled = [a for a, why in unfunded(t).items() if why == WALLET and a in agents]
+        if not refilled or not _resumable(t):
             continue
-        members = t.members if a not in t.members else {**t.members, a: replace(t.members[a], wake_pending=True)}
-        topics.append(move(t, "refilled", now, members=members))
-        routed.append(notice(Notice.CREDITS_REFILLED, workspace=t.workspace, conversation=t.conversation,
-                             topic=t.id, to=(a,), now=now, cause=cause))
+        t, notes = _refill(t, refilled, now, cause)
+        topics.append(t)
+        routed += notes
     conversation = None
-    woken = {r.message.to[0] for r in routed}
+    woken = {r.message.to[0] for r in routed}  # (each of them once per topic it waits in)
     for a in sorted(broke & agents - woken):
         conv = Conversation(direct_id(d.workspace, funder, a), d.workspace, ConversationKind.DIRECT, "",
                             frozenset((funder, a)))
@@ -63,3 +64,39 @@ def fund(view: View, funder: str, account: str, amount: object, paused: tuple[To
     flags = tuple(Flag(BROKE, a, on=False) for a in sorted(broke & agents))
     return Decision(routed=tuple(routed), topics=tuple(topics), flags=flags, conversation=conversation,
                     ledger=(Entry(d.workspace, account, amount, cause),))
+
+
+def _resumable(t: Topic) -> bool:
+    """A refill resumes a topic paused for credits, or one already open again; not one closed or
+    paused for a person (the person's answer reopens it)."""
+    return t.status == TopicStatus.OPEN or (t.status == TopicStatus.PAUSED and t.pause == Pause.CREDITS)
+
+
+def _refill(t: Topic, refilled: list[str], now: int, cause: str) -> tuple[Topic, list[Routed]]:
+    """Seed 000: "Once refilled, the agent alone is woken to resend what did not go through."
+
+    Each refilled agent gets one `credits_refilled` wake in `t`; the topic reopens so its resend
+    goes through; agents still unfunded there stay listed, to be woken when their turn comes.
+    """
+    members = dict(t.members)
+    for a in refilled:
+        if a in members:
+            members[a] = replace(members[a], wake_pending=True)
+    rest = {a: why for a, why in unfunded(t).items() if a not in refilled}
+    t = move(t, "refilled", now, members=members, unfunded=rest)
+    notes = [notice(Notice.CREDITS_REFILLED, workspace=t.workspace, conversation=t.conversation, topic=t.id,
+                    to=(a,), now=now, cause=f"{cause}:{t.id}") for a in refilled]
+    return t, notes
+
+
+def set_budget(topic: Topic, budget: int | None, now: int, cause: str) -> Decision:
+    """A topic's budget set by a person (the engines check who may): seed 000's "(or the topic's
+    budget) is out of credits" refilled. Raising it (or removing it, None) wakes each agent that
+    the budget had stopped there, alone, to resend, and reopens a topic paused for credits."""
+    t = replace(topic, budget=budget)
+    raised = budget is None or (topic.budget is not None and budget > topic.budget)
+    short = [a for a, why in unfunded(topic).items() if why == BUDGET]
+    if not raised or not short or not _resumable(t):
+        return Decision(topics=(t,))
+    t, notes = _refill(t, short, now, cause)
+    return Decision(routed=tuple(notes), topics=(t,))

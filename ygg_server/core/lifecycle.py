@@ -46,7 +46,8 @@ def move(topic: Topic, event: str, now: int, **fields) -> Topic:
             else replace(m, wake_pending=False, polled_at=None, awaited_since=None, asked=False)
             for p, m in members.items()
         }
-        return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={}, **fields)
+        return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={},
+                       unfunded={}, **fields)
     if status == O:
         fields.setdefault("pause", None)
         fields.setdefault("paused_by", None)
@@ -76,3 +77,18 @@ def someone_done(members: dict[str, Member]) -> bool:
 def waiting_on(members: dict[str, Member], pid: str) -> tuple[str, ...]:
     """Who currently waits on `pid`."""
     return tuple(p for p, m in members.items() if m.state == _WAITING and pid in m.waiting_for)
+
+
+WALLET, BUDGET = "wallet", "budget"  # what ran dry for an agent in Topic.unfunded
+
+
+def unfunded(topic: Topic) -> dict[str, str]:
+    """The agents waiting for funds on `topic`, and what ran dry for each.
+
+    A topic stored before `unfunded` existed names only `paused_by` (a wallet or the pool).
+    """
+    if topic.unfunded:
+        return topic.unfunded
+    if topic.paused_by is not None and topic.pause == _CREDITS_PAUSE:
+        return {topic.paused_by: WALLET}
+    return {}

@@ -120,12 +120,15 @@ class Topic(msgspec.Struct, frozen=True, gc=False):
     title: str | None = None
     status: TopicStatus = TopicStatus.OPEN
     pause: Pause | None = None
-    paused_by: str | None = None  # the agent whose credits ran out
+    paused_by: str | None = None  # the first agent whose credits ran out (all of them: `unfunded`)
     budget: int | None = None  # credits left in the topic's budget, if one is set
     closed_at: int | None = None
     members: dict[str, Member] = {}
     pending: dict[str, Pending] = {}
     recent: tuple[Sig, ...] = ()  # agent messages since the last person wrote
+    # Agents refused credits_exhausted here and not yet refilled, in order, with what ran dry:
+    # "wallet" (their wallet and the pool) or "budget" (this topic's budget). See lifecycle.unfunded.
+    unfunded: dict[str, str] = {}
 
 
 class Fitness(msgspec.Struct, frozen=True, gc=False):

@@ -326,8 +326,9 @@ UPDATE deliveries d SET acked_at = $1 FROM a WHERE d.id = a.id RETURNING d.id, d
 _OVERRIDES_RAW = {
     # sqlite.credit_paused: the paused topics a funding may un-pause are locked, in id order
     # (the engine's lock order: topics, then wallets)
-    "SELECT state FROM topics WHERE status = 'paused'":
-        "SELECT state FROM topics WHERE status = 'paused' ORDER BY id FOR UPDATE",
+    """SELECT state FROM topics WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0)""":
+        """SELECT state FROM topics WHERE status = 'paused'
+           OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0) ORDER BY id FOR UPDATE""",
     # queries.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), a phrase
     """SELECT m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
            WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?

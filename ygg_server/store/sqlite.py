@@ -18,6 +18,7 @@ from ..core import (
     POOL, Conversation, ConversationKind, Decision, Directory, Kind, Membership, Message, Participant, Profile,
     Role, Topic, next_due,
 )
+from ..core.lifecycle import unfunded
 from ..core.model import Fitness
 from .schema import MIGRATIONS
 
@@ -253,10 +254,15 @@ def load_flags(conn: sqlite3.Connection) -> set[tuple[str, str]]:
 
 
 def credit_paused(conn: sqlite3.Connection, workspace: str | None = None, agent: str | None = None) -> list[Topic]:
-    """Topics paused for credits: a workspace's (pool funding) or an agent's anywhere."""
-    rows = conn.execute("SELECT state FROM topics WHERE status = 'paused'").fetchall()
-    topics = [t for t in (_topic_dec.decode(r[0]) for r in rows) if t.pause == "credits"]
-    return [t for t in topics if (workspace is None or t.workspace == workspace) and (agent is None or t.paused_by == agent)]
+    """Topics where agents wait for funds: a workspace's (pool funding) or an agent's anywhere.
+
+    Paused for credits, or open again with agents still listed in `unfunded` (core.lifecycle.unfunded;
+    a row stored before `unfunded` names only `paused_by`)."""
+    rows = conn.execute(
+        """SELECT state FROM topics WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0)"""
+    ).fetchall()
+    topics = [t for t in (_topic_dec.decode(r[0]) for r in rows) if unfunded(t)]
+    return [t for t in topics if (workspace is None or t.workspace == workspace) and (agent is None or agent in unfunded(t))]
 
 
 def due_topics(conn: sqlite3.Connection) -> list[tuple[int, str]]:
