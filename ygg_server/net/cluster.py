@@ -32,6 +32,7 @@ import msgspec
 
 from .. import auth, protocol, queries
 from ..core import Kind
+from ..core import party as core_party
 from ..engine import Published
 from ..pg_engine import PgEngine
 from ..store import postgres as pg
@@ -100,7 +101,7 @@ class ClaimInbox:
         sink.given = self._given
         self.held[item.id] = (sink, [c.id for c in context])
         sink.leased.add(item.id)
-        sink.push(deliver_frame(item, context))
+        sink.push(deliver_frame(item, context, self.participant, getattr(sink, "rosters", None)))
 
     def ack(self, ids: list[int]) -> list[int]:
         """Retire acked wakes held here and the context they carried; return every id retired."""
@@ -121,9 +122,10 @@ class ClaimInbox:
 class Claimer:
     """Runs this node's claims: every agent inbox with work announced and room, one statement a round."""
 
-    def __init__(self, engine: PgEngine, lease: float):
+    def __init__(self, engine: PgEngine, lease: float, parties=None):
         self.engine = engine
         self.lease = lease
+        self.parties = parties  # async (claimed rows) -> {conversation: PartyView}: what agents are shown
         self.pending: dict[str, ClaimInbox] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -195,7 +197,8 @@ class Claimer:
                     for ib, _, _ in asks:
                         self.pending[ib.participant] = ib
                     continue
-                self._dispatch(asks, rows, news)
+                views = await self.parties(rows) if self.parties is not None else {}
+                self._dispatch(asks, rows, news, views)
 
     async def _claim(self, asks: list[tuple[ClaimInbox, Conn, int]]) -> list:
         now = now_us()
@@ -204,14 +207,14 @@ class Claimer:
                 pg.CLAIM_DELIVERIES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
                 [n for _, _, n in asks], now, now + int(self.lease * 1e6))
 
-    def _dispatch(self, asks, rows, news) -> None:
+    def _dispatch(self, asks, rows, news, views: dict) -> None:
         wakes: dict[str, list[Item]] = {}
         carried: dict[int, list[Item]] = {}
-        for did, recipient, wake, reason, holder, carrier, mid, body in rows:
+        for did, recipient, wake, reason, holder, carrier, mid, body, _, cid, *_ in rows:
             obj = self.objs.get(mid)
             if obj is None:
                 obj = protocol.message_obj(db.decode_message(body))
-            item = Item(did, bool(wake), reason, obj)
+            item = Item(did, bool(wake), reason, obj, views.get(cid))
             if wake:
                 wakes.setdefault(holder, []).append(item)
             else:
@@ -235,7 +238,9 @@ class PgGateway(Gateway):
     def __init__(self, engine: PgEngine, limits: Limits | None = None):
         super().__init__(engine, limits)
         self.engine: PgEngine = engine
-        self.claimer = Claimer(engine, engine.lease)
+        self.claimer = Claimer(engine, engine.lease, self._party_views)
+        self._views: dict[str, tuple[tuple, Any]] = {}  # conversation -> ((members, lead), PartyView)
+        self._dirs: dict[str, Any] = {}  # workspace -> Directory, for party views; dropped by every rescan
         self.beat = min(max(engine.lease / 3, 0.2), 5.0)  # heartbeat, lease renewal, expired-lease sweep
         self.node_timeout = 4 * self.beat  # a node silent this long is gone
         self._tasks: set[asyncio.Task] = set()
@@ -299,6 +304,29 @@ class PgGateway(Gateway):
             inbox.add(rows)
             return inbox
         return await super()._inbox(pid, is_agent)
+
+    async def _rescan(self) -> None:
+        self._views.clear()
+        self._dirs.clear()  # a membership or a profile may have changed: the rosters with it
+        await super()._rescan()
+
+    async def _party_views(self, rows) -> dict:
+        """The party of each conversation claimed rows are in, as its agents are shown it (the roster; who is
+        still there), as `db.party_views` makes it: kept until its members or Lead change, or a rescan."""
+        out: dict = {}
+        for *_, ws, cid, kind, name, members, party in rows:
+            if cid is None or cid in out:
+                continue
+            conv = db.conversation(cid, ws, kind, name, members, party)
+            key = (conv.members, conv.lead)
+            hit = self._views.get(cid)
+            if hit is None or hit[0] != key:
+                d = self._dirs.get(ws)
+                if d is None:
+                    d = self._dirs[ws] = await self.read(db.load_directory, ws)
+                hit = self._views[cid] = (key, core_party.party_view(d, conv))
+            out[cid] = hit[1]
+        return out
 
     async def _offer_again(self, pid: str, inbox) -> None:
         """After a rescan (`Gateway._rescan`: memberships, sessions, then this): an agent claims again, and

@@ -307,8 +307,10 @@ ctx AS (
   FROM (SELECT t.id, tops.holder FROM tops CROSS JOIN LATERAL
         ({DELIVERIES.ready_rows("tops.recipient", "$4", None, f"t.wake = 0 AND t.id < tops.top AND {RECEIVABLE}")}) t) p
   WHERE d.id = p.id RETURNING {_D_COLS})
-SELECT x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body
-FROM (SELECT * FROM wakes UNION ALL SELECT * FROM ctx) x JOIN messages m ON m.id = x.message ORDER BY x.id
+SELECT x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body,
+       m.workspace, c.id, c.kind, c.name, c.members, c.party
+FROM (SELECT * FROM wakes UNION ALL SELECT * FROM ctx) x JOIN messages m ON m.id = x.message
+LEFT JOIN conversations c ON c.id = m.conversation ORDER BY x.id
 """
 RELEASE_DELIVERIES = DELIVERIES.release("carrier = NULL")
 RENEW_DELIVERIES = DELIVERIES.renew()
