@@ -292,3 +292,26 @@ async def test_a_load_begun_before_a_change_does_not_cache_stale_stable_blocks(t
     again = await issuer.dress(agent, frame)
     assert again["directive"]["rulebook"]["length"] == 300
     assert "at most 300 characters" in again["directive"]["stable"][1]
+
+
+async def test_a_direct_conversation_that_grows_into_a_party_shows_in_the_next_directive(team):
+    """Seed 004: "Each NPC is told who else is in the Party". A person addressing a second agent in a direct
+    conversation makes it a party (the conversation grows to everyone addressed in it): the next wake's
+    conversation block names the newcomer at once, as the deliver frame's roster does (before, the cached
+    block without it went out for the cache's ttl, as no op announced the change)."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    first = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Solo",
+                             type="request", to=["researcher"], text="just you for now")
+    assert first["op"] == "sent", first
+    one = await wake(researcher)
+    assert "reviewer" not in one["directive"]["stable"][1]
+    cid = first["message"]["conversation"]
+    second = await alice.send(workspace=team.ws, conversation=cid, topic="new", title="Both", type="request",
+                              to=["researcher", "reviewer"], text="now both of you")
+    assert second["op"] == "sent", second
+    two = await wake(researcher)
+    assert [e["name"] for e in two["roster"]] == ["reviewer"]
+    stable = two["directive"].get("stable")
+    assert stable is not None, "a new version: its stable blocks go out"
+    assert "reviewer, an agent" in stable[1] and "a party conversation" in stable[1]

@@ -205,6 +205,7 @@ class Gateway:
                                     self.limits.auth_window)
         self._hashing = asyncio.Semaphore(1)  # one argon2 check at a time (each takes ~64 MiB), off the reader
         self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
+        self._parties: dict[str, Any] = {}  # conversation -> the PartyView last published for it
 
     def _connect(self):
         """A connection beside the engine's, for reads and management ops (net/cluster.py: PostgreSQL)."""
@@ -721,6 +722,7 @@ class Gateway:
     # --- after each commit ---
 
     def publish(self, out: Published) -> None:
+        self._party_moves(out.parties)
         by_recipient: dict[str, list[Item]] = {}
         objs: dict[int, dict] = {}  # one message object per message, however many of its recipients are here
         for s in out.deliveries:
@@ -741,6 +743,22 @@ class Gateway:
             self._events(out)
         if out.rescan:
             asyncio.ensure_future(self._rescan())
+
+    def _party_moves(self, parties: dict) -> None:
+        """A party can change without an op: a conversation grows to everyone addressed in it (core `_grown`).
+        The engine hands over a new PartyView then; the directives' cached blocks about it are dropped."""
+        changed = False
+        for cid, pv in parties.items():
+            prev = self._parties.get(cid)
+            if prev is pv:
+                continue
+            if prev is not None and prev != pv:
+                changed = True
+            if len(self._parties) >= 100_000:
+                self._parties.clear()
+            self._parties[cid] = pv
+        if changed:
+            self.issuer.invalidate()
 
     def _monitor(self, out: Published) -> None:
         """Every message stored, with its deliveries (none for one absorbed by system.ygg), to monitors."""

@@ -6,8 +6,10 @@ after a reconnect: one place). The inputs come from the store: the workspace's
 members with their profiles, the conversation (members, Lead, kind), the agent's
 persona, the conversation's rulebook and the topic's title. They are cached, and
 the cache is dropped whenever something they come from may have changed: a
-persona, rulebook, profile, party or membership op through this gateway, or a
-rescan (another process or node wrote the database). Entries also expire after
+persona, rulebook, profile, party or membership op through this gateway, a party
+that changed without an op (a conversation grown to someone addressed in it: the
+engine publishes a new PartyView, Gateway._party_moves), or a rescan (another
+process or node wrote the database). Entries also expire after
 `ttl` seconds, which bounds how late a change made on another PostgreSQL node
 that announced no rescan (a party op there) shows up here.
 
