@@ -418,15 +418,8 @@ class Engine:
         )
         d = decide(view, post, now)
         self._commit(d, ws, now, out, month)
-        if d.refusal:
-            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
-        main = d.routed[0]
-        reply = {
-            "op": "sent", "ref": ref, "message": protocol.message_obj(main.message),
-            "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in main.deliveries],
-            "cost": main.message.cost,
-        }
-        if client_id is not None:
+        reply = protocol.answer(ref, d)
+        if client_id is not None and reply["op"] == "sent":
             self._idem[(author, client_id)] = (msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"}), now)
         return reply
 

@@ -615,15 +615,8 @@ class PgEngine:
             view = msgspec.structs.replace(view, weights=core_assign.weights_of((self._settings.get(ws) or {}).get("assign.weights")))
         d = decide(view, post, now)
         self._stage(w, d, ws, now, month)
-        if d.refusal:
-            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
-        main = d.routed[0]
-        reply = {
-            "op": "sent", "ref": ref, "message": protocol.message_obj(main.message),
-            "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in main.deliveries],
-            "cost": main.message.cost,
-        }
-        if client_id is not None:
+        reply = protocol.answer(ref, d)
+        if client_id is not None and reply["op"] == "sent":
             body = msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"})
             w.idem[(author, client_id)] = body
             w.new_idem.append((author, client_id, body, now))

@@ -182,3 +182,16 @@ def error(ref: Any, code: str, detail: str = "") -> dict:
 
 def refused(ref: Any, reason: str, detail: str) -> dict:
     return {"op": "refused", "ref": ref, "reason": reason, "detail": detail}
+
+
+def answer(ref: Any, d) -> dict:
+    """A send's answer from its decision (`core.Decision`): `refused`, or `sent` with the message as
+    stored, who it reached and how, and its cost (both engines)."""
+    if d.refusal:
+        return refused(ref, d.refusal.reason, d.refusal.detail)
+    main = d.routed[0]
+    return {
+        "op": "sent", "ref": ref, "message": message_obj(main.message),
+        "deliveries": [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in main.deliveries],
+        "cost": main.message.cost,
+    }
