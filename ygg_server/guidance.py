@@ -51,6 +51,10 @@ def _agent_for(conn: sqlite3.Connection, who: str, frame: dict) -> str:
         raise queries.NotFound
     if not isinstance(ref, str):
         raise queries.NotFound
+    if who.startswith("agent."):  # an agent names itself by its name too; any other agent is not its to touch
+        if conn.execute("SELECT 1 FROM agents WHERE id = ? AND name = ?", (who, ref)).fetchone():
+            return who
+        raise queries.NotFound
     row = conn.execute("SELECT id FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
                        (who, ref, ref)).fetchone()
     if row is None:

@@ -315,3 +315,16 @@ async def test_a_direct_conversation_that_grows_into_a_party_shows_in_the_next_d
     stable = two["directive"].get("stable")
     assert stable is not None, "a new version: its stable blocks go out"
     assert "reviewer, an agent" in stable[1] and "a party conversation" in stable[1]
+
+
+async def test_an_agent_names_itself_by_name_or_id_for_its_persona(team):
+    """docs/protocol.md: get_persona/set_persona take `agent?` (id or name; default: the asker), for the agent itself
+    or its owner: an agent naming itself is the agent itself, by either; another agent's name is still not found."""
+    researcher = await team.client(api_key=team.keys["researcher"])
+    me = (await researcher.call("whoami"))["id"]
+    w = await researcher.request("set_persona", agent="researcher", text=LONG)
+    assert w["op"] == "set_persona" and w["agent"] == me and w["version"] == 1, w
+    for ref in ("researcher", me, None):
+        got = await researcher.request("get_persona", **({} if ref is None else {"agent": ref}))
+        assert got["op"] == "get_persona" and got["text"] == LONG, (ref, got)
+    assert (await researcher.request("get_persona", agent="reviewer"))["code"] == "not_found"
