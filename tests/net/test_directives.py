@@ -328,3 +328,30 @@ async def test_an_agent_names_itself_by_name_or_id_for_its_persona(team):
         got = await researcher.request("get_persona", **({} if ref is None else {"agent": ref}))
         assert got["op"] == "get_persona" and got["text"] == LONG, (ref, got)
     assert (await researcher.request("get_persona", agent="reviewer"))["code"] == "not_found"
+
+
+async def test_a_wake_sharing_a_load_survives_the_loading_connection_going_away(team):
+    """Wakes going out at once share one load; the writer that began it may be cancelled (its connection closed).
+    The others still go out, with their directive (before, the cancellation reached every writer waiting on that
+    load: each stopped for good, and its connection got no frame again)."""
+    alice = await team.person("alice")
+    m = await ask(alice, team.ws, "shared and cancelled")
+    agent = team.admin(lambda c: c.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0])
+    frame = {"op": "deliver", "id": 1, "message": m, "wake": True, "context": []}
+    started, go = asyncio.Event(), asyncio.Event()
+
+    async def read(fn, *args):
+        started.set()
+        await go.wait()
+        return await team.gw.read(fn, *args)
+
+    issuer = Issuer(read)
+    first = asyncio.ensure_future(issuer.dress(agent, frame))
+    await started.wait()
+    second = asyncio.ensure_future(issuer.dress(agent, frame))
+    await asyncio.sleep(0.05)  # second now waits on first's load
+    first.cancel()
+    go.set()
+    out = await asyncio.wait_for(second, 5)
+    assert first.cancelled()
+    assert out["directive"]["stable"][0].startswith("You are researcher,")

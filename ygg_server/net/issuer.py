@@ -43,6 +43,10 @@ MAX_ENTRIES = 50_000
 SEEN = 64  # stable versions a connection is assumed to keep (clients keep at least this many)
 
 
+class _Abandoned(Exception):
+    """A shared load whose loader was cancelled before it finished."""
+
+
 def elide(seen: OrderedDict, directive: dict) -> dict:
     """`directive` as it goes out on a connection that was sent the versions in `seen` (updated)."""
     v = directive["version"]
@@ -105,7 +109,8 @@ class Issuer:
             try:
                 loaded = await self._read(_load, missing)
             except BaseException as e:
-                fut.set_exception(e)
+                # a cancelled loader (its connection closed) must not cancel the writers waiting on it
+                fut.set_exception(e if isinstance(e, Exception) else _Abandoned())
                 fut.exception()  # retrieved: the waiters, if any, get it too
                 raise
             finally:
@@ -119,7 +124,11 @@ class Issuer:
                 self._cache[k] = (gen, now, v)
             found.update(loaded)
         for fut in pending:
-            found.update({k: v for k, v in (await asyncio.shield(fut)).items() if k in keys})
+            try:
+                loaded = await asyncio.shield(fut)
+            except _Abandoned:  # the load it waited for was given up: load what is still missing
+                return await self._fetch(keys, now)
+            found.update({k: v for k, v in loaded.items() if k in keys})
         return found
 
     async def directive(self, agent: str, msg: dict, context: list[dict]) -> dict:
