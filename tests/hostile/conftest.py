@@ -110,7 +110,7 @@ def counts(server) -> dict[str, int]:
     c = server.conn
     out = {t: c.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in (
         "messages", "deliveries", "topics", "conversations", "ledger", "wallets", "memberships", "agents",
-        "workspaces", "people", "groups", "usage", "idempotency", "flags")}
+        "workspaces", "people", "groups", "usage", "idempotency", "flags", "personas", "rulebooks")}
     out["balance"] = c.execute("SELECT coalesce(sum(balance), 0) FROM wallets").fetchone()[0]
     out["acked"] = c.execute("SELECT count(*) FROM deliveries WHERE acked_at IS NOT NULL").fetchone()[0]
     out["usage_sum"] = c.execute("SELECT coalesce(sum(count), 0) FROM usage").fetchone()[0]

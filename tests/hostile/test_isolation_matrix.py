@@ -18,6 +18,8 @@ import uuid
 
 import pytest
 
+from ygg_server import guidance
+
 from .conftest import counts
 
 decide_module = importlib.import_module("ygg_server.core.decide")  # the module (core exports the function)
@@ -95,6 +97,13 @@ CASES: list[tuple[str, dict]] = [
     *[("set_permissions", {"workspace": A, "agent": "researcher", k: [x]})
       for k in ("can_message", "takes_from") for x in ("$agent", "$agent_name@$handle", "@$handle", "group:$group_name")],
     *[("history", {"workspace": A, "conversation": "general", "before": m}) for m in ("$message", "$dm_message")],
+    # directives: another's persona, another workspace's rulebook, its assignment scores (docs/protocol.md)
+    *[("get_persona", {"agent": x}) for x in ("$agent", "$agent_name")],
+    *[("set_persona", {"agent": x, "text": "Taken over. " * 10, "why": "probe"}) for x in ("$agent", "$agent_name")],
+    *[(op, {"workspace": w, "conversation": c, **({"rulebook": {"length": 5}} if op == "set_rulebook" else {})})
+      for op in ("get_rulebook", "set_rulebook")
+      for w, c in (("$ws", "general"), ("$ws", "$general"), ("$ws", "$dm"), (A, "$general"), (A, "$dm"))],
+    ("explain_assignment", {"workspace": "$ws", "capability": "research"}),
 ]
 
 KINDS = ("ws", "personal", "org", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
@@ -165,6 +174,8 @@ def b_rows(team) -> tuple:
         c.execute("SELECT * FROM wallets WHERE account = ? OR workspace = ? ORDER BY 1, 2", (b["agent"], b["ws"])).fetchall(),
         c.execute("SELECT * FROM memberships WHERE workspace IN (?, ?) ORDER BY 1, 2", (b["ws"], b["personal"])).fetchall(),
         c.execute("SELECT count(*) FROM ledger WHERE workspace = ? OR account = ?", (b["ws"], b["agent"])).fetchone(),
+        c.execute("SELECT agent, version, text FROM personas WHERE agent = ? ORDER BY 2", (b["agent"],)).fetchall(),
+        c.execute("SELECT * FROM rulebooks WHERE workspace IN (?, ?) ORDER BY 1", (b["ws"], b["personal"])).fetchall(),
     )
 
 
@@ -184,6 +195,12 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
             await spy.next_delivery(timeout=0.3)
         except asyncio.TimeoutError:
             break
+    # B's agent has a persona and B's conversations a rulebook: something to leak, or to change
+    guidance.set_persona(team.conn, b["agent"], {"text": "B's own persona, not for anyone in A. " * 3})
+    for cid in (b["general"], b["dm"]):
+        guidance.set_rulebook(team.conn, b["person"], {"workspace": b["ws"], "conversation": cid,
+                                                       "rulebook": {"style": "B's style"}})
+    assert team.conn.execute("SELECT count(*) FROM rulebooks WHERE workspace = ?", (b["ws"],)).fetchone()[0] == 2
     await team.carol.subscribe(b["ws"], monitor=True)
     while team.carol.pending_deliveries():
         await team.carol.next_delivery(timeout=1)
