@@ -279,7 +279,10 @@ class Engine:
             if saved:
                 self.conn.execute("ROLLBACK TO cmd")
                 self.conn.execute("RELEASE cmd")
-            del out.deliveries[mark[0]:], out.topics[mark[1]:], out.balances[mark[2]:], out.messages[mark[3]:]
+                del out.deliveries[mark[0]:], out.messages[mark[3]:]  # written inside its savepoint: undone
+            # (without a savepoint, the rows in `out` since the mark were written by a flush of earlier
+            # commands' decisions, which stand: they are published with the batch)
+            del out.topics[mark[1]:], out.balances[mark[2]:]
             del self._pending[mark[4]:]
             for k in list(self._idem)[mark[5]:]:
                 del self._idem[k]

@@ -7,6 +7,7 @@ share a transaction, and then checks the database against what the callers were 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sqlite3
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 from ygg_server import admin
 from ygg_server.engine import Engine, Published, _Command
 from ygg_server.store import sqlite as db
+
+engine_module = importlib.import_module("ygg_server.engine")
 
 
 @pytest.fixture
@@ -123,3 +126,28 @@ async def test_topics_an_agent_opened_count_at_once_toward_its_topic_limit(world
     assert answers[-1]["reason"] == "topic_limit"
     (later,), _ = await run_batch(engine, opening(4))
     assert later["reason"] == "topic_limit"
+
+
+async def test_a_failing_send_keeps_the_deliveries_written_before_it(world, monkeypatch):
+    """A send that fails after a cache miss wrote the earlier decisions (engine._flush): those stand,
+    and their deliveries are still published with the batch."""
+    engine, ws, ids, path = world
+    real = engine_module.decide
+
+    def failing(view, post, now):
+        if post.text == "boom":
+            raise RuntimeError("boom")
+        return real(view, post, now)
+
+    monkeypatch.setattr(engine_module, "decide", failing)
+    answers, published = await run_batch(
+        engine,
+        send(ws, ids["researcher"], topic="new", title="A", to=["reviewer"], text="before", type="request"),
+        # the reviewer's caches are cold: building its view writes what is pending, then the send fails
+        send(ws, ids["reviewer"], topic="new", title="B", to=["researcher"], text="boom", type="request"),
+    )
+    assert answers[0]["op"] == "sent" and isinstance(answers[1], Exception)
+    stored = {(i, r) for i, r in rows(path, "SELECT id, recipient FROM deliveries")}
+    out = {(s.id, s.recipient) for p in published for s in p.deliveries}
+    assert stored and out == stored, "every delivery written is published"
+    assert [m.text for p in published for m in p.messages] == ["before"]
