@@ -265,3 +265,41 @@ def test_quotation_is_verbatim(where, source, quote):
         found = text.find(part, at)
         assert found >= 0, f"{where}: not in {source}: {part!r}"
         at = found + len(part)
+
+
+async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(team):
+    """PROTOCOL.md: "A delivery not acked is offered again" (after a reconnect), on every connection that attaches.
+
+    Two connections of one participant attaching at once share the load of its inbox. When that load fails (or
+    its connection's handler is cancelled), the other loads again instead of waiting for good (before, the shared
+    future was never resolved: the second connection attached to nothing and was never delivered anything)."""
+    import sqlite3
+
+    from ygg_server.net import gateway as gw_module
+
+    gw, real, calls = team.gw, team.gw.read, []
+    started, go = asyncio.Event(), asyncio.Event()
+
+    async def read(fn, *args):
+        if fn is gw_module._unacked:
+            calls.append(args)
+            if len(calls) == 1:
+                started.set()
+                await go.wait()
+                raise sqlite3.OperationalError("disk I/O error")
+        return await real(fn, *args)
+
+    gw.read = read
+    try:
+        first = asyncio.ensure_future(gw._inbox("agent.nobody", True))
+        await started.wait()
+        second = asyncio.ensure_future(gw._inbox("agent.nobody", True))
+        await asyncio.sleep(0.05)
+        go.set()
+        with pytest.raises(sqlite3.OperationalError):
+            await first
+        inbox = await asyncio.wait_for(second, 5)
+        assert inbox.participant == "agent.nobody" and len(calls) == 2
+    finally:
+        gw.read = real
+        gw.inboxes.pop("agent.nobody", None)

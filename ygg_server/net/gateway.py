@@ -383,7 +383,10 @@ class Gateway:
         if pid in self.inboxes:
             return self.inboxes[pid]
         if pid in self._loading:
-            return await asyncio.shield(self._loading[pid])
+            try:
+                return await asyncio.shield(self._loading[pid])
+            except _LoadFailed:  # the load it waited for failed or was cancelled: load again
+                return await self._inbox(pid, is_agent)
         fut = asyncio.get_running_loop().create_future()
         self._loading[pid] = fut
         self._arrived[pid] = []
@@ -394,6 +397,10 @@ class Gateway:
             self.inboxes[pid] = inbox
             fut.set_result(inbox)
             return inbox
+        except BaseException:
+            fut.set_exception(_LoadFailed())  # those waiting on this load are not left waiting for good
+            fut.exception()
+            raise
         finally:
             self._loading.pop(pid, None)
             self._arrived.pop(pid, None)
@@ -922,6 +929,10 @@ def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
     msgs = [(i, w, r, db.decode_message(b)) for i, w, r, b in rows]
     views = db.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}
     return [Item(i, bool(w), r, protocol.message_obj(m), views.get(m.conversation)) for i, w, r, m in msgs]
+
+
+class _LoadFailed(Exception):
+    """A participant's inbox load that another connection waited on did not finish."""
 
 
 MAX_INFLIGHT = 64  # pipelined frames of one connection awaiting their commit; at this many, reading pauses
