@@ -121,7 +121,9 @@ def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
         return _refused("permission_denied", "a viewer reads a conversation's rulebook but does not set it")
     if not (kind in ("general", "group") or who in members or role in (Role.OWNER, Role.ADMIN)):
         return _refused("permission_denied", "only the people of this conversation (or an admin) set its rulebook")
-    change = frame.get("rulebook")
+    if "rulebook" not in frame:  # a misspelt field is not a reset: only an explicit null resets
+        return _refused("bad_rulebook", "set_rulebook needs rulebook: the rules to change, or null for all defaults")
+    change = frame["rulebook"]
     if change is not None and not isinstance(change, dict):
         return _refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
                         "or null for all defaults")

@@ -355,3 +355,17 @@ async def test_a_wake_sharing_a_load_survives_the_loading_connection_going_away(
     out = await asyncio.wait_for(second, 5)
     assert first.cancelled()
     assert out["directive"]["stable"][0].startswith("You are researcher,")
+
+
+async def test_a_set_rulebook_without_a_rulebook_is_refused_not_a_reset(team):
+    """docs/protocol.md: set_rulebook takes `rulebook` (rules to change; ... `null` resets all): a frame without it
+    (a misspelt field) is refused bad_rulebook and changes nothing; only an explicit null resets."""
+    alice = await team.person("alice")
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rulebook={"length": 300})
+    assert r["set"] == {"length": 300}, r
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rules={"length": 10})
+    assert (r["op"], r["reason"]) == ("refused", "bad_rulebook"), r
+    got = await alice.request("get_rulebook", workspace=team.ws, conversation="general")
+    assert got["set"] == {"length": 300}
+    r = await alice.request("set_rulebook", workspace=team.ws, conversation="general", rulebook=None)
+    assert r["op"] == "set_rulebook" and r["set"] == {}, r
