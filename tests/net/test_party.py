@@ -154,3 +154,36 @@ async def test_a_task_delegated_from_a_direct_conversation_runs_on_the_side(serv
     h = (await alice.request("history", workspace=ws, conversation=cid))["messages"]
     assert [m.get("notice") for m in h][0] == "side_result" and "Table 2 sums to 42." in h[0]["text"], h
     assert not any("recompute" in m["text"] for m in h)  # the delegation itself stayed on the side
+
+
+async def test_a_task_delegated_in_a_new_topic_comes_back_to_the_conversation_not_to_a_topic_of_the_side(server):
+    """Seed 003 §15: "only the final result is sent back where it was asked for". A delegation that opens a new
+    topic in the direct conversation has no origin topic there: its result comes back to the conversation itself
+    (no topic), never under the side conversation's topic id, which is no topic of the origin (a person answering
+    there was refused unknown_topic)."""
+    server.admin(admin.add_person, "alice", "pw-" + "x" * 8)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    keys = {n: server.admin(admin.add_agent, n, "alice")["api_key"] for n in ("lead", "pike")}
+    for n in keys:
+        server.admin(admin.fund, n, 1000)
+    alice = await server.person("alice")
+    lead, pike = await server.client(api_key=keys["lead"]), await server.client(api_key=keys["pike"])
+    hello = await alice.send(workspace=ws, conversation="dm:lead", topic="new", title="Hi", type="inform",
+                             to=["lead"], text="hello")
+    cid = hello["message"]["conversation"]
+    deleg = await lead.send(workspace=ws, conversation=cid, topic="new", title="Fresh", type="request", to=["pike"],
+                            text="pike, recompute table 2")
+    assert deleg["op"] == "sent" and deleg["message"]["conversation"] != cid, deleg
+    while True:
+        d = await pike.next_delivery(timeout=5)
+        await pike.ack([d["id"]])
+        if d["wake"]:
+            break
+    r = await pike.send(workspace=ws, conversation=d["message"]["conversation"], topic=d["message"]["topic"],
+                        type="response", in_reply_to=d["message"]["id"], state="done", text="Table 2 sums to 42.")
+    assert r["op"] == "sent", r
+    h = (await alice.request("history", workspace=ws, conversation=cid))["messages"]
+    back = [m for m in h if m.get("notice") == "side_result"]
+    assert len(back) == 1 and "Table 2 sums to 42." in back[0]["text"], h
+    topics = {t["id"] for t in (await alice.call("list_topics", workspace=ws))["topics"] if t["conversation"] == cid}
+    assert back[0]["topic"] is None or back[0]["topic"] in topics, (back[0]["topic"], topics)

@@ -78,6 +78,9 @@ def result(view: View, conv: Conversation, topic: Topic, msg: Message, answered:
         return None
     author = d.participants.get(msg.author)
     text = msg.text if len(msg.text) <= RESULT_CHARS else msg.text[:RESULT_CHARS - 1] + "\u2026"
-    return notice(Notice.SIDE_RESULT, workspace=conv.workspace, conversation=conv.origin, topic=conv.origin_topic,
+    # a delegation that opened a new topic had no origin topic: the side conversation is keyed by the request's id,
+    # which is the side topic's id, no topic of the origin; the result comes back to the conversation itself
+    where = None if conv.origin_topic == topic.id else conv.origin_topic
+    return notice(Notice.SIDE_RESULT, workspace=conv.workspace, conversation=conv.origin, topic=where,
                   to=people, now=now, cause=msg.id, wake=False, agent=author.name if author else msg.author,
                   title=topic.title or conv.name, detail=text)
