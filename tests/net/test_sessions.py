@@ -276,7 +276,10 @@ async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(te
     import sqlite3
 
     from ygg_server.net import gateway as gw_module
+    from ygg_server.net.cluster import PgGateway
 
+    if isinstance(team.gw, PgGateway):
+        pytest.skip("the embedded gateway's shared inbox load; on PostgreSQL an agent's inbox claims for itself (ClaimInbox), with no shared load")
     gw, real, calls = team.gw, team.gw.read, []
     started, go = asyncio.Event(), asyncio.Event()
 
@@ -292,7 +295,7 @@ async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(te
     gw.read = read
     try:
         first = asyncio.ensure_future(gw._inbox("agent.nobody", True))
-        await started.wait()
+        await asyncio.wait_for(started.wait(), 5)
         second = asyncio.ensure_future(gw._inbox("agent.nobody", True))
         await asyncio.sleep(0.05)
         go.set()
