@@ -468,11 +468,9 @@ class Engine:
         """add_participant / remove_participant / set_lead: a core decision on the live conversation."""
         op, ref = frame.get("op"), frame.get("ref")
         ws, conv_ref = frame.get("workspace"), frame.get("conversation")
-        target = frame.get("lead") if op == "set_lead" else frame.get("participant")
-        if not isinstance(ws, str) or not isinstance(conv_ref, str) or not (
-                isinstance(target, str) or (op == "set_lead" and target is None)):
-            return protocol.error(ref, "bad_frame", f"{op} needs workspace, conversation and "
-                                  + ("lead (or null)" if op == "set_lead" else "participant"))
+        target, bad = protocol.party_target(frame)
+        if bad is not None:
+            return bad
         directory = self.directory(ws)
         if who not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")

@@ -184,6 +184,18 @@ def refused(ref: Any, reason: str, detail: str) -> dict:
     return {"op": "refused", "ref": ref, "reason": reason, "detail": detail}
 
 
+def party_target(frame: dict) -> tuple[str | None, dict | None]:
+    """add_participant / remove_participant / set_lead: the frame's target (the participant, or the
+    Lead, which may be null), or a `bad_frame` error naming what is missing (both engines)."""
+    op, ref = frame.get("op"), frame.get("ref")
+    target = frame.get("lead") if op == "set_lead" else frame.get("participant")
+    if not isinstance(frame.get("workspace"), str) or not isinstance(frame.get("conversation"), str) or not (
+            isinstance(target, str) or (op == "set_lead" and target is None)):
+        return None, error(ref, "bad_frame", f"{op} needs workspace, conversation and "
+                           + ("lead (or null)" if op == "set_lead" else "participant"))
+    return target, None
+
+
 def answer(ref: Any, d) -> dict:
     """A send's answer from its decision (`core.Decision`): `refused`, or `sent` with the message as
     stored, who it reached and how, and its cost (both engines)."""

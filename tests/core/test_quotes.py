@@ -71,3 +71,25 @@ def test_quotation_is_verbatim(where, seed, quote):
         found = text.find(part, at)
         assert found >= 0, f"{where}: not in seed {seed}: {part!r}"
         at = found + len(part)
+
+
+def assert_quoted(where: str, source: str, quote: str) -> None:
+    """`quote` (parts split by "...", in order) is word for word in `source`: a seed's number, "docs"
+    (docs/protocol.md), "architecture" (docs/architecture.md) or "PROTOCOL" (../shared/PROTOCOL.md)."""
+    if source in ("docs", "architecture"):
+        text = (ROOT / "docs" / ("protocol.md" if source == "docs" else "architecture.md")).read_text(encoding="utf-8")
+    elif source == "PROTOCOL":
+        path = ROOT.parent / "shared" / "PROTOCOL.md"
+        if not path.exists():
+            pytest.skip("PROTOCOL.md not found beside the repository")
+        text = path.read_text(encoding="utf-8")
+    else:
+        seeds = _seeds()
+        if source not in seeds:
+            pytest.skip(f"seed {source} not found (set YGG_SEEDS)")
+        text = seeds[source]
+    text, at = _norm(text), 0
+    for part in filter(None, (_norm(p) for p in quote.split("..."))):  # "..." marks an elision
+        found = text.find(part, at)
+        assert found >= 0, f"{where}: not in {source}: {part!r}"
+        at = found + len(part)

@@ -243,28 +243,9 @@ def test_every_test_here_quotes_what_it_checks():
 
 @pytest.mark.parametrize("where, source, quote", list(_quotations()))
 def test_quotation_is_verbatim(where, source, quote):
-    from pathlib import Path
+    from tests.core.test_quotes import assert_quoted
 
-    from tests.core.test_quotes import _norm, _seeds
-
-    root = Path(__file__).parents[2]
-    if source in ("docs", "architecture"):
-        text = (root / "docs" / ("protocol.md" if source == "docs" else "architecture.md")).read_text(encoding="utf-8")
-    elif source == "PROTOCOL":
-        path = root.parent / "shared" / "PROTOCOL.md"
-        if not path.exists():
-            pytest.skip("PROTOCOL.md not found beside the repository")
-        text = path.read_text(encoding="utf-8")
-    else:
-        seeds = _seeds()
-        if source not in seeds:
-            pytest.skip(f"seed {source} not found (set YGG_SEEDS)")
-        text = seeds[source]
-    text, at = _norm(text), 0
-    for part in filter(None, (_norm(p) for p in quote.split("..."))):  # "..." marks an elision
-        found = text.find(part, at)
-        assert found >= 0, f"{where}: not in {source}: {part!r}"
-        at = found + len(part)
+    assert_quoted(where, source, quote)
 
 
 async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(team):
