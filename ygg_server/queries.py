@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from . import protocol
-from .core import PLANS, POOL, Kind, Role, general_id
+from .core import PLANS, POOL, SYSTEM, Kind, Role, Unresolved, general_id
 from .core import assign as core_assign
 from .core.lifecycle import unfunded
 from .store import sqlite as db
@@ -281,11 +281,20 @@ def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozen
     d = db.load_directory(conn, ws)
     if d.participants[pid].kind != Kind.HUMAN:
         return {"refused": ("permission_denied", "the workspace's people see assignment scores")}
+    sender = pid
+    if f.get("sender") is not None:  # whose request: seed 002's permissions are the sender's (default: the asker)
+        found = d.resolve((f["sender"],)) if isinstance(f["sender"], str) else None
+        if found is None or isinstance(found, Unresolved) or len(found) != 1 or found[0] == SYSTEM:
+            return {"refused": ("unknown_member", "sender: name one participant of this workspace")}
+        sender = found[0]
     weights = core_assign.weights_of(db.settings(conn, ws).get("assign.weights"))
-    fitness = db.fitness(conn, list(core_assign.eligible(d, cap)), present.__contains__)
-    a = core_assign.assign(d, cap, text, fitness, weights)
+    me = frozenset((sender,))
+    fitness = db.fitness(conn, list(core_assign.eligible(d, cap, me, sender)), present.__contains__)
+    a = core_assign.assign(d, cap, text, fitness, weights, me, sender)
     if a is None:
-        return {"refused": ("no_eligible_agent", f"no agent in this workspace declares {cap!r}")}
+        out = core_assign.left_out(d, cap, sender, me)
+        why = "no agent that declares it may get this sender's request" if out else f"no agent in this workspace declares {cap!r}"
+        return {"refused": ("no_eligible_agent", why), "left_out": core_assign.explain_left_out(out)}
     return {"assignment": core_assign.explain(a), "weights": weights}
 
 

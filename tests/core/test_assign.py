@@ -3,7 +3,7 @@
 from hypothesis import given, settings, strategies as st
 
 from ygg_server.core import Profile
-from ygg_server.core.assign import WEIGHTS, assign, eligible, explain, rank, weights_of
+from ygg_server.core.assign import WEIGHTS, assign, eligible, explain, left_out, rank, weights_of
 from ygg_server.core.model import Fitness
 
 from .harness import World, assert_refused, assert_woken
@@ -111,3 +111,70 @@ def test_the_chosen_agent_always_has_the_top_score(fitness, weights):
     a = assign(w.directory, "translation", "translate this", fitness, weights_of(weights))
     assert a.chosen == a.scores[0].agent and all(a.scores[0].total >= s.total for s in a.scores)
     assert all(0 <= p.value <= 1 for s in a.scores for p in s.parts)
+
+
+def test_assignment_leaves_out_agents_the_sender_may_not_send_to():
+    """Seed 002: "Can message: the agents it may send to. Empty means anyone in the workspace." and
+    "Takes messages from: the agents that may send to it"
+
+    Seed 003 §14: "a weighted score is computed for every eligible agent": an agent the sender may not
+    message, or one that does not take messages from it, is not eligible, so the request goes to the best
+    agent that can take it (instead of being refused by the top scorer); the assignment names who was left
+    out and why; with nobody left the send is refused no_eligible_agent, naming each agent's reason."""
+    w = world()
+    w.fitness = {"ana": Fitness(online=True), "bo": Fitness(online=False), "dee": Fitness(online=False)}
+    first = w.send("cy", "translate this", to=["capability:translation"]).message
+    assert first.to == ("ana",)
+    again = lambda: w.send("cy", "translate this", topic=first.topic, title=None, to=["capability:translation"])  # noqa: E731
+    w.member("cy", can_message=frozenset({"bo", "dee"}))  # cy may not message ana, the top scorer
+    d = again()
+    assert d.message.to == ("dee",) and ("ana", "can_message") in {(x.agent, x.reason) for x in d.message.assignment.left_out}
+    assert_woken(d, "dee")
+    assert [x["detail"] for x in explain(d.message.assignment)["left_out"]] == ["you may not message ana"]
+    w.member("dee", takes_from=frozenset({"human.alice"}))  # and dee does not take messages from cy
+    d = again()
+    assert d.message.to == ("bo",)
+    assert {(x.agent, x.reason) for x in d.message.assignment.left_out} == {("ana", "can_message"), ("dee", "takes_from")}
+    w.member("bo", receive=False)
+    r = again()
+    assert_refused(r, "no_eligible_agent")
+    r = r.refusal
+    assert "you may not message ana" in r.detail and "dee does not take messages from you" in r.detail
+    assert "bo does not receive messages here" in r.detail
+    # alice, whom dee takes messages from and who may message anyone, still gets dee or ana
+    assert w.send("human.alice", "translate this", to=["capability:translation"]).message.to[0] in ("ana", "dee")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(("human.alice",) + AGENTS),
+       st.dictionaries(st.sampled_from(AGENTS), st.none() | st.frozensets(st.sampled_from(("human.alice",) + AGENTS))),
+       st.dictionaries(st.sampled_from(AGENTS), st.none() | st.frozensets(st.sampled_from(("human.alice",) + AGENTS))),
+       st.dictionaries(st.sampled_from(AGENTS), st.booleans()),
+       st.dictionaries(st.sampled_from(("ana", "bo", "dee")), st.builds(Fitness, st.booleans(), st.integers(0, 20))))
+def test_the_chosen_agent_is_always_one_the_sender_may_send_to(sender, can, takes, receive, fitness):
+    """Seed 002: "Can message: the agents it may send to. Empty means anyone in the workspace." and
+    "Takes messages from: the agents that may send to it"
+
+    Whatever the permissions: an assigned request goes to an agent the sender may message and that takes
+    messages from it (so the send is never then refused permission_denied), and it is refused
+    no_eligible_agent only when every agent that declares the capability is left out."""
+    w = world()
+    w.fitness = fitness
+    for a in AGENTS:
+        w.member(a, can_message=can.get(a), takes_from=takes.get(a), receive=receive.get(a, True))
+    if sender != "human.alice":
+        w.member("human.alice", can_message=None)
+    d = w.send(sender, "translate this", to=["capability:translation"])
+    declaring = {"ana", "bo", "dee"} - {sender}
+    if d.refusal is not None:
+        assert d.refusal.reason == "no_eligible_agent", d.refusal
+        assert all(w.directory.barred(sender, a) is not None for a in declaring)
+        assert {x.agent for x in left_out(w.directory, "translation", sender, frozenset((sender,)))} == declaring
+    else:
+        (chosen,) = d.message.to
+        m = w.directory.memberships
+        assert chosen in declaring and m[chosen].receive
+        assert m[sender].can_message is None or chosen in m[sender].can_message
+        assert m[chosen].takes_from is None or sender in m[chosen].takes_from
+        a = d.message.assignment
+        assert {s.agent for s in a.scores} | {x.agent for x in a.left_out} == declaring

@@ -38,3 +38,36 @@ async def test_a_request_to_a_capability_goes_to_the_best_scoring_agent(server):
     assert ex["op"] == "refused" and ex["reason"] == "no_eligible_agent", ex
     ex = await nova.request("explain_assignment", workspace=ws, capability="translation")
     assert ex["op"] == "refused" and ex["reason"] == "permission_denied", ex
+
+
+async def test_assignment_skips_agents_that_do_not_take_the_senders_messages(server):
+    """Seed 002: "Takes messages from: the agents that may send to it" and "Can message: the agents it may
+    send to. Empty means anyone in the workspace." An assigned request goes to the best agent that may get
+    it; explain_assignment names who was left out and why; with nobody left, no_eligible_agent says why."""
+    ws, cid, alice, keys = await setup_party(server)
+    for name in ("pike", "nova"):
+        r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])
+        assert r["op"] == "set_profile", r
+    nova = await server.client(api_key=keys["nova"])  # nova is online and would win
+    await nova.request("ping")
+    r = await alice.request("set_permissions", workspace=ws, agent="nova", takes_from=["lead"])
+    assert r["op"] == "set_permissions", r
+    sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                            to=["capability:translation"], text="translate this")
+    assert sent["op"] == "sent", sent
+    a = sent["message"]["assignment"]
+    assert [s["name"] for s in a["scores"]] == ["pike"] and sent["message"]["to"] == [a["chosen"]]
+    assert [(x["name"], x["reason"]) for x in a["left_out"]] == [("nova", "takes_from")]
+    ex = await alice.request("explain_assignment", workspace=ws, capability="translation")
+    assert ex["op"] == "explain_assignment" and ex["assignment"]["chosen"] == a["chosen"], ex
+    assert ex["assignment"]["left_out"][0]["detail"] == "nova does not take messages from you"
+    ex = await alice.request("explain_assignment", workspace=ws, capability="translation", sender="lead")
+    assert ex["assignment"]["scores"][0]["name"] == "nova" and ex["assignment"]["left_out"] == [], ex
+    r = await alice.request("set_permissions", workspace=ws, agent="pike", takes_from=["lead"])
+    assert r["op"] == "set_permissions", r
+    nobody = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job 2", type="request",
+                              to=["capability:translation"], text="translate this")
+    assert nobody["op"] == "refused" and nobody["reason"] == "no_eligible_agent", nobody
+    assert "pike does not take messages from you" in nobody["detail"] and "nova" in nobody["detail"]
+    ex = await alice.request("explain_assignment", workspace=ws, capability="translation")
+    assert ex["op"] == "refused" and {x["name"] for x in ex["left_out"]} == {"pike", "nova"}, ex

@@ -8,8 +8,8 @@ gateway), never looked up here. docs/rules.md, "Assignment scoring", defines eve
 
 from __future__ import annotations
 
-from .directory import Directory
-from .model import Assignment, Fitness, Part, Profile, Score
+from .directory import BARRED, Directory
+from .model import Assignment, Fitness, LeftOut, Part, Profile, Score
 from .party import words
 from .vocabulary import Kind
 
@@ -53,22 +53,34 @@ def declares(p: Profile, capability: str) -> bool:
     return bool(want) and any(want <= words(c) for c in p.capabilities)
 
 
-def eligible(d: Directory, capability: str, exclude: frozenset[str] = frozenset()) -> tuple[str, ...]:
-    """The workspace's agents (with receive) that declare the capability, except `exclude`, by id."""
-    out = []
-    for a, m in d.memberships.items():
+def _declaring(d: Directory, capability: str, exclude: frozenset[str]):
+    """The workspace's agents that declare the capability, except `exclude`, by id."""
+    for a in sorted(d.memberships):
         p = d.participants.get(a)
-        if p is None or p.kind != Kind.AGENT or not m.receive or a in exclude:
-            continue
-        if declares(d.profiles.get(a, _NO_PROFILE), capability):
-            out.append(a)
-    return tuple(sorted(out))
+        if p is not None and p.kind == Kind.AGENT and a not in exclude and declares(d.profiles.get(a, _NO_PROFILE), capability):
+            yield a
+
+
+def eligible(d: Directory, capability: str, exclude: frozenset[str] = frozenset(),
+             sender: str | None = None) -> tuple[str, ...]:
+    """The workspace's agents (with receive) that declare the capability, except `exclude`, by id; given a
+    `sender`, only those it may send to (seed 002, "Permissions": its can message, their takes messages from)."""
+    if sender is None:
+        return tuple(a for a in _declaring(d, capability, exclude) if d.memberships[a].receive)
+    return tuple(a for a in _declaring(d, capability, exclude) if d.barred(sender, a) is None)
+
+
+def left_out(d: Directory, capability: str, sender: str, exclude: frozenset[str] = frozenset()) -> tuple[LeftOut, ...]:
+    """The agents that declare the capability but may not get `sender`'s request, each with the permission
+    that bars it (`Directory.barred`)."""
+    return tuple(LeftOut(a, d.participants[a].name, why) for a in _declaring(d, capability, exclude)
+                 if (why := d.barred(sender, a)) is not None)
 
 
 def rank(d: Directory, capability: str, text: str, fitness: dict[str, Fitness], weights: dict[str, float],
-         exclude: frozenset[str] = frozenset()) -> tuple[Score, ...]:
-    """Every eligible agent's score, best first (ties: name, then id). Empty: nobody is eligible."""
-    ids = eligible(d, capability, exclude)
+         exclude: frozenset[str] = frozenset(), sender: str | None = None) -> tuple[Score, ...]:
+    """Every eligible agent's score (`eligible`), best first (ties: name, then id). Empty: nobody is eligible."""
+    ids = eligible(d, capability, exclude, sender)
     if not ids:
         return ()
     cap_words, text_words = words(capability), words(text)
@@ -105,10 +117,13 @@ def rank(d: Directory, capability: str, text: str, fitness: dict[str, Fitness], 
 
 
 def assign(d: Directory, capability: str, text: str, fitness: dict[str, Fitness], weights: dict[str, float],
-           exclude: frozenset[str] = frozenset()) -> Assignment | None:
-    """Seed 003 §14: "The highest score gets the task." None when no agent is eligible."""
-    scores = rank(d, capability, text, fitness, weights, exclude)
-    return Assignment(capability, scores[0].agent, scores) if scores else None
+           exclude: frozenset[str] = frozenset(), sender: str | None = None) -> Assignment | None:
+    """Seed 003 §14: "The highest score gets the task." None when no agent is eligible. Given a `sender`,
+    only agents it may send to are eligible, and the assignment names the others (`left_out`)."""
+    scores = rank(d, capability, text, fitness, weights, exclude, sender)
+    if not scores:
+        return None
+    return Assignment(capability, scores[0].agent, scores, left_out(d, capability, sender, exclude) if sender else ())
 
 
 def explain(a: Assignment) -> dict:
@@ -116,4 +131,10 @@ def explain(a: Assignment) -> dict:
     return {"capability": a.capability, "chosen": a.chosen, "scores": [
         {"agent": s.agent, "name": s.name, "total": s.total,
          "parts": [{"name": p.name, "value": p.value, "weight": p.weight, "points": p.points} for p in s.parts]}
-        for s in a.scores]}
+        for s in a.scores], "left_out": explain_left_out(a.left_out)}
+
+
+def explain_left_out(out: tuple[LeftOut, ...]) -> list[dict]:
+    """Who was left out and why, as the wire carries it: the permission (`reason`) and its wording (`detail`)."""
+    return [{"agent": x.agent, "name": x.name, "reason": x.reason, "detail": BARRED[x.reason].format(x.name)}
+            for x in out]

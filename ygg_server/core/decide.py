@@ -14,9 +14,9 @@ from zlib import adler32, crc32
 
 from msgspec.structs import replace
 
-from .assign import PREFIX as CAPABILITY, WEIGHTS, assign
+from .assign import PREFIX as CAPABILITY, WEIGHTS, assign, left_out
 from .decision import Decision, Delivery, Entry, Flag, Routed, View, refused
-from .directory import Directory, Unresolved
+from .directory import BARRED, Directory, Unresolved
 from .lifecycle import BUDGET, WALLET, move, unfunded
 from .model import Conversation, Member, Message, Participant, Pending, Post, Sig, Topic
 from .notices import human_members, notice
@@ -139,7 +139,7 @@ def decide(view: View, post: Post, now: int) -> Decision:
         waiting_for = tuple([w for w in wf if w != aid and w != SYSTEM])
 
     if d.restricted:
-        denial = _permission(d, membership, aid, recipients)
+        denial = _permission(d, aid, recipients)
         if denial:
             return refused(R.PERMISSION_DENIED, denial)
     usage = 0 if absorbed else (len(recipients) or 1)
@@ -178,7 +178,8 @@ def _by_capability(view: View, post: Post):
     """Seed 003 §14: a `capability:<name>` recipient is the eligible agent with the highest score.
 
     One capability per message; the author is never assigned its own request. Returns (recipients,
-    Assignment), or a refusal: `no_eligible_agent` when no agent here declares the capability.
+    Assignment), or a refusal: `no_eligible_agent` when no agent here declares the capability, or seed 002's
+    permissions bar the author from every one that does (the refusal names each and why).
     """
     caps = [r for r in post.to if r.startswith(CAPABILITY)]
     if len(caps) > 1:
@@ -186,8 +187,13 @@ def _by_capability(view: View, post: Post):
     cap = caps[0][len(CAPABILITY):].strip()
     if not cap:
         return refused(R.UNKNOWN_RECIPIENT, "name the capability: capability:<name>")
-    a = assign(view.directory, cap, post.text, view.fitness, view.weights or WEIGHTS, frozenset((post.author,)))
+    me = frozenset((post.author,))
+    a = assign(view.directory, cap, post.text, view.fitness, view.weights or WEIGHTS, me, post.author)
     if a is None:
+        barred = left_out(view.directory, cap, post.author, me)
+        if barred:  # seed 002's permissions leave out every agent that declares it: say which and why
+            return refused(R.NO_ELIGIBLE_AGENT, f"no agent that declares {cap!r} may get your request: "
+                           + "; ".join(BARRED[x.reason].format(x.name) for x in barred))
         return refused(R.NO_ELIGIBLE_AGENT, f"no agent in this workspace declares {cap!r}")
     found = view.directory.resolve(tuple(a.chosen if r == caps[0] else r for r in post.to))
     if found.__class__ is Unresolved:
@@ -474,18 +480,12 @@ def funders_of(d: Directory, agent: Participant) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _permission(d: Directory, mine, author: str, recipients: tuple[str, ...]) -> str | None:
-    """Seed 002: send, receive, can message, takes messages from (`mine`: the author's membership)."""
-    ms = d.memberships
-    can = mine.can_message
+def _permission(d: Directory, author: str, recipients: tuple[str, ...]) -> str | None:
+    """Seed 002: receive, can message, takes messages from (`Directory.barred`), for each recipient."""
     for r in recipients:
-        theirs = ms[r]
-        if not theirs.receive:
-            return f"{d.participants[r].display} does not receive messages here"
-        if can is not None and r not in can:
-            return f"you may not message {d.participants[r].display}"
-        if theirs.takes_from is not None and author not in theirs.takes_from:
-            return f"{d.participants[r].display} does not take messages from you"
+        why = d.barred(author, r)
+        if why is not None:
+            return BARRED[why].format(d.participants[r].display)
     return None
 
 

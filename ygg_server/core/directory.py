@@ -22,6 +22,11 @@ class Unresolved(msgspec.Struct, frozen=True, gc=False):
     detail: str
 
 
+# How each permission that bars a send (`Directory.barred`) is told to its author; {} is the recipient.
+BARRED = {"receive": "{} does not receive messages here", "can_message": "you may not message {}",
+          "takes_from": "{} does not take messages from you"}
+
+
 class Directory(msgspec.Struct, frozen=True, gc=False):
     """A workspace's participants, memberships and groups, with a lookup table.
 
@@ -76,6 +81,20 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
         )
         restricted = any(not m.receive or m.can_message is not None or m.takes_from is not None for m in ms.values())
         return cls(workspace, people, ms, dict(groups or {}), refs, receivers, restricted, dict(profiles or {}))
+
+    def barred(self, author: str, recipient: str) -> str | None:
+        """Which of seed 002's permissions keeps `author` from sending to `recipient` here, or None:
+        `receive` (the recipient's is off), `can_message` (the author's list leaves it out), or
+        `takes_from` (the recipient's list leaves the author out). `BARRED` words each for the author."""
+        theirs = self.memberships[recipient]
+        if not theirs.receive:
+            return "receive"
+        mine = self.memberships.get(author)
+        if mine is not None and mine.can_message is not None and recipient not in mine.can_message:
+            return "can_message"
+        if theirs.takes_from is not None and author not in theirs.takes_from:
+            return "takes_from"
+        return None
 
     def role(self, pid: str) -> Role | None:
         m = self.memberships.get(pid)

@@ -154,12 +154,21 @@ class Score(msgspec.Struct, frozen=True, gc=False):
     parts: tuple[Part, ...]
 
 
+class LeftOut(msgspec.Struct, frozen=True, gc=False):
+    """An agent that declares the capability but may not get this sender's request (seed 002's permissions)."""
+
+    agent: str
+    name: str
+    reason: str  # `Directory.barred`: receive, can_message or takes_from
+
+
 class Assignment(msgspec.Struct, frozen=True, gc=False):
     """Kept on the message it routed, so the workspace's people can see why (`explain`)."""
 
     capability: str
     chosen: str
     scores: tuple[Score, ...]  # best first, the chosen one at the head
+    left_out: tuple[LeftOut, ...] = ()  # declaring agents the sender's request may not go to, and why
 
 
 class Message(msgspec.Struct, frozen=True, gc=False):

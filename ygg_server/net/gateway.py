@@ -709,7 +709,7 @@ class Gateway:
         present = frozenset(p for p in self.conns if self.online(p))
         out = await self.read(queries.explain_assignment, conn.participant, frame, present)
         if "refused" in out:
-            return protocol.refused(ref, *out["refused"])
+            return {**protocol.refused(ref, *out["refused"]), **({"left_out": out["left_out"]} if "left_out" in out else {})}
         if "error" in out:
             return protocol.error(ref, *out["error"])
         return {"op": "explain_assignment", "ref": ref, **out}
