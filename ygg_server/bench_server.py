@@ -473,11 +473,8 @@ class Proc:
         return int(kids[0]) if self.profiled and kids else self.p.pid
 
     def cpu(self) -> float:
-        try:
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return float("nan")
+        """CPU seconds of the server and the processes it started (Ygg's writer process)."""
+        return _tree_cpu(self.pid)
 
     def stop(self) -> None:
         if self.p.poll() is None:
@@ -488,6 +485,21 @@ class Proc:
                 self.p.kill()
                 self.p.wait()
         self.log.close()
+
+
+def _tree_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids += (task / "children").read_text().split()
+        except OSError:
+            pass
+    return own + sum(c for c in (_tree_cpu(int(k)) for k in kids) if c == c)
 
 
 class Procs:
@@ -598,7 +610,8 @@ def _persisted(data_dir: Path | str) -> int:
         conn.close()
 
 
-_IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait (threading")
+_IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait (threading",
+                "read (ygg_server/engine_process")
 _CATEGORIES = (  # the first that matches, from the innermost frame out
     ("permessage-deflate", "permessage_deflate"), ("SQLite (store)", "sqlite.py:"),
     ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol.py"),
@@ -618,7 +631,8 @@ def profile_summary(path: Path) -> list[tuple[str, str, float]]:
             continue
         if "Engine._run" in frames[-1] and "engine.py" in frames[-1]:
             continue  # the writer waiting on its queue
-        thread = "writer" if "ygg-writer" in frames[0] else "main" if "MainThread" in frames[0] else "other"
+        thread = "writer" if "ygg-writer" in frames[0] or any("_child (ygg_server/engine_process.py" in f for f in frames) \
+            else "main" if "MainThread" in frames[0] else "other"
         cat = next((name for f in reversed(frames[1:]) for name, pat in _CATEGORIES if pat in f), "other")
         counts[(thread, cat)] += int(n)
     total = sum(counts.values()) or 1
@@ -631,7 +645,7 @@ def _profiler(kind: str, profile: str | None) -> list[str]:
         return []
     exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     Path(profile).mkdir(parents=True, exist_ok=True)
-    return [exe, "record", "--format", "raw", "--rate", "200", "--threads",
+    return [exe, "record", "--format", "raw", "--rate", "200", "--threads", "--subprocesses",
             "-o", str(Path(profile) / f"{kind}.txt"), "--"]
 
 

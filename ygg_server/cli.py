@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import asyncio
 import json
 import logging
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
     s.add_argument("--origin", action="append", default=[], help="a browser Origin to allow (repeatable)")
     s.add_argument("--log-level", default="WARNING")
+    s.add_argument("--writer", choices=("process", "thread"), default=None,
+                   help="SQLite: run the single writer in its own process (default; or $YGG_WRITER) or on a thread")
 
     a = sub.add_parser("admin", help="operator commands")
     a.add_argument("--data-dir", default=None)
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--db takes a postgresql:// URL")
     if args.command == "serve":
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        os.environ["YGG_LOG_LEVEL"] = args.log_level.upper()  # the writer process's too
         return asyncio.run(serve(args))
     if args.command == "bench":
         from .bench import main as bench_main
@@ -162,7 +166,7 @@ def run_admin(args) -> int:
 
 
 async def serve(args) -> int:
-    from .engine import Engine
+    from .engine_process import engine_for
     from .net.gateway import Gateway, Limits
 
     if args.db:
@@ -173,7 +177,7 @@ async def serve(args) -> int:
                           lease=args.lease_seconds)
         gw = PgGateway(engine, Limits(origins=tuple(args.origin)))
     else:
-        engine = Engine(db.db_path(args.data_dir))
+        engine = engine_for(db.db_path(args.data_dir), process=None if args.writer is None else args.writer == "process")
         gw = Gateway(engine, Limits(origins=tuple(args.origin)))
     await gw.start(args.host, args.port)
     stop = asyncio.Event()

@@ -61,6 +61,7 @@ class Published:
     balances: list[tuple[str, str, int]] = field(default_factory=list)  # (workspace, account, balance)
     rescan: bool = False  # someone else changed the database: look at every connection again
     parties: dict = field(default_factory=dict)  # conversation id -> PartyView, for agents' deliveries
+    conversations: dict = field(default_factory=dict)  # conversation id -> Conversation, of the topics here
 
 
 @dataclass(slots=True)
@@ -98,6 +99,9 @@ class Engine:
             self._thread.join(timeout=10)
             self._thread = None
         self.conn.close()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.stop)
 
     def submit(self, kind: str, *args) -> asyncio.Future:
         loop = asyncio.get_running_loop()
@@ -216,11 +220,8 @@ class Engine:
 
     def _run(self) -> None:
         while True:
-            timeout = 0.1
-            if self.timers:
-                timeout = min(timeout, max(0.0, (self.timers[0][0] - self.clock()) / 1e6))
             try:
-                first = self._queue.get(timeout=timeout)
+                first = self._queue.get(timeout=self.idle_seconds())
             except queue.Empty:
                 first = _IDLE
             if first is None:
@@ -235,11 +236,23 @@ class Engine:
                     self._queue.put(None)
                     break
                 batch.append(nxt)
-            self._tick(batch)
+            answers, out = self.tick(batch)
+            _resolve(answers)
+            if out is not None and self._publish:
+                self._loop.call_soon_threadsafe(self._publish, out)
 
-    def _tick(self, batch: list[_Command]) -> None:
+    def idle_seconds(self) -> float:
+        """How long the writer may wait for a command before a topic's timer is due (at most 0.1 s)."""
+        if self.timers:
+            return min(0.1, max(0.0, (self.timers[0][0] - self.clock()) / 1e6))
+        return 0.1
+
+    def tick(self, batch: list) -> tuple[list[tuple[Any, Any, BaseException | None]], Published | None]:
+        """Decide and commit one batch (commands with `kind` and `args`; an empty batch runs due timers).
+        Returns each command's answer (a result, or the error that undid it; every command gets the
+        error when the COMMIT fails) and what to publish, or None when nothing is."""
         out = self._out = Published()
-        results: list[tuple[_Command, Any]] = []
+        results: list[tuple[Any, Any]] = []
         try:
             with db.Tx(self.conn):
                 version = self.conn.execute("PRAGMA data_version").fetchone()[0]
@@ -256,11 +269,11 @@ class Engine:
             log.exception("batch failed")
             self._pending, self._idem = [], {}
             self._reset()
-            _resolve([(cmd, None, e) for cmd in batch])
-            return
-        _resolve([(cmd, result, None) for cmd, result in results])
-        if self._publish and (out.deliveries or out.messages or out.topics or out.balances or out.rescan):
-            self._loop.call_soon_threadsafe(self._publish, out)
+            return [(cmd, None, e) for cmd in batch], None
+        answers = [(cmd, result, None) for cmd, result in results]
+        if out.deliveries or out.messages or out.topics or out.balances or out.rescan:
+            return answers, out
+        return answers, None
 
     _UNSAVED = frozenset({"send", "ack"})  # write only through `_pending`, or in one statement: no savepoint
 
@@ -320,6 +333,10 @@ class Engine:
                 del self.party_views[c.id]
         self._party_views(ws, d, out)
         for t in d.topics:
+            # who may see the topic's event (Gateway._readers): its conversation as it is now
+            conv = c if c is not None and c.id == t.conversation else self._conversations(ws).get(t.conversation)
+            if conv is not None:
+                out.conversations[t.conversation] = conv
             before = self._topic(t.id)
             self._count_open(before, t)
             self.topics[t.id] = t

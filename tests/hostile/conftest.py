@@ -17,7 +17,7 @@ import pytest
 from ygg_server import admin
 from ygg_server.core import general_id
 
-from tests.net.conftest import Server, server, team  # noqa: F401  (fixtures)
+from tests.net.conftest import Server, server, team, writer  # noqa: F401  (fixtures)
 
 PW = "pw-" + "x" * 8
 

@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 
-from ygg_server.engine import Engine
+from ygg_server.engine_process import engine_for
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 
@@ -31,7 +31,7 @@ async def main() -> None:
     logging.basicConfig(level=args.log_level.upper())
     limits = Limits(auth_timeout=args.auth_timeout, open_timeout=args.open_timeout, max_frame=args.max_frame,
                     auth_failures_per_address=10**9)
-    gw = Gateway(Engine(db.db_path(args.data_dir)), limits)
+    gw = Gateway(engine_for(db.db_path(args.data_dir)), limits)  # its writer in its own process, as `serve`'s
     await gw.start("127.0.0.1", args.port)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -6,7 +6,7 @@ import pytest
 
 from ygg_server import admin
 from ygg_server.client import Client
-from ygg_server.engine import Engine
+from ygg_server.engine_process import EngineProcess, engine_for
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 
@@ -31,10 +31,23 @@ class Server:
         return await self.client(handle=handle, password=password)
 
 
+def reaches_into_engine(server) -> None:
+    """For a test that changes the engine's clock or reads its memory: skip it where the engine is
+    another process (tests/net/test_suite_on_writer_process.py)."""
+    if isinstance(server.gw.engine, EngineProcess):
+        pytest.skip("reaches into the engine, which runs in another process here")
+
+
 @pytest.fixture
-async def server(tmp_path):
+def writer() -> str:
+    """Where the SQLite writer runs: "thread" (beside the event loop) or "process" (`ygg-server serve`'s)."""
+    return "thread"
+
+
+@pytest.fixture
+async def server(tmp_path, writer):
     path = db.db_path(tmp_path)
-    gw = Gateway(Engine(path), Limits(auth_timeout=2.0))
+    gw = Gateway(engine_for(path, process=writer == "process"), Limits(auth_timeout=2.0))
     await gw.start("127.0.0.1", 0)
     s = Server(path, gw)
     yield s

@@ -1,6 +1,6 @@
 """The engine writes a batch's decisions together (engine._flush, store/sqlite.apply_many).
 
-Each test hands the writer one batch directly (`Engine._tick`), so the commands are known to
+Each test hands the writer one batch directly (`Engine.tick`), so the commands are known to
 share a transaction, and then checks the database against what the callers were answered.
 """
 
@@ -39,11 +39,11 @@ async def run_batch(engine: Engine, *commands: tuple) -> tuple[list, list[Publis
     """Run `commands` as one batch; return each caller's answer (or exception) and what was published."""
     loop = asyncio.get_running_loop()
     published: list[Published] = []
-    engine._loop, engine._publish = loop, published.append
-    batch = [_Command(kind, args, loop.create_future(), loop) for kind, *args in commands]
-    engine._tick(batch)
-    answers = await asyncio.gather(*(c.future for c in batch), return_exceptions=True)
-    await asyncio.sleep(0)  # the publish, scheduled after the answers
+    batch = [_Command(kind, args, None, loop) for kind, *args in commands]
+    results, out = engine.tick(batch)
+    if out is not None:
+        published.append(out)
+    answers = [error if error is not None else result for _, result, error in results]
     return answers, published
 
 

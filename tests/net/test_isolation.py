@@ -16,6 +16,7 @@ from ygg_server import admin
 from ygg_server.core import general_id
 
 from .test_sessions import PW, ask
+from tests.net.conftest import reaches_into_engine
 
 
 def without_ref(frame: dict) -> str:
@@ -175,6 +176,7 @@ async def test_foreign_ids_are_answered_as_ids_that_do_not_exist(two):
 
 async def test_ids_that_do_not_exist_leave_nothing_behind(team):
     """PROTOCOL.md: "Refused: `{"op":"refused",...}`, nothing stored, nothing charged": nor kept in the server's memory."""
+    reaches_into_engine(team)
     alice = await team.person("alice")
     await alice.send(workspace=team.ws, topic="new", title="Warm", type="inform", to=["researcher"], text="x")
     engine = team.gw.engine

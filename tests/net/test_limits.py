@@ -18,6 +18,7 @@ from ygg_server.engine import now_us
 
 from .test_org import balance, messages, set_usage, usage
 from .test_sessions import PW, ask, closed_with, serving
+from tests.net.conftest import reaches_into_engine
 
 DAY = 86_400_000_000
 
@@ -141,6 +142,7 @@ async def test_free_plan_workspaces_limit(team):
 
 async def test_history_past_the_plans_window_is_not_searchable(team):
     """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
+    reaches_into_engine(team)
     alice = await team.person("alice")
     engine = team.gw.engine
     engine.clock = lambda: now_us() - 8 * DAY  # this message was written 8 days ago

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from ygg_server import admin
+from tests.net.conftest import reaches_into_engine
 
 
 def count(server, sql: str, *args) -> int:
@@ -425,6 +426,7 @@ async def test_the_agent_limit_counts_the_agents_in_an_organization_whoever_owns
 
 async def test_the_monthly_count_resets_on_the_first_utc(team):
     """Seed 002: "A message to several agents counts once per recipient. The monthly count resets on the 1st (UTC)"."""
+    reaches_into_engine(team)
     team.admin(admin.set_plan, "alice", "free")
     alice = await team.person("alice")
     org = team.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]

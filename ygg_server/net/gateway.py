@@ -24,6 +24,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from .. import admin, auth, guidance, permissions, protocol, queries
 from ..core import POOL, Kind
 from ..engine import Engine, Published
+from ..engine_process import WriterGone
 from ..store import sqlite as db
 from .inbox import Inbox, Item
 from .issuer import Issuer, elide
@@ -235,7 +236,7 @@ class Gateway:
         if self._server:
             self._server.close()
             await self._server.wait_closed()
-        await asyncio.to_thread(self.engine.stop)
+        await self.engine.aclose()
         for conn in (self._reader, self._admin):  # not while a thread still uses it
             await asyncio.to_thread(_guarded, self._guards[id(conn)], lambda c: c.close(), conn)
 
@@ -498,6 +499,9 @@ class Gateway:
             return protocol.error(ref, e.code, e.detail)
         if isinstance(e, (ValueError, TypeError)):
             return protocol.error(ref, "bad_frame", str(e))
+        if isinstance(e, WriterGone):
+            return protocol.error(ref, "unavailable", "the writer restarted before it answered; whether this was "
+                                  "stored is unknown: send it again (with the same client_id, it is stored once)")
         log.error("op %s failed", op, exc_info=e)
         return protocol.error(ref, "internal", "the server failed on this frame; nothing was changed")
 
@@ -792,7 +796,7 @@ class Gateway:
         for t in out.topics:
             if t.workspace in followed:
                 frames.setdefault(t.workspace, []).append(
-                    ({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)}, self._readers(t)))
+                    ({"op": "event", "kind": "topic", "topic": queries.topic_obj(t)}, self._readers(t, out)))
         for ws, account, bal in out.balances:
             if ws in followed:
                 frames.setdefault(ws, []).append(({"op": "event", "kind": "balance", "workspace": ws,
@@ -803,10 +807,10 @@ class Gateway:
                     if readers is None or c.participant in readers or ws in c.monitors:
                         c.push(f)
 
-    def _readers(self, t) -> frozenset[str] | None:
+    def _readers(self, t, out: Published) -> frozenset[str] | None:
         """Who may see topic `t`: everyone following its workspace (None), or, in a direct
         conversation, its members only (monitors always)."""
-        conv = self.engine.conversations.get(t.workspace, {}).get(t.conversation)
+        conv = out.conversations.get(t.conversation) or self.engine.conversations.get(t.workspace, {}).get(t.conversation)
         if conv is not None and conv.kind in ("general", "group"):
             return None
         return frozenset(t.members) | (conv.members if conv is not None else frozenset())

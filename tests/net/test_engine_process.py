@@ -1,0 +1,164 @@
+"""The SQLite writer in its own process (ygg_server/engine_process.py), where it can fail on its own.
+
+Issue 3: "Nothing answered with `sent` is lost if the process is killed right after". Here the process
+killed is the writer: what it answered stands, what it held is answered `unavailable` (and stored once
+when sent again with its client_id), and a new writer carries on. And when the server is killed, its
+writer does not outlive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import websockets
+
+from ygg_server import admin
+from ygg_server.engine_process import EngineProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
+from ygg_server.store import sqlite as db
+
+
+@pytest.fixture
+def writer() -> str:
+    return "process"
+
+
+async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one_carries_on(team):
+    engine = team.gw.engine
+    assert isinstance(engine, EngineProcess)
+    alice = await team.person("alice")
+    first = engine._proc
+    answers: list[dict] = []
+
+    async def send(i: int) -> dict:
+        return await alice.send(workspace=team.ws, topic="new", title=f"T{i}", type="inform", to=["researcher"],
+                                text=f"m{i}", client_id=f"c{i}")
+
+    sending = [asyncio.ensure_future(send(i)) for i in range(300)]
+    await asyncio.sleep(0.05)
+    os.kill(first.pid, signal.SIGKILL)
+    answers = await asyncio.wait_for(asyncio.gather(*sending), 30)
+    ops = {a["op"] for a in answers}
+    assert ops <= {"sent", "error"}, ops
+    lost = [i for i, a in enumerate(answers) if a["op"] == "error"]
+    assert all(answers[i]["code"] == "unavailable" for i in lost), [answers[i] for i in lost]
+    assert engine._proc is not first and engine._proc.is_alive(), "a new writer started"
+    again = await asyncio.wait_for(asyncio.gather(*(send(i) for i in lost)), 30)
+    assert all(a["op"] == "sent" for a in again), again
+    stored = dict(team.conn.execute("SELECT text, count(*) FROM messages WHERE text LIKE 'm%' GROUP BY text"))
+    assert stored == {f"m{i}": 1 for i in range(300)}, "every message stored exactly once"
+    answered = {a["message"]["id"] for a in answers if a["op"] == "sent"}
+    ids = {r[0] for r in team.conn.execute("SELECT id FROM messages")}
+    assert answered <= ids, "everything answered `sent` is stored"
+
+
+async def test_after_the_writer_is_killed_sends_are_answered_and_delivered_by_the_new_one(team):
+    engine = team.gw.engine
+    researcher = await team.client(api_key=team.keys["researcher"])
+    alice = await team.person("alice")
+    r = await alice.send(workspace=team.ws, topic="new", title="Before", type="request", to=["researcher"],
+                         text="before the crash")
+    assert r["op"] == "sent"
+    got = await asyncio.wait_for(researcher.next_delivery(), 10)
+    assert got["message"]["text"] == "before the crash"
+    assert (await researcher.ack([got["id"]]))["ids"] == [got["id"]]
+    old = engine._proc
+    os.kill(old.pid, signal.SIGKILL)
+    for _ in range(100):
+        if engine._proc is not old:
+            break
+        await asyncio.sleep(0.05)
+    r = await alice.send(workspace=team.ws, topic=r["message"]["topic"], type="request", to=["researcher"],
+                         text="after the crash")
+    assert r["op"] == "sent", r
+    got = await asyncio.wait_for(researcher.next_delivery(), 10)
+    assert got["message"]["text"] == "after the crash"
+
+
+async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
+    """docs/protocol.md: a frame "may carry `"ref"` (string or number), echoed in the reply": MessagePack
+    holds 64 bits, so such a batch crosses as a pickle."""
+    await team.person("alice")
+    async with websockets.connect(team.url) as ws:
+        await ws.send(json.dumps({"op": "auth", "ref": 1, "handle": "alice", "password": "pw-" + "x" * 8}))
+        json.loads(await ws.recv())
+        ref = 2**70 + 1
+        await ws.send(json.dumps({"op": "send", "ref": ref, "workspace": team.ws, "topic": "new", "title": "Big",
+                                  "type": "inform", "to": ["researcher"], "text": "wide ref"}))
+        reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        while reply.get("op") not in ("sent", "refused", "error"):
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+    assert reply["op"] == "sent" and reply["ref"] == ref
+
+
+def test_a_batch_crosses_with_each_message_once_and_deliveries_pointing_at_it():
+    from ygg_server.core import Message, MessageType
+    from ygg_server.engine import Published
+    from ygg_server.store.sqlite import Stored
+
+    m = Message("m1", "w", "c", "t", "a", MessageType.REQUEST, "hi", 1)
+    out = Published(deliveries=[Stored(1, "x", True, "to", m), Stored(2, "y", False, None, m)], messages=[m])
+    frame = _pack(_to_wire([(7, {"op": "sent"}, None), (8, RuntimeError("boom"), None)], out))
+    body = memoryview(frame)[4:]
+    assert body[0] == ord("m"), "MessagePack, not a pickle"
+    batch = _unpack(body, _batch_decoder)
+    assert isinstance(batch, _Batch) and len(batch.messages) == 1
+    back = _from_wire(batch)
+    assert [(s.id, s.recipient, s.wake, s.reason) for s in back.deliveries] == [(1, "x", True, "to"), (2, "y", False, None)]
+    assert back.deliveries[0].message is back.deliveries[1].message is back.messages[0]
+    assert back.messages[0] == m
+    assert batch.answers[1][2] == "RuntimeError: boom"
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids += [int(k) for k in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_the_writer_does_not_outlive_a_killed_server(tmp_path):
+    conn = db.connect(db.db_path(tmp_path))
+    admin.add_person(conn, "alice", "pw-" + "x" * 8)
+    conn.close()
+    p = subprocess.Popen([sys.executable, "-m", "ygg_server.cli", "serve", "--data-dir", str(tmp_path), "--port", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert json.loads(p.stdout.readline())["listening"]
+        writers = [k for k in _children(p.pid) if "multiprocessing" in _cmdline(k) and "resource_tracker" not in _cmdline(k)]
+        assert len(writers) == 1, [(k, _cmdline(k)) for k in _children(p.pid)]
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and Path(f"/proc/{writers[0]}").exists() \
+                and "Z" not in Path(f"/proc/{writers[0]}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+            time.sleep(0.05)
+        alive = Path(f"/proc/{writers[0]}").exists() and \
+            "Z" not in Path(f"/proc/{writers[0]}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert not alive, "the writer ended with its server"
+        c = sqlite3.connect(db.db_path(tmp_path), timeout=5)
+        c.execute("BEGIN IMMEDIATE")  # nobody holds the write lock any more
+        c.execute("ROLLBACK")
+        c.close()
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.stdout.close()

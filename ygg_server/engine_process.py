@@ -1,0 +1,345 @@
+"""The single writer in its own process, so the event loop and SQLite each have a core.
+
+`Engine` runs its batches on a thread, which shares the interpreter lock with the
+event loop: on one core's worth of Python they take turns. `EngineProcess` has the
+same face for the gateway (`start`, `submit`, `present`, `aclose`) and runs an
+`Engine` in a child process instead. What crosses between them is framed by length
+on a socket pair, in MessagePack (pickle for what MessagePack cannot hold, such as
+an integer wider than 64 bits in a client's `ref`):
+
+    parent -> child: a list of items, one write per turn of the event loop:
+        ["cmd", seq, kind, args]   a command, answered by its seq
+        ["present", [ids]]         who is connected now
+    child -> parent: one `_Batch` per batch, after its COMMIT: each command's answer
+        and what the batch publishes (each message once; deliveries point at it)
+
+Nothing changes in what is answered or when: a batch's callers hear only after
+its COMMIT, in order, and then its deliveries are published. If the parent dies,
+the child reads EOF and exits after its batch. If the child dies, the commands it
+held are failed (whether they committed is unknown: a client resends with its
+`client_id`), every connection is looked at again (a rescan), and a new child starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import pickle
+import select
+import socket
+import struct
+from collections import deque
+from typing import Any, Callable
+
+import msgspec
+
+from .core import Conversation, Message, Topic
+from .core.party import PartyView
+from .engine import MAX_BATCH, Engine, Published, _Command
+from .store.sqlite import Stored
+
+log = logging.getLogger("ygg.engine")
+_LEN = struct.Struct("!I")
+_RESULT, _FAILED = 0, 1  # an answer's kind: the command's result, or the error it ended with (as words)
+
+
+class _Batch(msgspec.Struct, array_like=True, gc=False):
+    """One committed batch as it crosses to the parent."""
+
+    answers: list[tuple[int, int, Any]]  # (seq, _RESULT or _FAILED, result or repr(error))
+    messages: list[Message] = []  # every message stored (engine.Published.messages), then any other delivered
+    stored: int = 0  # how many of `messages` were stored in this batch
+    deliveries: list[tuple[int, str, bool, str | None, int]] = []  # (id, recipient, wake, reason, message index)
+    topics: list[Topic] = []
+    balances: list[tuple[str, str, int]] = []
+    parties: dict[str, PartyView] = {}
+    conversations: dict[str, Conversation] = {}
+    rescan: bool = False
+    published: bool = False
+
+
+_encoder = msgspec.msgpack.Encoder()
+_batch_decoder = msgspec.msgpack.Decoder(_Batch)
+_items_decoder = msgspec.msgpack.Decoder(list)
+
+
+def _pack(obj) -> bytes:
+    """A frame: length, then b"m" and MessagePack, or b"p" and a pickle."""
+    try:
+        body = b"m" + _encoder.encode(obj)
+    except (TypeError, OverflowError, msgspec.EncodeError):
+        body = b"p" + pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+    return _LEN.pack(len(body)) + body
+
+
+def _unpack(body: memoryview, decoder: msgspec.msgpack.Decoder):
+    return decoder.decode(body[1:]) if body[0] == ord("m") else pickle.loads(body[1:])
+
+
+def _frames(buf: bytearray, decoder, take) -> None:
+    """Hand each whole frame in `buf` to `take`, and keep the rest."""
+    start = 0
+    view = memoryview(buf)
+    try:
+        while len(buf) - start >= 4:
+            (n,) = _LEN.unpack_from(buf, start)
+            if len(buf) - start - 4 < n:
+                break
+            take(_unpack(view[start + 4:start + 4 + n], decoder))
+            start += 4 + n
+    finally:
+        view.release()
+    del buf[:start]
+
+
+def _to_wire(answers: list, out: Published | None) -> _Batch:
+    wire = []
+    for seq, result, error in answers:
+        failure = error if error is not None else result if isinstance(result, BaseException) else None
+        wire.append((seq, _FAILED, f"{type(failure).__name__}: {failure}") if failure is not None
+                    else (seq, _RESULT, result))
+    if out is None:
+        return _Batch(wire)
+    messages = list(out.messages)
+    index = {id(m): i for i, m in enumerate(messages)}
+    deliveries = []
+    for s in out.deliveries:
+        i = index.get(id(s.message))
+        if i is None:  # (every delivered message is among those stored; this keeps it so regardless)
+            i = index[id(s.message)] = len(messages)
+            messages.append(s.message)
+        deliveries.append((s.id, s.recipient, s.wake, s.reason, i))
+    return _Batch(wire, messages, len(out.messages), deliveries, out.topics, out.balances, out.parties,
+                  out.conversations, out.rescan, True)
+
+
+def _from_wire(b: _Batch) -> Published | None:
+    if not b.published:
+        return None
+    msgs = b.messages
+    return Published(deliveries=[Stored(i, r, w, why, msgs[m]) for i, r, w, why, m in b.deliveries],
+                     messages=msgs[:b.stored], topics=b.topics, balances=b.balances, rescan=b.rescan,
+                     parties=b.parties, conversations=b.conversations)
+
+
+class WriterGone(RuntimeError):
+    """The writer process ended before it answered this command."""
+
+
+class WriterFailed(RuntimeError):
+    """The command failed in the writer (its words: the exception's type and message); nothing of it stands."""
+
+
+class EngineProcess:
+    def __init__(self, path):
+        self.path = path
+        self._present: frozenset[str] = frozenset()
+        self._seq = 0
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._outbox: list[tuple] = []
+        self._publish: Callable[[Published], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._proc = None
+        self._transport: asyncio.Transport | None = None
+        self._closing = False
+        self._started = 0.0  # when the current child started (loop time)
+        self._backoff = 0.0  # the wait before starting a child again, when they keep ending at once
+
+    # --- lifecycle ---
+
+    def start(self, loop: asyncio.AbstractEventLoop, publish: Callable[[Published], None]) -> None:
+        self._loop, self._publish = loop, publish
+        self._spawn()
+
+    def _spawn(self) -> None:
+        ours, theirs = socket.socketpair()
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and an event loop
+        self._proc = ctx.Process(target=_child, args=(self.path, theirs), name="ygg-writer", daemon=True)
+        self._proc.start()
+        theirs.close()
+        ours.setblocking(False)
+        self._transport, _ = _connect(self._loop, ours, self)
+        self._started = self._loop.time()
+        self._outbox.insert(0, ("present", sorted(self._present)))
+        self._loop.call_soon(self._send)  # with what was submitted while there was no child
+
+    async def aclose(self) -> None:
+        self._closing = True
+        if self._transport is not None:
+            self._transport.write_eof() if self._transport.can_write_eof() else self._transport.close()
+        proc = self._proc
+        if proc is not None:
+            await asyncio.to_thread(proc.join, 10)
+            if proc.is_alive():
+                proc.kill()
+                await asyncio.to_thread(proc.join, 5)
+        if self._transport is not None:
+            self._transport.close()
+
+    # --- the gateway's side ---
+
+    @property
+    def present(self) -> frozenset[str]:
+        return self._present
+
+    @present.setter
+    def present(self, who: frozenset[str]) -> None:
+        self._present = who
+        self._queue(("present", sorted(who)))
+
+    def submit(self, kind: str, *args) -> asyncio.Future:
+        fut = self._loop.create_future()
+        if self._closing:
+            fut.set_exception(WriterGone("the server is closing"))
+            return fut
+        self._seq += 1
+        self._waiting[self._seq] = fut
+        self._queue(("cmd", self._seq, kind, args))
+        return fut
+
+    def _queue(self, item: tuple) -> None:
+        if not self._outbox and self._loop is not None:
+            self._loop.call_soon(self._send)  # everything submitted in this turn of the loop: one write
+        self._outbox.append(item)
+
+    def _send(self) -> None:
+        if not self._outbox or self._transport is None or self._transport.is_closing():
+            return  # (kept until a child is there to take them)
+        items, self._outbox = self._outbox, []
+        self._transport.write(_pack(items))
+
+    # --- what the child answers ---
+
+    def received(self, batch: _Batch) -> None:
+        for seq, kind, value in batch.answers:
+            fut = self._waiting.pop(seq, None)
+            if fut is None or fut.done():
+                continue
+            if kind == _FAILED:
+                fut.set_exception(WriterFailed(value))
+            else:
+                fut.set_result(value)
+        out = _from_wire(batch)
+        if out is not None and self._publish is not None:
+            self._publish(out)
+
+    def lost(self) -> None:
+        """The child ended: fail what it held; unless closing, look at everything again with a new child."""
+        waiting, self._waiting = self._waiting, {}
+        for fut in waiting.values():
+            if not fut.done():
+                fut.set_exception(WriterGone("the writer stopped; resend with the same client_id"))
+        self._transport = None
+        if self._closing:
+            return
+        code = self._proc.exitcode if self._proc is not None else None
+        lived = self._loop.time() - self._started
+        self._backoff = 0.0 if lived > 10 else min(5.0, max(0.1, self._backoff * 2))
+        log.error("the writer process ended (exit code %s): starting a new one in %.1f s", code, self._backoff)
+        self._outbox = []  # its commands were just failed: none of them may run later
+        self._loop.call_later(self._backoff, self._respawn)
+
+    def _respawn(self) -> None:
+        if self._closing:
+            return
+        self._spawn()
+        if self._publish is not None:
+            self._publish(Published(rescan=True))  # what the old child committed but did not hand over
+
+
+class _Frames(asyncio.Protocol):
+    """The child's frames, each handed to the EngineProcess as it completes."""
+
+    def __init__(self, owner: EngineProcess):
+        self.owner = owner
+        self.buf = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        _frames(self.buf, _batch_decoder, self.owner.received)
+
+    def connection_lost(self, exc) -> None:
+        self.owner.lost()
+
+
+def _connect(loop: asyncio.AbstractEventLoop, sock: socket.socket, owner: EngineProcess):
+    """A transport on our end of the pair (the loop is already running: create it synchronously)."""
+    protocol = _Frames(owner)
+    transport = loop._make_socket_transport(sock, protocol)  # noqa: SLF001 (as create_unix_connection does)
+    return transport, protocol
+
+
+# --- the child ---
+
+def _child(path, sock: socket.socket) -> None:
+    """Run an Engine on `path`: read commands, decide and commit them in batches, send the answers."""
+    logging.basicConfig(level=os.environ.get("YGG_LOG_LEVEL", "WARNING"),
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    engine = Engine(path)
+    sock.setblocking(True)
+    reader = _Reader(sock)
+    todo: deque[_Command] = deque()
+    try:
+        while True:
+            wait = 0.0 if todo else engine.idle_seconds()
+            if not reader.read(wait, engine, todo):
+                break
+            batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
+            answers, out = engine.tick(batch)
+            _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out)  # future: the seq
+        # the parent closed its end: finish what it sent, then stop
+        while todo:
+            batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
+            engine.tick(batch)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        engine.conn.close()
+
+
+class _Reader:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.buf = bytearray()
+
+    def read(self, wait: float, engine: Engine, todo: deque) -> bool:
+        """Take in what has arrived (waiting up to `wait` s for the first bytes); False once the parent is gone."""
+        ready, _, _ = select.select([self.sock], [], [], wait)
+        if not ready:
+            return True
+        while True:
+            try:
+                data = self.sock.recv(1 << 20, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            if not data:
+                self._take(engine, todo)
+                return False
+            self.buf += data
+        self._take(engine, todo)
+        return True
+
+    def _take(self, engine: Engine, todo: deque) -> None:
+        def take(items: list) -> None:
+            for item in items:
+                if item[0] == "cmd":
+                    _, seq, kind, args = item
+                    todo.append(_Command(kind, tuple(args), seq, None))
+                else:  # ["present", who]
+                    engine.present = frozenset(item[1])
+
+        _frames(self.buf, _items_decoder, take)
+
+
+def _answer(sock: socket.socket, answers: list, out: Published | None) -> None:
+    sock.sendall(_pack(_to_wire(answers, out)))
+
+
+def engine_for(path, *, process: bool | None = None) -> Any:
+    """The SQLite writer for `serve`: in its own process, or on a thread beside the loop
+    (None: as $YGG_WRITER says, "process" unless it says "thread")."""
+    if process is None:
+        process = os.environ.get("YGG_WRITER", "process") != "thread"
+    return EngineProcess(path) if process else Engine(path)
