@@ -12,7 +12,8 @@ Several server processes may run on one database; what makes that safe:
   statements before the COMMIT. A workspace pool is read without a lock, and only when a
   decision charges it is it locked and compared; if another node changed it meanwhile, the
   batch is decided again against the locked value. Two nodes therefore never spend the same
-  credits twice nor write a topic from a stale state.
+  credits twice nor write a topic from a stale state. A topic another node holds is skipped
+  (`SKIP LOCKED`), not waited for: its sends are decided first in the next batch (`_leave`).
 - **Retries.** A deadlock, a serialization failure, or a unique violation (two nodes storing
   one `client_id`) rolls the batch back and decides it again; a batch that fails otherwise is
   split, so a bad command fails alone.
@@ -90,6 +91,7 @@ class _Command:
     kind: str
     args: tuple
     future: asyncio.Future
+    deferred: int = 0  # batches that left it for later: its topic was locked by another node
 
 
 @dataclass
@@ -102,6 +104,7 @@ class _Snapshot:
     wallets: dict[str, int | None] = field(default_factory=dict)  # agent -> balance (locked)
     pools: dict[str, int] = field(default_factory=dict)  # workspace -> pool balance
     locked_pools: set[str] = field(default_factory=set)
+    busy: set[str] = field(default_factory=set)  # topics another node's transaction holds (skipped, not waited for)
     shared: set[str] = field(default_factory=set)  # General conversations read without a lock (see _Contended)
     opened: dict[str, int] = field(default_factory=dict)
     usage: dict[tuple[str, str], int] = field(default_factory=dict)  # limited plans: used this month
@@ -153,6 +156,7 @@ class PgEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publish: Callable[[Published], None] | None = None
         self._timers: list[tuple[int, str]] = []
+        self._deferred: list[_Command] = []  # sends left for the next batch (see _batch), oldest first
         self._next_poll = 0.0
         self._after: tuple = ((), {}, {})
         self._lock_general = False  # the next attempt locks General (the last was _Contended)
@@ -345,33 +349,44 @@ class PgEngine:
 
     async def _run(self) -> None:
         q = self._queue
+        stop = False
         while True:
+            if stop:  # a None came: decide the sends left for later (they wait for their locks now), then end
+                if not self._deferred:
+                    return
+                batch, self._deferred = self._deferred, []
+                await self._tick_safely(batch)
+                continue
             wait = max(0.0, self._next_poll - time.monotonic())
             if self._timers:
                 wait = min(wait, max(0.0, (self._timers[0][0] - self.clock()) / 1e6))
+            if self._deferred:
+                wait = 0.0
             try:
                 first = await asyncio.wait_for(q.get(), wait) if wait > 0 else q.get_nowait()
             except (asyncio.TimeoutError, asyncio.QueueEmpty):
                 first = _IDLE
-            if first is None:
-                return
-            batch = [] if first is _IDLE else [first]
-            stop = False
-            while len(batch) < MAX_BATCH and not q.empty():
+            batch, self._deferred = self._deferred, []
+            stop = first is None
+            if first is not _IDLE and first is not None:
+                batch.append(first)
+            while not stop and len(batch) < MAX_BATCH and not q.empty():
                 nxt = q.get_nowait()
                 if nxt is None:
                     stop = True
                     break
                 batch.append(nxt)
-            try:
-                await self._tick(batch)
-            except Exception as e:  # never let the writer die
-                log.exception("tick failed")
-                for cmd in batch:
-                    if not cmd.future.done():
-                        cmd.future.set_exception(e)
-            if stop:
-                return
+            await self._tick_safely(batch)
+
+    async def _tick_safely(self, batch: list[_Command]) -> None:
+        try:
+            await self._tick(batch)
+        except Exception as e:  # never let the writer die
+            log.exception("tick failed")
+            for cmd in batch:
+                if not cmd.future.done():
+                    cmd.future.set_exception(e)
+            self._deferred = []
 
     async def _tick(self, batch: list[_Command]) -> None:
         await self._usable()
@@ -390,9 +405,10 @@ class PgEngine:
                 await self._due(out)
             except Exception:
                 log.exception("timers failed")
+        later = {id(c) for c in self._deferred}
         for cmd in batch:
             r = results.get(id(cmd))
-            if cmd.future.done():
+            if cmd.future.done() or id(cmd) in later:
                 continue
             if isinstance(r, BaseException):
                 cmd.future.set_exception(r)
@@ -448,6 +464,10 @@ class PgEngine:
             return
         results.update(answers)
         _merge(out, part)
+        for c in cmds:  # the sends this batch left (see _batch): first in the next one, and they wait there
+            if id(c) not in answers:
+                c.deferred += 1
+                self._deferred.append(c)
 
     async def _single(self, cmd: _Command, out: Published) -> Any:
         try:
@@ -484,6 +504,8 @@ class PgEngine:
             else:
                 sends.append((cmd, author, frame))
         work = await self._load(sends, month) if sends else None
+        if work is not None and work.snap.busy:
+            sends = self._leave(sends, work.snap.busy)
         while work is not None:
             for cmd, author, frame in sends:
                 try:
@@ -506,13 +528,34 @@ class PgEngine:
             answers[id(cmd)] = {"op": "acked", "ref": ref, "ids": mine}
         return answers, out
 
+    @staticmethod
+    def _leave(sends: list[tuple[_Command, str, dict]], busy: set[str]) -> list[tuple[_Command, str, dict]]:
+        """The sends decided now; those in a topic another node holds are left for the next batch.
+
+        Waiting for that node's COMMIT while holding this batch's other locks made the nodes take
+        turns (each batch waited for the other's, whose next one waited for this one), so a topic
+        locked elsewhere is skipped (`FOR UPDATE SKIP LOCKED`, as claims are) and its sends go first
+        into this node's next batch, where they wait for the lock. An author's later sends are left
+        with its first one, so each participant's sends are still decided in the order they came.
+        """
+        now, held = [], set()
+        for s in sends:
+            cmd, author, f = s
+            t = f.get("topic")
+            if author in held or (isinstance(t, str) and t in busy):
+                held.add(author)
+            else:
+                now.append(s)
+        return now
+
     async def _load(self, sends: list[tuple[_Command, str, dict]], month: str) -> _Work:
         """Lock and load every row the batch's decisions depend on, in the global lock order."""
         for _ in range(3):
             await self._ensure({f["workspace"] for _, _, f in sends})
             convs, topics, agents, pools, idem, limited, opening = set(), set(), set(), set(), [], set(), set()
+            waited = set()  # topics of sends left by an earlier batch: waited for, not skipped
             shared, locked = set(), set()  # General conversations: read without a lock / locked (a person writes)
-            for _, author, f in sends:
+            for cmd, author, f in sends:
                 ws = f["workspace"]
                 d = self._directory(ws)
                 if author not in d.memberships:
@@ -524,7 +567,7 @@ class PgEngine:
                         (shared if d.participants[author].kind == Kind.AGENT else locked).add(cid)
                 t = f.get("topic")
                 if isinstance(t, str) and t != "new":
-                    topics.add(t)
+                    (waited if cmd.deferred else topics).add(t)
                 if d.participants[author].kind == Kind.AGENT:
                     agents.add(author)
                     pools.add(ws)
@@ -541,8 +584,8 @@ class PgEngine:
                     [(o, month) for o in sorted(limited)])
             shared = set() if self._lock_general else shared - locked
             rows = await self.conn.fetch(
-                _LOAD, sorted(convs - shared), sorted(topics), sorted(agents), sorted(pools),
-                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month, sorted(shared))
+                _LOAD, sorted(convs - shared), sorted(topics - waited), sorted(agents), sorted(pools),
+                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month, sorted(shared), sorted(waited))
             snap = _Snapshot()
             for kind, a, b, c, x, y, n, blob in rows:
                 if kind == "v":
@@ -557,6 +600,8 @@ class PgEngine:
                     snap.pools[a] = n
                 elif kind == "i":
                     snap.idem[(a, b)] = blob
+                elif kind == "k":
+                    snap.busy.add(a)
                 elif kind == "u":
                     snap.usage[(a, month)] = snap.usage.get((a, month), 0) + (n or 0)
             if snap.version != self._version:
@@ -1039,7 +1084,9 @@ WITH v AS (SELECT value FROM meta WHERE key = 'config'),
 c AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($1::text[])
       ORDER BY id FOR UPDATE),
 g AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($9::text[])),
-t AS (SELECT id, state FROM topics WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE),
+tw AS (SELECT id, state FROM topics WHERE id = ANY($10::text[]) ORDER BY id FOR UPDATE),
+t AS (SELECT id, state FROM topics WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED),
+k AS (SELECT id FROM topics WHERE id = ANY($2::text[]) EXCEPT SELECT id FROM t),
 w AS (SELECT account, balance FROM wallets WHERE workspace = '*' AND account = ANY($3::text[]) ORDER BY account FOR UPDATE),
 nw AS (SELECT count(pg_advisory_xact_lock(hashtextextended('wallet:' || a, 0))) AS n
        FROM (SELECT a FROM unnest($3::text[]) AS a WHERE a NOT IN (SELECT account FROM w) ORDER BY a) s),
@@ -1052,7 +1099,9 @@ i AS (SELECT participant, client_id, reply FROM idempotency
 SELECT 'v', NULL, NULL, NULL, NULL, NULL, value, NULL::bytea FROM v
 UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM c
 UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM g
+UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM tw
 UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM t
+UNION ALL SELECT 'k', id, NULL, NULL, NULL, NULL, NULL, NULL FROM k
 UNION ALL SELECT 'w', account, NULL, NULL, NULL, NULL, balance, NULL FROM w
 UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, n, NULL FROM nw
 UNION ALL SELECT 'u', org, NULL, NULL, NULL, NULL, count, NULL FROM ul

@@ -329,3 +329,41 @@ async def test_nodes_migrate_one_at_a_time(pg_url):
     finally:
         for c in conns:
             await c.close()
+
+
+async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
+    """A batch skips a topic another node's transaction holds (`FOR UPDATE SKIP LOCKED`) instead of
+    waiting for it with its other locks held: the batch's other sends are answered at once; the
+    skipped send, and its author's later ones (a participant's sends keep their order), are decided
+    first in the next batch, which waits for the lock."""
+    alice = server.admin(admin.add_person, "alice", PW)["id"]
+    bob = server.admin(admin.add_person, "bob", PW)["id"]
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    server.admin(admin.add_member, ws, "bob")
+    server.admin(admin.add_agent, "helper", "alice")
+    a = await server.person("alice")
+    held = (await a.send(workspace=ws, topic="new", title="Held", to=["helper"], text="0"))["message"]["topic"]
+    other = pg.parse_dsn(pg_url)[0]
+    holder = await pg.connect(other)
+    tx = holder.transaction()
+    await tx.start()
+    await holder.execute("SELECT 1 FROM topics WHERE id = $1 FOR UPDATE", held)  # as another node's batch would
+    engine = server.gw.engine
+
+    def send(who, ref, **f):
+        return engine.submit("send", who, {"op": "send", "ref": ref, "workspace": ws, "to": ["helper"], "text": ref, **f})
+
+    try:
+        first = send(alice, "a1", topic=held)  # the three in one batch (no await in between)
+        later = send(alice, "a2", topic="new", title="Later")
+        free = send(bob, "b1", topic="new", title="Free")
+        assert (await asyncio.wait_for(free, 10))["op"] == "sent"
+        await asyncio.sleep(0.3)
+        assert not first.done() and not later.done(), "left for the lock, with its author's later send"
+    finally:
+        await tx.rollback()
+        await holder.close()
+    assert (await asyncio.wait_for(first, 10))["op"] == "sent"
+    assert (await asyncio.wait_for(later, 10))["op"] == "sent"
+    t = server.admin(db.load_topic, held)
+    assert len(t.pending) == 2, "the held topic got its request once the lock was free"
