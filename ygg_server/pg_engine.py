@@ -4,7 +4,7 @@ The same surface as `engine.Engine` (`submit(kind, ...)`, `start(loop, publish)`
 and the same commands (send, ack, fund, set_budget, session, sync), on asyncio and asyncpg.
 Several server processes may run on one database; what makes that safe:
 
-- **Decided under row locks.** A batch of sends and acks is one transaction. It first locks,
+- **Decided under row locks.** A batch of sends is one transaction (acks have their own, `_ack_run`). It first locks,
   in one statement and in one global order (conversations, topics, agent wallets, then a
   limited plan's usage row), every row the batch's decisions read and change, and loads them
   from there (`SELECT … FOR UPDATE` returns the newest committed version). Then the core
@@ -392,11 +392,11 @@ class PgEngine:
         await self._usable()
         out = Published()
         results: dict[int, Any] = {}
-        group = [c for c in batch if c.kind in ("send", "ack")]
+        group = [c for c in batch if c.kind == "send"]
         if group:
             await self._group(group, results, out)
         for cmd in batch:
-            if cmd.kind not in ("send", "ack"):
+            if cmd.kind != "send":
                 results[id(cmd)] = await self._single(cmd, out)
         now_m = time.monotonic()
         if now_m >= self._next_poll or (self._timers and self._timers[0][0] <= self.clock()):
@@ -451,7 +451,7 @@ class PgEngine:
             await self._reconnect()
 
     async def _group(self, cmds: list[_Command], results: dict[int, Any], out: Published) -> None:
-        """Sends and acks in one transaction; a batch that fails for another reason is split."""
+        """Sends in one transaction; a batch that fails for another reason is split."""
         try:
             answers, part = await self._attempts(self._batch, cmds)
         except Exception as e:
@@ -485,18 +485,14 @@ class PgEngine:
         _merge(out, part)
         return answer
 
-    # --- sends and acks: one transaction ---
+    # --- sends: one transaction ---
 
     async def _batch(self, cmds: list[_Command]) -> tuple[dict[int, Any], Published]:
         now = self.clock()
         month = _month(now)
         answers: dict[int, Any] = {}
         sends: list[tuple[_Command, str, dict]] = []
-        acks: list[tuple[_Command, str, list[int], Any]] = []
         for cmd in cmds:
-            if cmd.kind == "ack":
-                acks.append((cmd, *cmd.args))
-                continue
             author, frame = cmd.args
             early = _check(frame)
             if early is not None:
@@ -520,12 +516,8 @@ class PgEngine:
             work = _Work.of(work.snap, self._flags)  # a pool changed under us: decide again, now locked
             work.limited = limited
         out = Published()
-        acked = await self._write(work, now, out, acks) if work is not None else await self._write(None, now, out, acks)
-        for cmd, participant, ids, ref in acks:
-            mine = [i for i in ids if (i, participant) in acked]
-            for i in mine:
-                acked.discard((i, participant))
-            answers[id(cmd)] = {"op": "acked", "ref": ref, "ids": mine}
+        if work is not None:
+            await self._write(work, now, out)
         return answers, out
 
     @staticmethod
@@ -721,17 +713,11 @@ class PgEngine:
 
     # --- writing a batch ---
 
-    async def _write(self, w: _Work | None, now: int, out: Published,
-                     acks: list = ()) -> set[tuple[int, str]]:
-        """Write a transaction's decisions and acks, and NOTIFY the other nodes, in one statement; fill `out`."""
-        ack_ids, ack_who = [], []
-        for _, participant, ids, _ in acks:
-            for i in ids:
-                ack_ids.append(i)
-                ack_who.append(participant)
-        decisions = w.decisions if w is not None else []
-        if not decisions and not ack_ids:
-            return set()
+    async def _write(self, w: _Work, now: int, out: Published) -> None:
+        """Write a transaction's decisions, and NOTIFY the other nodes, in one statement; fill `out`."""
+        decisions = w.decisions
+        if not decisions:
+            return
         # conversations, topics, wallets, usage, flags: each row written once, in its last state
         convs: dict[str, Conversation] = {}
         topics: dict[str, Topic] = {}
@@ -774,7 +760,7 @@ class PgEngine:
             "m": [[m.workspace, m.id] for m in msgs],
         })
         rows = await self.conn.fetch(
-            _WRITE, now, ack_ids, ack_who,
+            _WRITE, now,
             [x.id for x in cs], [x.workspace for x in cs], [str(x.kind) for x in cs], [x.name for x in cs],
             [msgspec.json.encode(sorted(x.members)).decode() for x in cs],
             [t.id for t in ts], [t.workspace for t in ts], [t.conversation for t in ts], [t.opener for t in ts],
@@ -796,14 +782,11 @@ class PgEngine:
             gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs])
         stored_ids: dict[tuple[str, str], int] = {}
         inserted: set[str] = set()
-        acked: set[tuple[int, str]] = set()
         for kind, n, mid, who in rows:
             if kind == "d":
                 stored_ids[(mid, who)] = n
             elif kind == "m":
                 inserted.add(mid)
-            elif kind == "a":
-                acked.add((n, who))
             elif kind == "g":
                 self._check_counted(convs[mid], who)
         stored = []
@@ -819,7 +802,6 @@ class PgEngine:
         out.topics += ts
         out.balances += [(*k, v) for k, v in balances.items()]
         self._after = (flags, convs, topics)  # for this node's caches, after the COMMIT (_attempts)
-        return acked
 
     def _counted(self, w: _Work | None, convs: dict[str, Conversation]) -> dict[str, tuple[int, int]]:
         """The General conversations read without a lock: what the batch adds to `run` and `hops`."""
@@ -1110,63 +1092,60 @@ UNION ALL SELECT 'p', workspace, NULL, NULL, NULL, NULL, balance, NULL FROM p
 UNION ALL SELECT 'i', participant, client_id, NULL, NULL, NULL, NULL, reply FROM i
 """
 
-# One statement writes a transaction: acks, conversations, topics, messages and their deliveries
+# One statement writes a transaction: conversations, topics, messages and their deliveries
 # (only for messages not stored before), wallets and the ledger, usage, flags, idempotency
 # replies, the config version; and NOTIFYs the other nodes (delivered at COMMIT): who has new
-# deliveries (made here, from the rows inserted, 60 recipients a payload), and $52, the
+# deliveries (made here, from the rows inserted, 60 recipients a payload), and $50, the
 # payloads made in Python (topics, balances, messages).
 _WRITE = """
 WITH
-ak AS (UPDATE deliveries d SET acked_at = $1 FROM unnest($2::bigint[], $3::text[]) AS a(id, who)
-       WHERE d.id = a.id AND d.recipient = a.who AND d.acked_at IS NULL RETURNING d.id, d.recipient),
 cg AS (UPDATE conversations c SET party = (c.party::jsonb || jsonb_build_object(
          'run', coalesce((c.party::jsonb ->> 'run')::bigint, 0) + x.run,
          'hops', coalesce((c.party::jsonb ->> 'hops')::bigint, 0) + x.hops))::text
-       FROM unnest($54::text[], $55::bigint[], $56::bigint[]) AS x(id, run, hops) WHERE c.id = x.id
+       FROM unnest($52::text[], $53::bigint[], $54::bigint[]) AS x(id, run, hops) WHERE c.id = x.id
        RETURNING c.id, c.party),
 cv AS (INSERT INTO conversations (id, workspace, kind, name, members, party, created_at)
-       SELECT x.*, $1 FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $53::text[]) AS x
+       SELECT x.*, $1 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $51::text[]) AS x
        ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party),
 tp AS (INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at)
-       SELECT x.*, $1 FROM unnest($9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[],
-                                  $15::bytea[], $16::bigint[]) AS x
+       SELECT x.*, $1 FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[],
+                                  $13::bytea[], $14::bigint[]) AS x
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
        state = excluded.state, updated_at = excluded.updated_at),
 m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
-      SELECT * FROM unnest($17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::text[],
-                           $24::bytea[], $25::bigint[])
+      SELECT * FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[],
+                           $22::bytea[], $23::bigint[])
       ON CONFLICT (id) DO NOTHING RETURNING id),
 d AS (INSERT INTO deliveries (message, recipient, wake, reason)
       SELECT x.message, x.recipient, x.wake, x.reason
-      FROM unnest($26::text[], $27::text[], $28::int[], $29::text[], $30::int[]) AS x(message, recipient, wake, reason, ord)
+      FROM unnest($24::text[], $25::text[], $26::int[], $27::text[], $28::int[]) AS x(message, recipient, wake, reason, ord)
       WHERE x.message IN (SELECT id FROM m) ORDER BY x.ord
       RETURNING id, message, recipient),
-wl AS (INSERT INTO wallets (workspace, account, balance) SELECT * FROM unnest($31::text[], $32::text[], $33::bigint[])
+wl AS (INSERT INTO wallets (workspace, account, balance) SELECT * FROM unnest($29::text[], $30::text[], $31::bigint[])
        ON CONFLICT (workspace, account) DO UPDATE SET balance = wallets.balance + excluded.balance),
 lg AS (INSERT INTO ledger (workspace, account, delta, cause, created_at)
-       SELECT x.*, $1 FROM unnest($34::text[], $35::text[], $36::bigint[], $37::text[]) AS x),
+       SELECT x.*, $1 FROM unnest($32::text[], $33::text[], $34::bigint[], $35::text[]) AS x),
 us AS (INSERT INTO usage (org, month, count)
-       SELECT x.org, x.month, x.count FROM unnest($38::text[], $39::text[], $40::text[], $41::bigint[])
+       SELECT x.org, x.month, x.count FROM unnest($36::text[], $37::text[], $38::text[], $39::bigint[])
          AS x(org, month, node, count) WHERE x.node = ''
        ON CONFLICT (org, month) DO UPDATE SET count = usage.count + excluded.count),
 un AS (INSERT INTO usage_nodes (org, month, node, count)
-       SELECT * FROM unnest($38::text[], $39::text[], $40::text[], $41::bigint[]) AS x(org, month, node, count)
+       SELECT * FROM unnest($36::text[], $37::text[], $38::text[], $39::bigint[]) AS x(org, month, node, count)
        WHERE x.node != ''
        ON CONFLICT (org, month, node) DO UPDATE SET count = usage_nodes.count + excluded.count),
-fon AS (INSERT INTO flags (workspace, name, agent) SELECT '*', x.n, x.a FROM unnest($42::text[], $43::text[]) AS x(n, a)
+fon AS (INSERT INTO flags (workspace, name, agent) SELECT '*', x.n, x.a FROM unnest($40::text[], $41::text[]) AS x(n, a)
         ON CONFLICT DO NOTHING),
-foff AS (DELETE FROM flags f USING unnest($44::text[], $45::text[]) AS x(n, a)
+foff AS (DELETE FROM flags f USING unnest($42::text[], $43::text[]) AS x(n, a)
          WHERE f.workspace = '*' AND f.name = x.n AND f.agent = x.a),
 idm AS (INSERT INTO idempotency (participant, client_id, reply, created_at)
-        SELECT x.*, $1 FROM unnest($46::text[], $47::text[], $48::bytea[]) AS x),
-cfg AS (UPDATE meta SET value = value + 1 WHERE key = 'config' AND $49::int > 0),
-nd AS (SELECT pg_notify($51, json_build_object('n', $50::text, 'd', json_object_agg(recipient, first))::text) AS x
+        SELECT x.*, $1 FROM unnest($44::text[], $45::text[], $46::bytea[]) AS x),
+cfg AS (UPDATE meta SET value = value + 1 WHERE key = 'config' AND $47::int > 0),
+nd AS (SELECT pg_notify($49, json_build_object('n', $48::text, 'd', json_object_agg(recipient, first))::text) AS x
        FROM (SELECT recipient, min(id) AS first, (row_number() OVER (ORDER BY recipient) - 1) / 60 AS chunk
              FROM d GROUP BY recipient) s GROUP BY chunk),
-np AS (SELECT pg_notify($51, p) AS x FROM unnest($52::text[]) AS p)
+np AS (SELECT pg_notify($49, p) AS x FROM unnest($50::text[]) AS p)
 SELECT 'd', id, message, recipient FROM d
 UNION ALL SELECT 'm', NULL, id, NULL FROM m
-UNION ALL SELECT 'a', id, NULL, recipient FROM ak
 UNION ALL SELECT 'g', NULL, id, party FROM cg
 UNION ALL SELECT 'n', count(*), NULL, NULL FROM (SELECT x FROM nd UNION ALL SELECT x FROM np) z
 """

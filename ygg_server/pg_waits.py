@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 # the first words of each statement the nodes run, and what to call it
 LABELS = (
     ("WITH v AS (SELECT value FROM meta", "batch: lock and load"),
-    ("WITH\nak AS (UPDATE deliveries", "batch: write"),
+    ("WITH\ncg AS (UPDATE conversations", "batch: write"),
     ("WITH want AS", "claim"),
     ("WITH a AS (SELECT d.id FROM deliveries", "ack"),
     ("UPDATE deliveries u SET lease_until", "lease renewal"),
