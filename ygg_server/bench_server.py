@@ -631,8 +631,9 @@ def profile_summary(path: Path) -> list[tuple[str, str, float]]:
             continue
         if "Engine._run" in frames[-1] and "engine.py" in frames[-1]:
             continue  # the writer waiting on its queue
-        thread = "writer" if "ygg-writer" in frames[0] or any("_child (ygg_server/engine_process.py" in f for f in frames) \
-            else "main" if "MainThread" in frames[0] else "other"
+        head = ";".join(frames[:2])  # (with --subprocesses, the process comes first, then the thread)
+        thread = "writer" if "ygg-writer" in head or any("_child (ygg_server/engine_process.py" in f for f in frames) \
+            else "main" if "MainThread" in head else "other"
         cat = next((name for f in reversed(frames[1:]) for name, pat in _CATEGORIES if pat in f), "other")
         counts[(thread, cat)] += int(n)
     total = sum(counts.values()) or 1

@@ -83,6 +83,7 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._data_version = None
         self.present: frozenset[str] = frozenset()  # who is connected now (the gateway replaces it whole)
+        self.events = True  # hand over topic and balance events (on a thread they cost nothing to hand over)
         self._out = Published()  # the batch being decided: what a `_flush` writes goes out with it
         self._reset()
 

@@ -10,6 +10,7 @@ an integer wider than 64 bits in a client's `ref`):
     parent -> child: a list of items, one write per turn of the event loop:
         ["cmd", seq, kind, args]   a command, answered by its seq
         ["present", [ids]]         who is connected now
+        ["events", bool]           whether anyone follows a workspace (else no topic or balance events)
     child -> parent: one `_Batch` per batch, after its COMMIT: each command's answer
         and what the batch publishes (each message once; deliveries point at it)
 
@@ -136,6 +137,7 @@ class EngineProcess:
     def __init__(self, path):
         self.path = path
         self._present: frozenset[str] = frozenset()
+        self._events = False
         self._seq = 0
         self._waiting: dict[int, asyncio.Future] = {}
         self._outbox: list[tuple] = []
@@ -162,7 +164,7 @@ class EngineProcess:
         ours.setblocking(False)
         self._transport, _ = _connect(self._loop, ours, self)
         self._started = self._loop.time()
-        self._outbox.insert(0, ("present", sorted(self._present)))
+        self._outbox[:0] = [("present", sorted(self._present)), ("events", self._events)]
         self._loop.call_soon(self._send)  # with what was submitted while there was no child
 
     async def aclose(self) -> None:
@@ -179,6 +181,16 @@ class EngineProcess:
             self._transport.close()
 
     # --- the gateway's side ---
+
+    @property
+    def events(self) -> bool:
+        """Whether batches carry topic and balance events (the gateway turns it on while someone follows)."""
+        return self._events
+
+    @events.setter
+    def events(self, on: bool) -> None:
+        self._events = on
+        self._queue(("events", on))
 
     @property
     def present(self) -> frozenset[str]:
@@ -288,7 +300,8 @@ def _child(path, sock: socket.socket) -> None:
                 break
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
             answers, out = engine.tick(batch)
-            _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out)  # future: the seq
+            _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out,  # future: the seq
+                    engine.events)
         # the parent closed its end: finish what it sent, then stop
         while todo:
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
@@ -327,13 +340,17 @@ class _Reader:
                 if item[0] == "cmd":
                     _, seq, kind, args = item
                     todo.append(_Command(kind, tuple(args), seq, None))
-                else:  # ["present", who]
+                elif item[0] == "present":
                     engine.present = frozenset(item[1])
+                else:  # ["events", on]
+                    engine.events = item[1]
 
         _frames(self.buf, _items_decoder, take)
 
 
-def _answer(sock: socket.socket, answers: list, out: Published | None) -> None:
+def _answer(sock: socket.socket, answers: list, out: Published | None, events: bool) -> None:
+    if out is not None and not events:  # nobody follows a workspace: no topic or balance events to hand over
+        out.topics, out.balances, out.conversations = [], [], {}
     sock.sendall(_pack(_to_wire(answers, out)))
 
 

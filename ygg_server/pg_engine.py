@@ -141,6 +141,7 @@ class PgEngine:
         self.url = url
         self.dsn, self.prepared = pg.parse_dsn(url, prepared)
         self.path = url  # what the gateway's reader and admin connections open
+        self.events = True  # topic and balance events are always handed over (in this process)
         self.node = node or uuid.uuid4().hex[:12]
         self.clock = clock
         self.lease = lease

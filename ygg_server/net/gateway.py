@@ -421,6 +421,8 @@ class Gateway:
             self.inboxes.pop(pid, None)
             self._receives.pop(pid, None)
             self._presence(conn, False)
+        if conn.follows:
+            self._events_wanted()
 
     def _allower(self, pid: str):
         """Checked as each delivery arrives and again as it goes out: its workspace is still one where `pid`
@@ -587,13 +589,22 @@ class Gateway:
                 return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
             conn.monitors.add(ws)
         conn.follows.add(ws)
+        if not self.engine.events:  # the first follower: every batch after this answer carries the events
+            self.engine.events = True
+            await self.engine.submit("sync")
         return {"op": "subscribed", "ref": ref, "workspace": ws, "monitor": ws in conn.monitors}
 
     async def _op_unsubscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
         conn.monitors.discard(ws)
         conn.follows.discard(ws)
+        self._events_wanted()
         return {"op": "unsubscribed", "ref": ref, "workspace": ws}
+
+    def _events_wanted(self) -> None:
+        """Topic and balance events cost the writer process to hand over: only while someone follows."""
+        if self.engine.events and not any(c.follows for conns in self.conns.values() for c in conns):
+            self.engine.events = False
 
     # --- management: what the admin CLI does, for a person whose role allows it ---
 
@@ -842,6 +853,7 @@ class Gateway:
                 c.workspaces = frozenset(mine)
                 c.follows = {ws for ws in c.follows if ws in self._receives[pid]}
                 c.monitors = {ws for ws in c.monitors if ws in c.follows and mine[ws][1]}
+        self._events_wanted()
 
     async def _sweeper(self) -> None:
         swept = time.monotonic()
