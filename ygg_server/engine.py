@@ -77,6 +77,7 @@ class Engine:
         self.path = path
         self.clock = clock
         self.conn = db.connect(path)
+        self._checkpoints = db.Checkpointer(path, self.conn)
         self._queue: queue.SimpleQueue[_Command | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._publish: Callable[[Published], None] | None = None
@@ -99,6 +100,7 @@ class Engine:
             self._queue.put(None)
             self._thread.join(timeout=10)
             self._thread = None
+        self._checkpoints.stop()
         self.conn.close()
 
     async def aclose(self) -> None:

@@ -309,7 +309,7 @@ def _child(path, sock: socket.socket) -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass
     finally:
-        engine.conn.close()
+        engine.stop()
 
 
 class _Reader:

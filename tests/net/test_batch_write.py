@@ -151,3 +151,21 @@ async def test_a_failing_send_keeps_the_deliveries_written_before_it(world, monk
     out = {(s.id, s.recipient) for p in published for s in p.deliveries}
     assert stored and out == stored, "every delivery written is published"
     assert [m.text for p in published for m in p.messages] == ["before"]
+
+
+async def test_the_wal_is_copied_back_beside_the_writer_not_inside_its_commits(world):
+    """store/sqlite.Checkpointer: the writer's COMMIT never checkpoints; a thread of its own does, as the WAL grows."""
+    engine, ws, ids, path = world
+    assert engine.conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    (r,), _ = await run_batch(engine, send(ws, ids["researcher"], topic="new", title="T", to=["reviewer"],
+                                          text="x", type="inform"))
+    for i in range(20):
+        (r,), _ = await run_batch(engine, send(ws, ids["researcher"], topic=r["message"]["topic"], to=["reviewer"],
+                                              text="x" * 3000, type="inform"))
+        assert r["op"] == "sent", r
+    for _ in range(100):
+        last = engine._checkpoints.last
+        if last is not None and last[1] > 0 and last[1] == last[2]:
+            break
+        await asyncio.sleep(0.05)
+    assert last is not None and last[0] == 0 and last[1] > 0 and last[1] == last[2], last
