@@ -14,7 +14,7 @@ import uuid
 import msgspec
 
 from . import auth, reach
-from .core import PLANS, POOL, Conversation, ConversationKind, Role, View, fund as core_fund, general_id
+from .core import PLANS, POOL, Conversation, ConversationKind, Role, View, fund as core_fund, general_id, plan_of
 from .store import sqlite as db
 
 
@@ -133,19 +133,40 @@ def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str =
     return {"id": pid, "handle": handle, "org": org, "personal_workspace": ws}
 
 
-def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT_PLAN) -> dict:
-    """Seed 002: everyone "can create or join more" organizations; the creator is its owner."""
-    if not name.strip():
-        raise AdminError("bad_name", "an organization needs a name")
+def _licence(plan: str, licensed) -> int | None:
+    """A plan and its licensed messages a month (seed 002: Team's are "as licensed"; Free's are 300)."""
     if plan not in PLANS:
         raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
+    if licensed is not None and (plan != "team" or type(licensed) is not int or not 0 <= licensed <= 10**12):
+        raise AdminError("bad_plan", "only a Team plan is licensed, for 0 to 10^12 messages a month")
+    return licensed
+
+
+def _one_free(conn: sqlite3.Connection, owner: str, org: str | None = None) -> None:
+    """Seed 002: "Each person gets one Free organization": refused `free_org_limit` when `owner` already owns
+    a Free organization (other than `org`)."""
+    row = conn.execute("SELECT id FROM orgs WHERE owner = ? AND plan = 'free' AND id != ? LIMIT 1",
+                       (owner, org or "")).fetchone()
+    if row is not None:
+        raise AdminError("free_org_limit", "each person gets one Free organization, and this person has one; "
+                                           "an operator gives another a Team plan (ygg-server admin add-org/set-plan)")
+
+
+def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT_PLAN, licensed: int | None = None) -> dict:
+    """Seed 002: everyone "can create or join more" organizations; the creator is its owner. "Each person gets
+    one Free organization": a second Free one is refused (`free_org_limit`)."""
+    if not name.strip():
+        raise AdminError("bad_name", "an organization needs a name")
+    licensed = _licence(plan, licensed)
     with db.Tx(conn):
         pid = person(conn, owner)
+        if plan == "free":
+            _one_free(conn, pid)
         oid = new_id()
-        conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at) VALUES (?,?,?,?,?)",
-                     (oid, name.strip(), plan, pid, now_us()))
+        conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at, licensed) VALUES (?,?,?,?,?,?)",
+                     (oid, name.strip(), plan, pid, now_us(), licensed))
         conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (oid, pid, Role.OWNER))
-    return {"id": oid, "name": name.strip(), "plan": plan}
+    return {"id": oid, "name": name.strip(), "plan": plan, "licensed": licensed}
 
 
 def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: bool = False,
@@ -246,18 +267,22 @@ def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | Non
         left = [ws for ws in wanted if aid in reach.bring_agents(conn, ws, pid, now)]
         if len(left) == len(wanted):  # seed 002: "how many agents it can connect"
             raise AdminError("plan_limit", "the plan of every organization this agent would be in has no room for "
-                                           "another agent (Free: 5)")
+                                           "another agent (Free: 5; Team: one per 100 licensed messages, at least 50)")
     return {"id": aid, "name": name, "api_key": key, "left_out": left}
 
 
-def set_plan(conn: sqlite3.Connection, org_ref: str, plan: str) -> dict:
-    """An organization's plan; `org_ref` is its id, or a handle for that person's own (first) organization."""
-    if plan not in PLANS:
-        raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
+def set_plan(conn: sqlite3.Connection, org_ref: str, plan: str, licensed: int | None = None) -> dict:
+    """An organization's plan, and for Team its licensed messages a month (None: not metered); `org_ref` is its
+    id, or a handle for that person's own (first) organization. A person's second Free one is refused."""
+    licensed = _licence(plan, licensed)
     with db.Tx(conn):
         oid = org(conn, org_ref)
-        conn.execute("UPDATE orgs SET plan = ? WHERE id = ?", (plan, oid))
-    return {"id": oid, "plan": plan}
+        if plan == "free":
+            _one_free(conn, conn.execute("SELECT owner FROM orgs WHERE id = ?", (oid,)).fetchone()[0], oid)
+        conn.execute("UPDATE orgs SET plan = ?, licensed = ? WHERE id = ?", (plan, licensed, oid))
+    limits = plan_of(plan, licensed)
+    return {"id": oid, "plan": plan, "licensed": licensed, "messages_per_month": limits.messages_per_month,
+            "agents": limits.agents}
 
 
 def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[str]) -> dict:

@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("name")
     x.add_argument("--owner", required=True)
     x.add_argument("--plan", default=admin.DEFAULT_PLAN)
+    x.add_argument("--licensed", type=int, default=None, metavar="N", help=_LICENSED)
     x = asub.add_parser("add-org-member")
     x.add_argument("org", help="an organization id, or its owner's handle")
     x.add_argument("handle")
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("set-plan")
     x.add_argument("org", help="an organization id, or its owner's handle")
     x.add_argument("plan")
+    x.add_argument("--licensed", type=int, default=None, metavar="N", help=_LICENSED)
     x = asub.add_parser("add-group")
     x.add_argument("workspace")
     x.add_argument("name")
@@ -107,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     return run_admin(args)
 
 
+_LICENSED = ("team: the messages a month licensed (seed 002: agents one per 100 of them, at least 50); "
+             "left out, not metered")
+
+
 def _pg_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prepared", action="store_true",
                    help="PostgreSQL: no prepared statements, for transaction poolers (or ?prepared=false in the URL)")
@@ -130,7 +136,7 @@ def run_admin(args) -> int:
         elif act == "add-workspace":
             out = admin.add_workspace(conn, args.name, args.owner, args.restricted, args.org)
         elif act == "add-org":
-            out = admin.add_org(conn, args.name, args.owner, args.plan)
+            out = admin.add_org(conn, args.name, args.owner, args.plan, args.licensed)
         elif act == "add-org-member":
             out = admin.add_org_member(conn, args.org, args.handle, args.role)
         elif act == "set-permissions":
@@ -153,7 +159,7 @@ def run_admin(args) -> int:
         elif act == "add-group":
             out = admin.add_group(conn, args.workspace, args.name, args.members)
         elif act == "set-plan":
-            out = admin.set_plan(conn, args.org, args.plan)
+            out = admin.set_plan(conn, args.org, args.plan, args.licensed)
         else:
             out = admin.revoke_agent(conn, args.agent)
     except admin.AdminError as e:

@@ -36,7 +36,7 @@ import msgspec
 
 from . import auth, protocol
 from .core import (
-    PLANS, POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due,
+    POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due, plan_of,
 )
 from .core import assign as core_assign, party as core_party, side as core_side
 from .core.funding import set_budget as core_set_budget
@@ -210,7 +210,7 @@ class Engine:
         org = self._org(ws)
         if org is None:
             return None
-        limit = PLANS.get(org[1], PLANS["team"]).messages_per_month
+        limit = plan_of(*org[1:]).messages_per_month
         if limit is None:
             return None
         key = (org[0], month)

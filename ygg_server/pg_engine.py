@@ -44,8 +44,8 @@ import msgspec
 
 from . import auth, protocol
 from .core import (
-    PLANS, POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
-    general_id, next_due,
+    POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
+    general_id, next_due, plan_of,
 )
 from .core import assign as core_assign, party as core_party, side as core_side
 from .core.decide import throttle_limit
@@ -569,7 +569,7 @@ class PgEngine:
                 if f.get("client_id") is not None:
                     idem.append((author, f["client_id"]))
                 org = self._orgs.get(ws)
-                if org is not None and PLANS.get(org[1], PLANS["team"]).messages_per_month is not None:
+                if org is not None and plan_of(*org[1:]).messages_per_month is not None:
                     limited.add(org[0])
             if limited:
                 await self.conn.executemany(
@@ -667,7 +667,7 @@ class PgEngine:
         org = self._orgs.get(ws)
         if org is None:
             return None
-        limit = PLANS.get(org[1], PLANS["team"]).messages_per_month
+        limit = plan_of(*org[1:]).messages_per_month
         if limit is None:
             return None
         return max(0, limit - w.usage.get((org[0], month), 0))

@@ -18,7 +18,7 @@ import sqlite3
 
 import msgspec
 
-from .core import PLANS, Role
+from .core import Role, plan_of
 from .store import sqlite as db
 
 ORG_ADMINS = (Role.OWNER, Role.ADMIN)
@@ -111,8 +111,8 @@ def _in_org(conn: sqlite3.Connection, org: str, aid: str) -> bool:
 def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> list[str]:
     """Seed 003 §19: `owner`'s agents go with it into `ws`, unless pinned elsewhere or the organization's
     plan has no room for one more agent; return the ids of those left out for the plan."""
-    org, plan = db.org_of(conn, ws)
-    limit = PLANS.get(plan, PLANS["team"]).agents
+    org, *plan = db.org_of(conn, ws)
+    limit = plan_of(*plan).agents
     left: list[str] = []
     for aid, pinned in conn.execute(
             "SELECT id, pinned FROM agents WHERE owner = ? AND revoked = 0 ORDER BY created_at, id", (owner,)).fetchall():

@@ -72,6 +72,8 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     pool = await cli(d, "fund", "--pool", "team", 40)
     assert pool["id"] == "pool" and pool["balance"] == 40 and pool["workspace"] == ws["id"]
     assert (await cli(d, "set-plan", "bob", "team"))["plan"] == "team"
+    licensed = await cli(d, "set-plan", "bob", "team", "--licensed", "6000")
+    assert (licensed["licensed"], licensed["messages_per_month"], licensed["agents"]) == (6000, 6000, 60)
     assert (await cli(d, "revoke-agent", "homebody"))["id"] == pinned["id"]
     carol = await cli(d, "add-person", "carol", "--password", PW)
     joined = await cli(d, "add-org-member", "alice", "carol", "--role", "admin")  # ORG by its owner's handle

@@ -140,6 +140,55 @@ async def test_free_plan_workspaces_limit(team):
         team.admin(admin.add_workspace, f"bob-{i}", "bob")  # bob's organization is on Team
 
 
+async def test_each_person_gets_one_free_organization(team):
+    """Seed 002: "Each person gets one Free organization." and everyone "can create or join more": an
+    organization a person creates is Free (their one), a second Free one is refused free_org_limit, by the
+    socket and the admin commands alike; more need a Team plan, which the operator sets."""
+    bob = await team.person("bob")  # his own organization is on Team (a self-hosted server's default)
+    acme = await bob.call("create_org", name="Acme")
+    assert acme["plan"] == "free"
+    again = await bob.request("create_org", name="Beta")
+    assert again["op"] == "error" and again["code"] == "free_org_limit", again
+    for fn, args in ((admin.add_org, ("Beta", "bob", "free")), (admin.set_plan, ("bob", "free"))):
+        with pytest.raises(admin.AdminError) as e:
+            team.admin(fn, *args)
+        assert e.value.code == "free_org_limit"
+    assert (await bob.call("create_workspace", name="ops", org=acme["id"]))["org"] == acme["id"]
+    full = await bob.request("create_workspace", name="ops2", org=acme["id"])
+    assert full["code"] == "plan_limit", "Acme has the Free plan's limits (1 workspace)"
+    assert team.admin(admin.add_org, "Gamma", "bob", "team")["plan"] == "team"  # the operator's Team ones
+    team.admin(admin.set_plan, acme["id"], "team", 1000)  # Acme is licensed now: bob's Free one is free again
+    assert (await bob.call("create_org", name="Beta"))["plan"] == "free"
+    assert (await bob.call("create_workspace", name="ops2", org=acme["id"]))["org"] == acme["id"]
+
+
+async def test_team_plan_is_as_licensed(team):
+    """Seed 002: Team's agents are "one per 100 messages, at least 50" and its messages a month as licensed:
+    the operator sets the organization's licensed messages (set-plan ORG team --licensed N); none: not metered."""
+    out = team.admin(admin.set_plan, "alice", "team", 3)
+    assert (out["messages_per_month"], out["agents"]) == (3, 50)
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.set_plan, "alice", "free", 3)
+    assert e.value.code == "bad_plan", "only a Team plan is licensed"
+    alice = await team.person("alice")
+    set_usage(team, team.ws, 2)
+    ok = await alice.send(workspace=team.ws, topic="new", title="Plan", type="inform", to=["researcher"], text="3rd")
+    assert ok["op"] == "sent", ok
+    r = await alice.send(workspace=team.ws, topic=ok["message"]["topic"], type="inform", to=["researcher"], text="4th")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    for i in range(48):  # researcher, reviewer and 48 more: the 50 of any licence under 5,000
+        team.admin(admin.add_agent, f"a{i}", "alice")
+    with pytest.raises(admin.AdminError) as e:
+        team.admin(admin.add_agent, "a51", "alice")
+    assert e.value.code == "plan_limit"
+    assert team.admin(admin.set_plan, "alice", "team", 5100)["agents"] == 51  # one per 100 messages
+    team.admin(admin.add_agent, "a51", "alice")
+    r = await alice.send(workspace=team.ws, topic=ok["message"]["topic"], type="inform", to=["researcher"], text="4th")
+    assert r["op"] == "sent", r
+    assert team.admin(admin.set_plan, "alice", "team")["messages_per_month"] is None  # no licence: not metered
+    team.admin(admin.add_agent, "a52", "alice")
+
+
 async def test_history_past_the_plans_window_is_not_searchable(team):
     """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
     reaches_into_engine(team)

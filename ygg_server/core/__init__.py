@@ -10,6 +10,7 @@ from .directory import Directory, Unresolved, derived_id, direct_id, general_id,
 from .funding import fund
 from .model import (
     PLANS, Conversation, Member, Membership, Message, Participant, Pending, Plan, Post, Profile, Sig, Topic,
+    plan_of,
 )
 from .timers import due, next_due
 from .vocabulary import (
@@ -19,7 +20,7 @@ from .vocabulary import (
 
 __all__ = [
     "decide", "due", "next_due", "fund", "Decision", "Delivery", "Entry", "Flag", "Refusal", "Routed",
-    "View", "Directory", "Unresolved", "derived_id", "direct_id", "general_id", "group_id", "PLANS",
+    "View", "Directory", "Unresolved", "derived_id", "direct_id", "general_id", "group_id", "PLANS", "plan_of",
     "Conversation", "Member", "Membership", "Message", "Participant", "Pending", "Plan", "Post", "Profile", "Sig",
     "Topic", "POOL", "SYSTEM", "ContextReason", "ConversationKind", "Kind", "MessageType", "Notice",
     "Pause", "RefusalReason", "Role", "State", "TopicStatus",

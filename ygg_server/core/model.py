@@ -229,4 +229,16 @@ PLANS = {
     "free": Plan("free", 300, 5, 1, 7),
     "team": Plan("team", None, None, None, 90),
 }
+TEAM_AGENTS_PER_MESSAGES, TEAM_AGENTS_AT_LEAST = 100, 50  # seed 002: "one per 100 messages, at least 50"
+
+
+def plan_of(name: str | None, licensed: int | None = None) -> Plan:
+    """An organization's limits: its plan's, with a Team plan's messages "as licensed" (seed 002) - the
+    organization's licensed messages a month - and its agents "one per 100 messages, at least 50". A Team
+    plan with no licensed count (a self-hosted server's default) is not metered. Unknown names are Team."""
+    p = PLANS.get(name or "team", PLANS["team"])
+    if p.name != "team" or licensed is None:
+        return p
+    return Plan(p.name, licensed, max(TEAM_AGENTS_AT_LEAST, licensed // TEAM_AGENTS_PER_MESSAGES), p.workspaces,
+                p.history_days)
 

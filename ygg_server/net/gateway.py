@@ -624,12 +624,13 @@ class Gateway:
         return {"op": "create_workspace", "ref": ref, **out}
 
     async def _op_create_org(self, conn: Conn, ref, frame) -> dict:
-        """Seed 002: everyone "can create or join more" organizations."""
+        """Seed 002: everyone "can create or join more" organizations, and "Each person gets one Free
+        organization": one made here is Free (a Team plan is licensed, so the operator sets it)."""
         self._person_only(conn)
         name = frame.get("name")
         if not isinstance(name, str) or not name.strip():
             return protocol.error(ref, "bad_frame", "create_org needs a name")
-        out = await self.manage(admin.add_org, name, conn.participant)
+        out = await self.manage(admin.add_org, name, conn.participant, "free")
         return {"op": "create_org", "ref": ref, **out}
 
     async def _op_add_org_member(self, conn: Conn, ref, frame) -> dict:

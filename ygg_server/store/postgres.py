@@ -198,6 +198,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE memberships ADD COLUMN direct INTEGER NOT NULL DEFAULT 1;
     """,
+    # 4: the SQLite schema's migration 6: a Team organization's licensed messages a month (NULL: not metered)
+    """
+    ALTER TABLE orgs ADD COLUMN licensed BIGINT;
+    """,
 ]
 
 

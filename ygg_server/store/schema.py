@@ -110,4 +110,9 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE memberships ADD COLUMN direct INTEGER NOT NULL DEFAULT 1;
     """,
+    # 6: a Team plan's messages "as licensed" (seed 002): the organization's licensed messages a month,
+    # set by the operator (`admin set-plan ORG team --licensed N`); NULL: not metered
+    """
+    ALTER TABLE orgs ADD COLUMN licensed INTEGER;
+    """,
 ]

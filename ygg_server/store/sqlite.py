@@ -307,9 +307,10 @@ def due_topics(conn: sqlite3.Connection) -> list[tuple[int, str]]:
     return conn.execute("SELECT next_due, id FROM topics WHERE next_due IS NOT NULL").fetchall()
 
 
-def org_of(conn: sqlite3.Connection, workspace: str) -> tuple[str, str] | None:
+def org_of(conn: sqlite3.Connection, workspace: str) -> tuple[str, str, int | None] | None:
+    """(organization, plan, licensed messages a month) of a workspace: `core.plan_of(*org[1:])` its limits."""
     return conn.execute(
-        "SELECT o.id, o.plan FROM workspaces w JOIN orgs o ON o.id = w.org WHERE w.id = ?", (workspace,)
+        "SELECT o.id, o.plan, o.licensed FROM workspaces w JOIN orgs o ON o.id = w.org WHERE w.id = ?", (workspace,)
     ).fetchone()
 
 
