@@ -223,6 +223,47 @@ def add_org_member(conn: sqlite3.Connection, org_ref: str, handle: str, role: st
     return {"id": pid, "org": oid, "role": role, "left_out": left}
 
 
+def leave_org(conn: sqlite3.Connection, org_ref: str, handle: str) -> dict:
+    """A person leaves an organization (seed 002: people "create or join more"): their memberships through
+    it go, with their agents' there (`reach.leave_org`); a workspace they were added to directly stays. The
+    organization's last owner cannot leave it (`last_owner`)."""
+    with db.Tx(conn):
+        oid = org(conn, org_ref)
+        pid = person(conn, handle)
+        role = org_role(conn, oid, pid)
+        if role is None:
+            raise AdminError("unknown_org", "that person is not in this organization")
+        owners = conn.execute("SELECT count(*) FROM org_members WHERE org = ? AND role = 'owner'", (oid,)).fetchone()[0]
+        if role == Role.OWNER and owners <= 1:
+            raise AdminError("last_owner", "the organization's last owner cannot leave it")
+        conn.execute("DELETE FROM org_members WHERE org = ? AND person = ?", (oid, pid))
+        left = reach.leave_org(conn, oid, pid)
+    return {"id": pid, "org": oid, "left": left}
+
+
+# What a workspace holds, deleted with it (its messages' deliveries first, by message).
+WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "groups", "wallets", "ledger", "flags",
+                    "rulebooks")
+
+
+def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
+    """Delete a workspace and everything in it (seed 003 §66: "deleting the workspace" is its owner's); a
+    personal one "can never be deleted" (seed 003 §65: `personal_workspace`). Its memberships go with it, so
+    open sockets lose it as on any revocation: nothing more of it is delivered, followed or accepted."""
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
+            raise AdminError("personal_workspace", "a personal workspace can never be deleted")
+        if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
+            conn.execute("""INSERT INTO messages_fts (messages_fts, rowid, text)
+                            SELECT 'delete', seq, text FROM messages WHERE workspace = ?""", (ws,))
+        conn.execute("DELETE FROM deliveries WHERE message IN (SELECT id FROM messages WHERE workspace = ?)", (ws,))
+        for table in WORKSPACE_TABLES:
+            conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))
+        conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
+    return {"id": ws, "deleted": True}
+
+
 def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> dict:
     """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to it
     directly, not to every member"; lifting the restriction opens it to every member again."""

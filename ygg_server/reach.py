@@ -47,13 +47,15 @@ def _add_through_org(conn: sqlite3.Connection, ws: str, pid: str, role: Role, no
     )
 
 
-def _leave(conn: sqlite3.Connection, ws: str, pid: str) -> None:
-    """`pid`, there through the organization only, no longer reaches `ws`; nor do its agents."""
+def _leave(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
+    """`pid`, there through the organization only, no longer reaches `ws`; nor do its agents. False: it
+    stays (added to `ws` directly, or never there)."""
     gone = conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ? AND direct = 0", (ws, pid))
     if gone.rowcount == 0:  # added to it directly (or never there): stays, with its agents
-        return
+        return False
     conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant IN (SELECT id FROM agents WHERE owner = ?)",
                  (ws, pid))
+    return True
 
 
 def open_workspace(conn: sqlite3.Connection, ws: str, now: int) -> list[str]:
@@ -93,6 +95,14 @@ def open_org_to(conn: sqlite3.Connection, org: str, pid: str, role: str, now: in
         _add_through_org(conn, ws, pid, workspace_role(role), now)
         left += bring_agents(conn, ws, pid, now)
     return left
+
+
+def leave_org(conn: sqlite3.Connection, org: str, pid: str) -> list[str]:
+    """`pid` left `org`: it no longer reaches the workspaces it reached through it, nor do its agents (one
+    it was added to directly stays); return the workspaces it left."""
+    return [ws for (ws,) in conn.execute(
+        "SELECT id FROM workspaces WHERE org = ? AND personal_of IS NULL ORDER BY created_at", (org,)).fetchall()
+        if _leave(conn, ws, pid)]
 
 
 def agents_in_org(conn: sqlite3.Connection, org: str) -> int:

@@ -91,6 +91,8 @@ CASES: list[tuple[str, dict]] = [
     ("add_org_member", {"org": "$org", "handle": "bob", "role": "member"}),
     ("add_org_member", {"org": "$org", "handle": "alice", "role": "admin"}),
     *[("set_restricted", {"workspace": w, "restricted": r}) for w in ("$ws", "$personal") for r in (True, False)],
+    ("leave_org", {"org": "$org"}),
+    *[("delete_workspace", {"workspace": w}) for w in ("$ws", "$personal")],
     ("set_permissions", {"workspace": "$ws", "agent": "$agent", "send": False}),
     *[("set_permissions", {"workspace": A, "agent": x, "monitor": True})
       for x in ("$agent", "$agent_name", "$agent_name@$handle", "$person", "@$handle")],

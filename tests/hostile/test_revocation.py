@@ -178,3 +178,97 @@ async def test_role_lowered_to_viewer_refuses_sends_and_stops_monitoring_within_
     assert r["op"] == "error" and r["code"] == "forbidden"
     # a viewer still reads (docs/rules.md: "viewer reads only")
     assert (await bob.call("history", workspace=team.ws))["messages"]
+
+
+async def test_deleted_workspace_stops_deliveries_queued_before_and_subscriptions(team):
+    """Seed 003 §66: the owner keeps "deleting the workspace"; §65: a personal workspace "can never be deleted".
+
+    Deleted over the socket while an agent holds one of its deliveries and three more wait: within a second
+    its sends there are refused, the queued ones never go out (nor after a reconnect), followers hear nothing
+    more of it, its ids answer as ids that never existed; the agent's other workspace still reaches it."""
+    alice = await team.person("alice")
+    home = await personal(alice)
+    agent = await team.client(api_key=team.keys["researcher"], prefetch=1)
+    bob = await team.person("bob")
+    await bob.subscribe(team.ws)
+    first = await alice.send(workspace=team.ws, topic="new", title="Doomed", to=["researcher"], text="d0")
+    for i in range(1, 4):
+        assert (await alice.send(workspace=team.ws, topic=first["message"]["topic"], to=["researcher"],
+                                 text=f"d{i}"))["op"] == "sent"
+    held = await agent.next_delivery(timeout=5)
+    assert held["message"]["text"] == "d0"
+    forbidden = await bob.request("delete_workspace", workspace=team.ws)  # a member
+    assert forbidden["op"] == "error" and forbidden["code"] == "forbidden", forbidden
+    kept = await alice.request("delete_workspace", workspace=home)
+    assert kept["op"] == "error" and kept["code"] == "personal_workspace", kept
+    gone = await alice.call("delete_workspace", workspace=team.ws)
+    assert gone["id"] == team.ws and gone["deleted"] is True
+
+    async def refused():
+        r = await agent.send(workspace=team.ws, topic=first["message"]["topic"], to=["@alice"], text="mine")
+        return r if r["op"] == "refused" else None
+
+    r, _ = await until(refused)
+    assert r["reason"] == "unknown_workspace", r
+    await asyncio.sleep(0.2)
+    bob.pending_events()
+    await agent.ack([held["id"]])
+    await nothing(agent)
+    assert (await alice.request("history", workspace=team.ws))["code"] == "not_found"
+    assert (await alice.request("delete_workspace", workspace=team.ws))["code"] == "not_found"
+    assert team.ws not in [w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]]
+    ok = await alice.send(workspace=home, topic="new", title="Home", to=["researcher"], text="zeppelin at home")
+    assert ok["op"] == "sent"
+    d = await agent.next_delivery(timeout=5)
+    assert d["message"]["text"] == "zeppelin at home"
+    await agent.ack([d["id"]])
+    found = (await alice.call("search_messages", workspace=home, query="zeppelin"))["messages"]
+    assert [m["id"] for m in found] == [ok["message"]["id"]], "the full-text index still answers"
+    assert [e for e in bob.pending_events() if team.ws in json.dumps(e)] == []
+    await agent.close()
+    again = await team.client(api_key=team.keys["researcher"])
+    await nothing(again)
+    left = team.conn.execute("SELECT count(*) FROM messages WHERE workspace = ?", (team.ws,)).fetchone()[0]
+    assert left == 0 and team.conn.execute("SELECT count(*) FROM memberships WHERE workspace = ?",
+                                            (team.ws,)).fetchone()[0] == 0
+    assert (await alice.call("create_workspace", name="team"))["name"] == "team", "its name is free again"
+
+
+async def test_leaving_an_organization_takes_its_workspaces_away_within_a_second(team):
+    """Seed 002: everyone "can create or join more" organizations, and leave them: bob's memberships
+    through alice's organization go, with his agent's there, its queued deliveries held back; a workspace
+    he was added to directly stays; the organization's last owner cannot leave it."""
+    alice = await team.person("alice")
+    org = [w["org"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["id"] == team.ws][0]
+    scout = team.admin(admin.add_agent, "scout", "bob")
+    team.admin(admin.fund, "scout", 100)
+    team.admin(admin.add_org_member, org, "bob")
+    ops = (await alice.call("create_workspace", name="ops"))["id"]  # bob and scout reach it through the org
+    agent = await team.client(api_key=scout["api_key"], prefetch=1)
+    bob = await team.person("bob")
+    await bob.subscribe(ops)
+    first = await alice.send(workspace=ops, topic="new", title="Ops", to=["scout"], text="o0")
+    for i in range(1, 4):
+        assert (await alice.send(workspace=ops, topic=first["message"]["topic"], to=["scout"], text=f"o{i}"))["op"] == "sent"
+    held = await agent.next_delivery(timeout=5)
+    owner = await alice.request("leave_org", org=org)
+    assert owner["op"] == "error" and owner["code"] == "last_owner", owner
+    out = await bob.call("leave_org", org=org)
+    assert out["left"] == [ops], "team, which he was added to directly, stays"
+
+    async def refused():
+        r = await agent.send(workspace=ops, topic=first["message"]["topic"], to=["@alice"], text="mine")
+        return r if r["op"] == "refused" else None
+
+    r, _ = await until(refused)
+    assert r["reason"] == "unknown_workspace", r
+    await asyncio.sleep(0.2)
+    await agent.ack([held["id"]])
+    await nothing(agent)
+    assert (await bob.request("history", workspace=ops))["code"] == "not_found"
+    assert (await bob.request("leave_org", org=org))["code"] == "not_found", "no longer in it"
+    assert {w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]} >= {team.ws}
+    later = await alice.send(workspace=ops, topic=first["message"]["topic"], to=["scout"], text="o4")
+    assert later["op"] == "refused" and later["reason"] == "unknown_recipient"
+    await agent.close()
+    await nothing(await team.client(api_key=scout["api_key"]))

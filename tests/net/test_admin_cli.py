@@ -82,6 +82,7 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     assert acme["plan"] == "free" and acme["name"] == "Acme"
     assert (await cli(d, "add-workspace", "ops", "--owner", "carol", "--org", acme["id"]))["org"] == acme["id"]
     assert (await cli(d, "set-plan", acme["id"], "team"))["id"] == acme["id"]
+    assert (await cli(d, "add-org", "Beta", "--owner", "carol", "--plan", "free"))["plan"] == "free"  # her one Free
     secret = await cli(d, "add-workspace", "secret", "--owner", "alice", "--restricted")
     assert secret["restricted"] is True
     assert (await cli(d, "set-restricted", "secret", "off"))["restricted"] is False
@@ -90,6 +91,9 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         [alice["id"], bob["id"]])
     perms = await cli(d, "set-permissions", "team", "researcher", "--receive", "on", "--can-message", "")
     assert perms["receive"] is True and perms["can_message"] == []
+    doomed = await cli(d, "add-workspace", "doomed", "--owner", "alice")
+    assert (await cli(d, "delete-workspace", "doomed"))["id"] == doomed["id"]
+    assert set((await cli(d, "leave-org", "alice", "carol"))["left"]) == {ws["id"], secret["id"]}  # her org admin rows
 
     # errors: JSON too, exit code 1
     for args, code in (
@@ -104,6 +108,11 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         (("set-permissions", "team", "ghost", "--send", "off"), "unknown_member"),
         (("set-restricted", "alice (personal)", "off"), "personal_workspace"),
         (("add-org-member", "alice", "alice"), "bad_role"),
+        (("leave-org", "alice", "alice"), "last_owner"),
+        (("leave-org", "alice", "carol"), "unknown_org"),
+        (("delete-workspace", "alice (personal)"), "personal_workspace"),
+        (("delete-workspace", "doomed"), "unknown_workspace"),
+        (("add-org", "Gamma", "--owner", "carol", "--plan", "free"), "free_org_limit"),
         (("add-workspace", "theirs", "--owner", "bob", "--org", "alice"), "forbidden"),
     ):
         err = await cli(d, *args, ok=False)

@@ -651,6 +651,31 @@ class Gateway:
         out = await self.manage(admin.add_org_member, org, handle, role)
         return {"op": "add_org_member", "ref": ref, **out}
 
+    async def _op_leave_org(self, conn: Conn, ref, frame) -> dict:
+        """A person leaves an organization they are in (not its last owner: `last_owner`)."""
+        self._person_only(conn)
+        org = frame.get("org")
+        if not isinstance(org, str):
+            return protocol.error(ref, "bad_frame", "leave_org needs org")
+        if await self.read(admin.org_role, org, conn.participant) is None:
+            raise queries.NotFound
+        out = await self.manage(admin.leave_org, org, conn.participant)
+        return {"op": "leave_org", "ref": ref, **out}
+
+    async def _op_delete_workspace(self, conn: Conn, ref, frame) -> dict:
+        """Seed 003 §66: the owner keeps "deleting the workspace"; §65: a personal one never is."""
+        self._person_only(conn)
+        ws = frame.get("workspace")
+        if not isinstance(ws, str):
+            return protocol.error(ref, "bad_frame", "delete_workspace needs workspace")
+        mine = await self.read(admin.role_in, ws, conn.participant)
+        if mine is None:
+            raise queries.NotFound
+        if mine != "owner":
+            return protocol.error(ref, "forbidden", "only the workspace's owner deletes it")
+        out = await self.manage(admin.delete_workspace, ws)
+        return {"op": "delete_workspace", "ref": ref, **out}
+
     async def _op_set_permissions(self, conn: Conn, ref, frame) -> dict:
         """Seed 002: "Admins manage everything in it; members add and change only their own agents", and
         "Monitor: set by a workspace admin"."""
