@@ -1,5 +1,6 @@
 """The command palette (ctrl+p): open any conversation, start a topic or a direct conversation,
-fund, search, the operator view, the needs_human queue, themes, help."""
+fund, search, the operator view, the needs_human queue, delete a workspace, leave an organization,
+themes, help."""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ class YggCommands(Provider):
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
+            if w.role == "owner" and not w.personal:
+                out.append((f"Delete workspace {w.name}", partial(main.delete_workspace, w.id),
+                            "its owner only; everything in it goes"))
+        for org, names in store.orgs_to_leave().items():
+            out.append((f"Leave the organization of {', '.join(names)}", partial(main.leave_org, org),
+                        "you and your agents leave its workspaces"))
         for t in store.needs_human():
             out.append((f"Needs a person: {t.get('title') or '(untitled)'}",
                         partial(main.open_conversation, t["conversation"], t["id"]), "answer to resume it"))

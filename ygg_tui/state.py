@@ -77,6 +77,7 @@ class Workspace:
     name: str
     role: str = "member"
     personal: bool = False
+    org: str | None = None
     members: dict[str, dict] = field(default_factory=dict)
     conversations: dict[str, dict] = field(default_factory=dict)
     pool: int | None = None
@@ -205,8 +206,35 @@ class Store:
         if w is None:
             w = self.workspaces[row["id"]] = Workspace(row["id"], row["name"])
         w.name, w.role, w.personal = row["name"], row.get("role", "member"), bool(row.get("personal"))
+        w.org = row.get("org")
         w.monitor = w.role in ("owner", "admin")
         return w
+
+    def forget_workspaces(self, ids) -> None:
+        """Workspaces this person no longer reaches (deleted, or an organization left): gone with their
+        threads, topics and unread counts."""
+        gone = set(ids)
+        for ws in gone:
+            self.workspaces.pop(ws, None)
+        for key in [k for k, th in self.threads.items() if th.workspace in gone]:
+            del self.threads[key]
+        for tid in [t for t, row in self.topics.items() if row.get("workspace") in gone]:
+            del self.topics[tid]
+        for mid, (_, ws, conv, key) in list(self.unread.items()):
+            if ws in gone:
+                del self.unread[mid]
+                self.unread_by_conv[conv] -= 1
+                self.unread_by_thread[key] -= 1
+
+    def orgs_to_leave(self) -> dict[str, list[str]]:
+        """The organizations one could leave, with the names of their workspaces one reaches: all but the
+        one of one's personal workspace (one's own, which its owner never leaves)."""
+        own = {w.org for w in self.workspaces.values() if w.personal}
+        out: dict[str, list[str]] = {}
+        for w in self.workspaces.values():
+            if w.org and w.org not in own:
+                out.setdefault(w.org, []).append(w.name)
+        return out
 
     def set_conversations(self, ws: str, convs: list[dict]) -> None:
         w = self.workspaces[ws]

@@ -53,6 +53,8 @@ def assignment_text(a: dict, namer) -> str:
     for s in a.get("scores") or []:
         lines.append(f"{namer(s['agent'])}: {s['total']:g}")
         lines += [f"  {p['name']}: {p['value']:g} × {p['weight']:g} = {p['points']:g}" for p in s.get("parts") or []]
+    for x in a.get("left_out") or []:  # seed 002's permissions keep these from the sender's request
+        lines.append(f"left out: {namer(x['agent'])} ({x['detail']})")
     return "\n".join(lines)
 
 

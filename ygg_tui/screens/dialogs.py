@@ -1,4 +1,4 @@
-"""Small modal questions: a new topic's title, and funding an agent or the pool."""
+"""Small modal questions: a new topic's title, funding an agent or the pool, and a yes or no."""
 
 from __future__ import annotations
 
@@ -87,3 +87,33 @@ class FundScreen(ModalScreen[tuple[str | None, int] | None]):
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A question that cannot be undone (deleting a workspace, leaving an organization): y or n."""
+
+    BINDINGS = [Binding("escape,n", "cancel", "Cancel"), Binding("y", "confirm", "Yes")]
+
+    def __init__(self, title: str, why: str, yes: str):
+        super().__init__()
+        self.title_text, self.why, self.yes = title, why, yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(Text(self.why, style="yellow"), classes="dialog-why")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.yes, variant="error", id="confirm")
+                yield Button("Cancel", id="cancel")
+            yield Static("y confirm · n/esc cancel", classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    @on(Button.Pressed, "#confirm")
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(False)

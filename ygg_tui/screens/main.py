@@ -22,7 +22,7 @@ from ..widgets.participants import ParticipantsPanel
 from ..widgets.sidebar import Sidebar
 from ..widgets.topics import NEW, TopicList
 from ..words import assignment_text, refusal_sentence, topic_status
-from .dialogs import FundScreen, TitlePrompt
+from .dialogs import ConfirmScreen, FundScreen, TitlePrompt
 from .help import HelpScreen
 from .search import SearchScreen
 
@@ -85,7 +85,12 @@ class MainScreen(Screen):
         self.query_one(Sidebar).rebuild()
         self.query_one(NeedsHumanBar).rebuild()
         start = getattr(self.app, "start_workspace", None)
-        ws = self._find_workspace(start) if start else None
+        self._open_default(self._find_workspace(start) if start else None)
+        self.composer.area.focus()
+
+    def _open_default(self, ws: str | None = None) -> None:
+        """Open `ws`'s General, or the first shared workspace's (else the first one's)."""
+        s = self.store
         if ws is None:
             shared = [w for w in s.workspaces.values() if not w.personal]
             ws = (shared or list(s.workspaces.values()) or [None])[0]
@@ -94,7 +99,6 @@ class MainScreen(Screen):
             general = next((c["id"] for c in s.workspaces[ws].conversations.values() if c["kind"] == "general"), None)
             if general:
                 self.open_conversation(general)
-        self.composer.area.focus()
 
     def _find_workspace(self, ref: str) -> str | None:
         for w in self.store.workspaces.values():
@@ -411,6 +415,43 @@ class MainScreen(Screen):
         self.messages.set_messages(th.messages, key=th.key, more=th.more)
         self.messages.select_id(m["id"])
         self.messages.focus()
+
+    @work(group="manage", exit_on_error=False)
+    async def delete_workspace(self, ws: str) -> None:
+        """Seed 003 §66: the owner keeps "deleting the workspace" (never a personal one, §65)."""
+        w = self.store.workspaces.get(ws)
+        if w is None:
+            return
+        sure = await self.app.push_screen_wait(ConfirmScreen(
+            f"Delete the workspace {w.name}?", "Everything in it goes, for everyone: conversations, topics, "
+            "messages and credits. This cannot be undone.", "Delete"))
+        if sure:
+            await self._manage("delete_workspace", [ws], f"Deleted the workspace {w.name}.", workspace=ws)
+
+    @work(group="manage", exit_on_error=False)
+    async def leave_org(self, org: str) -> None:
+        """Leave an organization: its workspaces one reached through it go (one was added to directly stays)."""
+        names = self.store.orgs_to_leave().get(org, [])
+        sure = await self.app.push_screen_wait(ConfirmScreen(
+            "Leave this organization?", f"You and your agents leave its workspaces ({', '.join(names)}), "
+            "except those you were added to directly.", "Leave"))
+        if sure:
+            await self._manage("leave_org", None, "Left the organization.", org=org)
+
+    async def _manage(self, op: str, gone: list[str] | None, done: str, **fields) -> None:
+        """Run a management op that takes workspaces away (`gone`, else the answer's `left`), and forget them."""
+        try:
+            reply = await self.app.session.call(op, **fields)
+        except Refused as e:
+            self.notify(f"{refusal_sentence(e.reason)} {e.frame.get('detail', '')}", severity="error", title=f"refused: {e.reason}")
+            return
+        gone = gone if gone is not None else reply.get("left", [])
+        self.store.forget_workspaces(gone)
+        self.notify(done)
+        if self.workspace in gone:
+            self.workspace = self.conversation = self.topic = self.key = None
+            self._open_default()
+        self.refresh_all()
 
     def action_fund(self) -> None:
         self.fund()

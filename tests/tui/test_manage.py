@@ -1,0 +1,60 @@
+"""Deleting a workspace and leaving an organization from the TUI's command palette (seed 003 §65-66,
+seed 002), each asked once more before it is done."""
+
+from textual.command import CommandPalette
+
+from ygg_server import admin
+
+from ygg_tui.commands import YggCommands
+from ygg_tui.screens.dialogs import ConfirmScreen
+
+from .conftest import SIZE, ready, wait_for
+
+
+async def _palette(pilot, words: str) -> None:
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+    await pilot.press(*words)
+    await pilot.pause(0.3)
+    await pilot.press("down", "enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+
+
+async def test_the_owner_deletes_a_workspace_from_the_palette(team):
+    """Seed 003 §66: "The owner keeps only three things: changing roles, deleting the workspace, and its own
+    permanence"; §65: a personal workspace "can never be deleted" (the palette never offers it)."""
+    doomed = team.server.admin(admin.add_workspace, "doomed", "alice")["id"]
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert doomed in app.store.workspaces
+        titles = [t for t, _, _ in YggCommands(app.screen)._commands()]
+        assert "Delete workspace doomed" in titles and not any("personal" in t for t in titles if "Delete" in t)
+        await _palette(pilot, "delete workspace doomed")
+        await pilot.press("n")  # not yet
+        await wait_for(pilot, lambda: app.screen is main, what="back")
+        assert doomed in app.store.workspaces
+        await _palette(pilot, "delete workspace doomed")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: doomed not in app.store.workspaces, what="the workspace gone")
+        await wait_for(pilot, lambda: main.workspace in app.store.workspaces, what="another workspace open")
+    alice = await team.person("alice")
+    assert doomed not in [w["id"] for w in (await alice.call("list_workspaces"))["workspaces"]]
+
+
+async def test_a_member_leaves_an_organization_from_the_palette(team):
+    """Seed 002: everyone "can create or join more" organizations: bob leaves alice's, and the workspace he
+    reached through it goes; team, which he was added to directly, stays."""
+    mine = await (await team.person("alice")).call("list_workspaces")
+    org = [w["org"] for w in mine["workspaces"] if w["id"] == team.ws][0]
+    team.server.admin(admin.add_org_member, org, "bob")
+    ops = team.server.admin(admin.add_workspace, "ops", "alice")["id"]
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert ops in app.store.workspaces
+        await _palette(pilot, "leave the organization")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: ops not in app.store.workspaces, what="ops gone")
+        assert team.ws in app.store.workspaces
