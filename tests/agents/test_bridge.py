@@ -9,7 +9,7 @@ import time
 from ygg_server import admin
 from ygg_server.agents.backends import Backend, BuiltinBackend
 from ygg_server.agents.bridge import Bridge, Supervisor
-from ygg_server.agents.types import TurnInput, TurnOutput
+from ygg_server.agents.types import ToolCall, TurnInput, TurnOutput
 
 from .conftest import history, topic_status, until
 
@@ -191,10 +191,63 @@ async def test_eager_agent_stops_when_out_of_credits_and_resends_after_funding(s
     assert not b.state.deferred()
 
 
-async def test_lead_opens_a_side_topic_for_a_direct_request(server):
+async def test_lead_delegates_a_direct_request_through_a_side_conversation(server):
+    """Seed 003 §15: "For a task started inside a direct message, the back-and-forth is not allowed to spill
+    into it": the built-in Lead, asked in its direct conversation with alice, writes one request to its team
+    there; the server moves it into a side conversation, where the team answers; alice's topic gets each
+    result (`side_result`) and then the Lead's answer, and the Lead closes the side topic."""
+    server.agent("lead")
+    team = {name: server.agent(name) for name in ("researcher", "reviewer")}
+    await server.run(Bridge(server.config("lead", options={"team": ["researcher", "reviewer"]})))
+    await server.run(Bridge(server.config("researcher")))
+    await server.run(Bridge(server.config("reviewer")))
+    alice = await server.person("alice")
+    q = await ask(alice, server.ws, "lead", "What is a persona?", conversation="dm:lead")
+
+    async def answered():
+        msgs = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
+        return responses(msgs, q["id"])
+
+    (final,) = await until(answered)
+    assert final["conversation"] == q["conversation"] and "researcher" in final["text"] and "reviewer" in final["text"]
+    dm = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
+    assert any(m["type"] == "inform" and "side conversation" in m["text"] for m in dm)  # told alice where it went
+    results = [m for m in dm if m.get("notice") == "side_result"]
+    assert len(results) == 2, dm
+    assert not any(m["author"] in team.values() for m in dm), \
+        "the team's back-and-forth stays out of the direct conversation"
+    convs = (await alice.call("list_conversations", workspace=server.ws))["conversations"]
+    (side,) = [c for c in convs if c["kind"] == "side"]
+    topics = (await alice.call("list_topics", workspace=server.ws, conversation=side["id"]))["topics"]
+    assert [t["status"] for t in topics] == ["closed"]  # the lead closed what it opened
+
+
+class Delegating(Backend):
+    """A model-like backend: asked something, it delegates to researcher with send_message in place, and
+    answers the response it gets with plain text (no topic, no conversation: the bridge's defaults)."""
+
+    name = "delegating"
+    native_tools = True
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        ev = inp.event
+        if ev["why"] == "request" and not inp.steps:
+            return TurnOutput(tool_calls=[ToolCall(name="send_message", id="d", arguments={
+                "to": ["researcher"], "type": "request", "text": "What is a persona? Quote the handbook."})])
+        if ev["why"] == "response":
+            return TurnOutput(text="Researcher says: " + ev["message"]["text"][:200])
+        return TurnOutput(text=None)
+
+
+async def test_the_bridge_answers_back_where_it_was_asked_after_a_side_task(server):
+    """Seed 003 §15: "only the final result is sent back where it was asked for": an agent (any backend)
+    delegates from a direct conversation; the server runs the task in a side conversation; when the answer
+    wakes it there, the bridge sends its reply as the response to the person's request, in the direct
+    conversation's topic, not into the side conversation."""
     server.agent("lead")
     server.agent("researcher")
-    await server.run(Bridge(server.config("lead", options={"team": ["researcher"]})))
+    lead = Bridge(server.config("lead", tools=["send_message"]), backend=Delegating())
+    await server.run(lead)
     await server.run(Bridge(server.config("researcher")))
     alice = await server.person("alice")
     q = await ask(alice, server.ws, "lead", "What is a persona?", conversation="dm:lead")
@@ -204,12 +257,8 @@ async def test_lead_opens_a_side_topic_for_a_direct_request(server):
         return responses(msgs, q["id"])
 
     (final,) = await until(answered)
-    assert final["conversation"] == q["conversation"] and "researcher" in final["text"]
-    topics = (await alice.call("list_topics", workspace=server.ws, conversation="general"))["topics"]
-    (side,) = [t for t in topics if t["title"].startswith("For @alice")]
-    assert side["status"] == "closed"  # the lead closed what it opened
-    dm = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
-    assert any(m["type"] == "inform" and "General" in m["text"] for m in dm)  # told alice where it went
+    assert final["text"].startswith("Researcher says:") and final["conversation"] == q["conversation"]
+    assert not lead.state.owed, "the person's request is answered"
 
 
 async def test_supervisor_starts_bridges_one_at_a_time(server):

@@ -395,7 +395,25 @@ class Bridge:
                           "text": f"I could not answer this turn ({_clip(out.error or '', 200)}). {then}"},
                          f"{key}:failed")
 
+    def _side_done(self, target: dict) -> dict | None:
+        """Seed 003 §15: "only the final result is sent back where it was asked for". The ask `target`
+        answers, when the server moved it into a side conversation (ours was a request in a direct
+        conversation), it came from a request we still owe, and nobody it asked is still to answer: the
+        turn's answer then goes back to that request, in its own topic (not into the side conversation)."""
+        ask = self.state.asked.get(target.get("in_reply_to") or "")
+        if (target.get("type") != "response" or not ask or not ask.get("parent")
+                or ask.get("conversation") == ask.get("parent_conversation") or ask["parent"] not in self.state.owed):
+            return None
+        if any(a.get("open") for a in self.state.asked.values() if a.get("parent") == ask["parent"]):
+            return None
+        return ask
+
     def _outgoing(self, out: TurnOutput, target: dict) -> dict:
+        side = None if (out.topic or out.conversation or out.in_reply_to) else self._side_done(target)
+        if side is not None:
+            out = msgspec.structs.replace(out, type=out.type or "response", in_reply_to=side["parent"],
+                                          topic=side.get("parent_topic"), conversation=side.get("parent_conversation"))
+            target = {**target, "id": side["parent"]}
         owed = target.get("id") in self.state.owed
         poll = target.get("author") == SYSTEM and target.get("notice") == "closure_poll"
         mtype = out.type or ("response" if owed or poll else "inform")
@@ -496,8 +514,8 @@ class Bridge:
         reply = await self._send(fields, client_id, parent=parent)
         if reply.get("op") == "sent":
             m = reply["message"]
-            return ok({"sent": m["id"], "topic": m["topic"], "cost": reply.get("cost"),
-                       "duplicate": bool(reply.get("duplicate"))})
+            return ok({"sent": m["id"], "topic": m["topic"], "conversation": m["conversation"],
+                       "cost": reply.get("cost"), "duplicate": bool(reply.get("duplicate"))})
         return ok({"refused": reply.get("reason") or reply.get("code"), "detail": reply.get("detail", "")})
 
     # --- talking to the server ---

@@ -9,9 +9,10 @@ credits); these only decide what to say.
 - researcher: answers from the bundled handbook (search_corpus), once, then done.
 - reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
   goes to a person first with state needs_human, and the verdict follows their answer.
-- lead: delegates a request to its team (in the same topic, or in a side topic it
-  opens in General when asked in a direct conversation), then answers with what
-  came back and says done.
+- lead: delegates a request to its team (in the same topic; asked in a direct
+  conversation, with one request to the whole team there, which the server moves
+  into a side conversation, seed 003 §15), then answers with what came back and
+  says done, in the topic where it was asked.
 - eager: keeps everyone posted and writes long answers; it spends its credits
   until a person has to fund it.
 """
@@ -177,6 +178,14 @@ class Lead(Personality):
         mode = self.options.get("side_topics", "dm")
         return mode == "always" or (mode == "dm" and ev.get("conversation_kind") == "direct")
 
+    def delegate(self, team: list[str], asker: str, title: str, text: str) -> TurnOutput:
+        """Asked in a direct conversation: one request to the whole team, written here; the server moves it
+        into a side conversation (seed 003 §15), where the team answers, and brings their results back."""
+        asks = "; ".join(f"{h}: {self.VERBS.get(h, 'Please help with this').lower()}" for h in team)
+        return TurnOutput(tool_calls=[ToolCall(name="send_message", id="ask-team", arguments={
+            "to": team, "type": "request", "state": "waiting", "waiting_for": team,
+            "title": clip(f"For {asker}: {title}", 80), "text": f"{asks}. For {asker}: “{clip(text, 600)}”"})])
+
     def on_request(self, inp, ev):
         m = ev["message"]
         team = self.team(ev)
@@ -190,11 +199,15 @@ class Lead(Personality):
         side = self.side(ev)
         asker = m.get("author_name") or "you"
         title = ev.get("topic", {}).get("title") or clip(m.get("text", ""), 40)
+        direct = ev.get("conversation_kind") == "direct"
         i = len(sent) - (1 if side and sent else 0)  # in side mode the first send is the heads-up
         if side and not sent:
+            where = "in a side conversation" if direct else "in General"
             return TurnOutput(tool_calls=[ToolCall(name="send_message", id="heads-up", arguments={
                 "type": "inform", "state": "working", "to": [asker],
-                "text": f"On it: I am asking {', '.join(team)} in General and will answer here."})])
+                "text": f"On it: I am asking {', '.join(team)} {where} and will answer here."})])
+        if side and direct:
+            return self.delegate(team, asker, title, m.get("text", "")) if i == 0 else TurnOutput(text=None)
         if i < len(team):
             helper = team[i]
             args: dict[str, Any] = {"to": [helper], "type": "request", "state": "waiting", "waiting_for": team,
