@@ -36,6 +36,18 @@ async def ask(person, ws, to, text, title="Q", topic="new", conversation="genera
     return sent["message"]
 
 
+async def asked_lead_directly(server, alice):
+    """alice asks lead in their direct conversation; (her request, the one response to it, once there)."""
+    q = await ask(alice, server.ws, "lead", "What is a persona?", conversation="dm:lead")
+
+    async def answered():
+        msgs = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
+        return responses(msgs, q["id"])
+
+    (final,) = await until(answered)
+    return q, final
+
+
 def responses(msgs, request_id):
     return [m for m in msgs if m["type"] == "response" and m["in_reply_to"] == request_id]
 
@@ -202,13 +214,7 @@ async def test_lead_delegates_a_direct_request_through_a_side_conversation(serve
     await server.run(Bridge(server.config("researcher")))
     await server.run(Bridge(server.config("reviewer")))
     alice = await server.person("alice")
-    q = await ask(alice, server.ws, "lead", "What is a persona?", conversation="dm:lead")
-
-    async def answered():
-        msgs = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
-        return responses(msgs, q["id"])
-
-    (final,) = await until(answered)
+    q, final = await asked_lead_directly(server, alice)
     assert final["conversation"] == q["conversation"] and "researcher" in final["text"] and "reviewer" in final["text"]
     dm = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
     assert any(m["type"] == "inform" and "side conversation" in m["text"] for m in dm)  # told alice where it went
@@ -250,13 +256,7 @@ async def test_the_bridge_answers_back_where_it_was_asked_after_a_side_task(serv
     await server.run(lead)
     await server.run(Bridge(server.config("researcher")))
     alice = await server.person("alice")
-    q = await ask(alice, server.ws, "lead", "What is a persona?", conversation="dm:lead")
-
-    async def answered():
-        msgs = await history(alice, server.ws, q["topic"], conversation=q["conversation"])
-        return responses(msgs, q["id"])
-
-    (final,) = await until(answered)
+    q, final = await asked_lead_directly(server, alice)
     assert final["text"].startswith("Researcher says:") and final["conversation"] == q["conversation"]
     assert not lead.state.owed, "the person's request is answered"
 
