@@ -89,3 +89,14 @@ async def test_a_side_conversation_is_listed_under_its_origin(team):
         await wait_text(pilot, "Table 2 sums to 42.")
         main.open_conversation(side)
         await wait_text(pilot, "recompute table 2")
+
+
+def test_the_breakdown_names_who_was_left_out_and_why():
+    """Seed 002's permissions keep some agents from a sender's request: the breakdown says which, and why."""
+    from ygg_tui.words import assignment_text
+
+    a = {"capability": "translation", "chosen": "a1", "scores": [{"agent": "a1", "total": 3, "parts": []}],
+         "left_out": [{"agent": "a2", "name": "nova", "reason": "takes_from",
+                       "detail": "nova does not take messages from you"}]}
+    text = assignment_text(a, {"a1": "pike", "a2": "nova"}.get)
+    assert text.splitlines()[-1] == "left out: nova (nova does not take messages from you)"
