@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import pickle
 import select
+import signal
 import socket
 import struct
 from collections import deque
@@ -146,6 +147,7 @@ class EngineProcess:
         self._proc = None
         self._transport: asyncio.Transport | None = None
         self._closing = False
+        self._connecting: asyncio.Task | None = None
         self._started = 0.0  # when the current child started (loop time)
         self._backoff = 0.0  # the wait before starting a child again, when they keep ending at once
 
@@ -161,14 +163,18 @@ class EngineProcess:
         self._proc = ctx.Process(target=_child, args=(self.path, theirs), name="ygg-writer", daemon=True)
         self._proc.start()
         theirs.close()
-        ours.setblocking(False)
-        self._transport, _ = _connect(self._loop, ours, self)
         self._started = self._loop.time()
         self._outbox[:0] = [("present", sorted(self._present)), ("events", self._events)]
-        self._loop.call_soon(self._send)  # with what was submitted while there was no child
+        self._connecting = self._loop.create_task(self._connect(ours))
+
+    async def _connect(self, sock: socket.socket) -> None:
+        self._transport, _ = await self._loop.create_unix_connection(lambda: _Frames(self), sock=sock)
+        self._send()  # with what was submitted while there was no child
 
     async def aclose(self) -> None:
         self._closing = True
+        if self._connecting is not None:
+            await asyncio.wait([self._connecting], timeout=10)
         if self._transport is not None:
             self._transport.write_eof() if self._transport.can_write_eof() else self._transport.close()
         proc = self._proc
@@ -276,19 +282,13 @@ class _Frames(asyncio.Protocol):
         self.owner.lost()
 
 
-def _connect(loop: asyncio.AbstractEventLoop, sock: socket.socket, owner: EngineProcess):
-    """A transport on our end of the pair (the loop is already running: create it synchronously)."""
-    protocol = _Frames(owner)
-    transport = loop._make_socket_transport(sock, protocol)  # noqa: SLF001 (as create_unix_connection does)
-    return transport, protocol
-
-
 # --- the child ---
 
 def _child(path, sock: socket.socket) -> None:
     """Run an Engine on `path`: read commands, decide and commit them in batches, send the answers."""
     logging.basicConfig(level=os.environ.get("YGG_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the server's to handle: it closes our socket
     engine = Engine(path)
     sock.setblocking(True)
     reader = _Reader(sock)
