@@ -476,6 +476,10 @@ class Proc:
         """CPU seconds of the server and the processes it started (Ygg's writer process)."""
         return _tree_cpu(self.pid)
 
+    def main_cpu(self) -> float:
+        """CPU seconds of the server's own process (its event loop), without the processes it started."""
+        return _tree_cpu(self.pid, children=False)
+
     def stop(self) -> None:
         if self.p.poll() is None:
             os.kill(self.pid, signal.SIGTERM)
@@ -487,12 +491,14 @@ class Proc:
         self.log.close()
 
 
-def _tree_cpu(pid: int) -> float:
+def _tree_cpu(pid: int, children: bool = True) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return float("nan")
+    if not children:
+        return own
     kids = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
@@ -689,6 +695,7 @@ class Measured:
     server_cpu: float  # CPU seconds the server used over `wall` (all its nodes)
     db_cpu: float = float("nan")  # CPU seconds of its PostgreSQL backends (pg, pg2)
     node_cpu: tuple[float, ...] = ()  # CPU seconds of each node (pg, pg2)
+    main_cpu: float = float("nan")  # CPU seconds of the server's main process (ygg: its writer process is apart)
     waits: dict | None = None  # what the database's backends were doing (pg_waits.WaitSampler.summary)
 
     @property
@@ -722,6 +729,7 @@ class Measured:
                 "db_cpu": round(self.db_cpu / self.wall, 3),
                 "db_us_per_msg": round(self.db_cpu / max(1, r.total) * 1e6, 1)}),
             **({"node_cpu": [round(c / self.wall, 3) for c in self.node_cpu]} if self.node_cpu else {}),
+            **({} if self.main_cpu != self.main_cpu else {"main_process_cpu": round(self.main_cpu / self.wall, 3)}),
             **({"db_backends": self.waits} if self.waits else {}),
         }
 
@@ -754,6 +762,7 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
             t0, cpu0 = time.monotonic(), proc.cpu()
             db0 = proc.db_cpu() if isinstance(proc, Procs) else float("nan")
             nodes0 = [p.cpu() for p in proc.procs] if isinstance(proc, Procs) else []
+            main0 = proc.main_cpu() if isinstance(proc, Proc) else float("nan")
             sampler = WaitSampler(db_url).start() if db_url else None
             try:
                 parts = await driver.call(*call, **kw)
@@ -764,6 +773,8 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
             for x in parts:
                 r.merge(x)
             m = Measured(kind, name, args.seconds, time.monotonic() - t0, r, proc.cpu() - cpu0)
+            if isinstance(proc, Proc):
+                m.main_cpu = proc.main_cpu() - main0
             if isinstance(proc, Procs):
                 m.db_cpu = proc.db_cpu() - db0
                 m.node_cpu = tuple(p.cpu() - c0 for p, c0 in zip(proc.procs, nodes0))
@@ -904,6 +915,10 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
                                                        f"{med(k, 'throughput', lambda m: m.result.cpu / m.wall):.0%}")
     row("closed loop: CPU us/msg server / lg", lambda k: f"{med(k, 'throughput', lambda m: m.server_us):.0f} / "
                                                          f"{med(k, 'throughput', lambda m: m.loadgen_us):.0f}")
+    if "ygg" in kinds:
+        row("closed loop: CPU main / writer process", lambda k: "" if k != "ygg" else
+            f"{med(k, 'throughput', lambda m: m.main_cpu / m.wall):.0%} / "
+            f"{med(k, 'throughput', lambda m: (m.server_cpu - m.main_cpu) / m.wall):.0%}")
     if {"pg", "pg2"} & set(kinds):
         row("closed loop: PostgreSQL CPU, us/msg", lambda k: "" if k not in ("pg", "pg2") else
             f"{med(k, 'throughput', lambda m: m.db_cpu / m.wall):.0%}, "
