@@ -213,6 +213,7 @@ class Agent:
         self.gen, self.name, self.key = gen, name, key
         self.url: str | None = None  # this agent's node, when there are several
         self.free: deque[str] = deque(peers)  # peers with no request of mine outstanding, in rotation
+        self.last: str | None = None  # the peer asked last: never asked twice in a row (see `request`)
         self.seq = 0
         self.topic: str | None = None
         self.opened: asyncio.Future | None = None
@@ -236,9 +237,15 @@ class Agent:
         self.topic = await asyncio.wait_for(self.opened, 60)
 
     async def request(self, title: str | None = None) -> bool:
-        if not self.free:
+        """Ask the next free peer, never the one asked last: else a topic could hold 8 messages in a row with
+        one peer when only that peer is free at each tick, and the loop rule (seed 000) would stop it."""
+        if not self.free or list(self.free) == [self.last]:
             return False
         peer = self.free.popleft()
+        if peer == self.last:
+            self.free.append(peer)
+            peer = self.free.popleft()
+        self.last = peer
         self.seq += 1
         self.gen.window.outstanding += 1
         t = time.monotonic_ns()
