@@ -367,3 +367,22 @@ async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
     assert (await asyncio.wait_for(later, 10))["op"] == "sent"
     t = server.admin(db.load_topic, held)
     assert len(t.pending) == 2, "the held topic got its request once the lock was free"
+
+
+async def test_a_party_grown_through_one_node_shows_in_the_next_directive_another_node_issues(team):
+    """Seed 004: "Each NPC is told who else is in the Party". The conversation grows through node A; the agent
+    is on node B, whose claim reads the conversation as committed: B's next wake names the newcomer at once
+    (before, B's cached block went out until its 5 s ttl ran out)."""
+    from tests.net.test_directives import wake
+
+    b = f"ws://127.0.0.1:{(await team.node()).port}/"
+    alice = await team.person("alice")
+    researcher = await team.client(b, api_key=team.keys["researcher"])
+    first = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Solo",
+                             type="request", to=["researcher"], text="just you for now")
+    assert "reviewer" not in (await wake(researcher))["directive"]["stable"][1]
+    second = await alice.send(workspace=team.ws, conversation=first["message"]["conversation"], topic="new",
+                              title="Both", type="request", to=["researcher", "reviewer"], text="now both of you")
+    assert second["op"] == "sent", second
+    stable = (await wake(researcher))["directive"]["stable"]
+    assert "reviewer, an agent" in stable[1] and "a party conversation" in stable[1]

@@ -312,8 +312,14 @@ class PgGateway(Gateway):
 
     async def _party_views(self, rows) -> dict:
         """The party of each conversation claimed rows are in, as its agents are shown it (the roster; who is
-        still there), as `db.party_views` makes it: kept until its members or Lead change, or a rescan."""
+        still there), as `db.party_views` makes it: kept until its members or Lead change, or a rescan.
+
+        The claim reads the conversation's row as committed, by whichever node changed it, so a party that
+        moved (an op, or a conversation grown to everyone addressed in it) shows here before the wake goes
+        out: the directives' cached blocks are dropped then (as `Gateway._party_moves` does on one node), not
+        when their ttl runs out."""
         out: dict = {}
+        moved = False
         for *_, ws, cid, kind, name, members, party in rows:
             if cid is None or cid in out:
                 continue
@@ -324,8 +330,11 @@ class PgGateway(Gateway):
                 d = self._dirs.get(ws)
                 if d is None:
                     d = self._dirs[ws] = await self.read(db.load_directory, ws)
+                moved = moved or hit is not None
                 hit = self._views[cid] = (key, core_party.party_view(d, conv))
             out[cid] = hit[1]
+        if moved:
+            self.issuer.invalidate()
         return out
 
     async def _offer_again(self, pid: str, inbox) -> None:

@@ -9,9 +9,10 @@ the cache is dropped whenever something they come from may have changed: a
 persona, rulebook, profile, party or membership op through this gateway, a party
 that changed without an op (a conversation grown to someone addressed in it: the
 engine publishes a new PartyView, Gateway._party_moves), or a rescan (another
-process or node wrote the database). Entries also expire after
-`ttl` seconds, which bounds how late a change made on another PostgreSQL node
-that announced no rescan (a party op there) shows up here.
+process or node wrote the database). On PostgreSQL, a party changed through
+another node shows in the claim that carries the next wake here (the claim reads
+the conversation as committed; `PgGateway._party_views` drops the cache then).
+Entries also expire after `ttl` seconds, a bound for anything else.
 
 A directive that cannot be built (the store failed) is left out, never holds the
 wake back: a frame without `directive` is what a bare-protocol agent gets anyway.
