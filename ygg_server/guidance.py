@@ -3,6 +3,8 @@
 Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) -> dict`
 on a sqlite3-shaped connection (SQLite, or PostgreSQL's adapter); the writes run on
 the gateway's management connection, so the engine and every node see them at once.
+Each write reads and writes its document in one transaction, serialized per document
+(`_serialized`), so writes through several nodes at once neither fail nor lose a merge.
 
 - `get_persona` / `set_persona`: the agent itself, or its owner. A write that would
   shrink a long persona to less than half is refused `persona_shrink` (seed 003 §57);
@@ -23,6 +25,7 @@ import msgspec
 
 from . import directives, queries
 from .core import Role
+from .store import sqlite as db
 
 
 def _now() -> int:
@@ -31,6 +34,17 @@ def _now() -> int:
 
 def _refused(reason: str, detail: str) -> dict:
     return {"op": "refused", "reason": reason, "detail": detail}
+
+
+def _serialized(conn: sqlite3.Connection, key: str) -> None:
+    """Inside a transaction: the writes of one document take turns from here to the COMMIT.
+
+    A write reads the document, then writes what it decided from it (the next persona version, a
+    rulebook merged with the stored one). SQLite's BEGIN IMMEDIATE already takes the one write lock;
+    on PostgreSQL two nodes read in parallel, so there an advisory lock on the document is taken
+    first (its reads then see what the write before it committed)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
 
 # --- personas ---
@@ -70,6 +84,12 @@ def get_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
 
 def set_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
     agent = _agent_for(conn, who, frame)
+    with db.Tx(conn):
+        _serialized(conn, "persona:" + agent)
+        return _set_persona(conn, who, agent, frame)
+
+
+def _set_persona(conn: sqlite3.Connection, who: str, agent: str, frame: dict) -> dict:
     new, why = frame.get("text"), frame.get("why", "")
     if not isinstance(why, str):
         why = ""
@@ -127,6 +147,12 @@ def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
     if change is not None and not isinstance(change, dict):
         return _refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
                         "or null for all defaults")
+    with db.Tx(conn):
+        _serialized(conn, "rulebook:" + cid)
+        return _merge_rulebook(conn, who, ws, cid, change)
+
+
+def _merge_rulebook(conn: sqlite3.Connection, who: str, ws: str, cid: str, change: dict | None) -> dict:
     merged = {} if change is None else {**rulebook(conn, cid), **change}
     merged = {k: v for k, v in merged.items() if v is not None}
     problem = directives.rulebook_problem(merged)

@@ -386,3 +386,30 @@ async def test_a_party_grown_through_one_node_shows_in_the_next_directive_anothe
     assert second["op"] == "sent", second
     stable = (await wake(researcher))["directive"]["stable"]
     assert "reviewer, an agent" in stable[1] and "a party conversation" in stable[1]
+
+
+async def test_personas_and_rulebooks_written_through_two_nodes_at_once_lose_nothing(team):
+    """set_persona and set_rulebook read their document and write what they decided from it: through two nodes
+    at once, each write is answered (no `internal` from two nodes storing the same persona version) and no
+    rulebook merge is lost (each node sets its own rule; both stay)."""
+    b = f"ws://127.0.0.1:{(await team.node()).port}/"
+    alices = [await team.person("alice"), await team.person("alice", url=b)]
+    rules = ("style", "language")
+
+    async def persona(k, i):
+        r = await alices[k].request("set_persona", agent="researcher", text=f"Persona {k}.{i}: " + "exact " * 60)
+        assert r["op"] == "set_persona" and r["changed"], r
+        return r["version"]
+
+    async def rule(k, i):
+        r = await alices[k].request("set_rulebook", workspace=team.ws, conversation="general",
+                                    rulebook={rules[k]: f"rule {k}.{i}"})
+        assert r["op"] == "set_rulebook", r
+
+    versions = []
+    for i in range(8):
+        versions += await asyncio.wait_for(asyncio.gather(persona(0, i), persona(1, i)), 20)
+        await asyncio.wait_for(asyncio.gather(rule(0, i), rule(1, i)), 20)
+        got = (await alices[0].request("get_rulebook", workspace=team.ws, conversation="general"))["set"]
+        assert got == {"style": f"rule 0.{i}", "language": f"rule 1.{i}"}, "a merge was lost"
+    assert sorted(versions) == list(range(1, 17)), "each write its own version"
