@@ -11,6 +11,7 @@ import signal
 import sys
 
 from . import admin
+from .gcpolicy import calm_gc
 from .store import sqlite as db
 
 
@@ -195,6 +196,7 @@ async def serve(args) -> int:
         engine = engine_for(db.db_path(args.data_dir), process=None if args.writer is None else args.writer == "process")
         gw = Gateway(engine, Limits(origins=tuple(args.origin)))
     await gw.start(args.host, args.port)
+    calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -40,6 +40,7 @@ import msgspec
 from .core import Conversation, Message, Topic
 from .core.party import PartyView
 from .engine import MAX_BATCH, Engine, Published, _Command
+from .gcpolicy import calm_gc
 from .store.sqlite import Stored
 
 log = logging.getLogger("ygg.engine")
@@ -290,6 +291,7 @@ def _child(path, sock: socket.socket) -> None:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the server's to handle: it closes our socket
     engine = Engine(path)
+    calm_gc()
     sock.setblocking(True)
     reader = _Reader(sock)
     todo: deque[_Command] = deque()

@@ -15,6 +15,7 @@ import os
 import signal
 
 from ygg_server.engine_process import engine_for
+from ygg_server.gcpolicy import calm_gc
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 
@@ -33,6 +34,7 @@ async def main() -> None:
                     auth_failures_per_address=10**9)
     gw = Gateway(engine_for(db.db_path(args.data_dir)), limits)  # its writer in its own process, as `serve`'s
     await gw.start("127.0.0.1", args.port)
+    calm_gc()  # as `ygg-server serve` does
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     print(json.dumps({"listening": f"ws://127.0.0.1:{gw.port}/", "pid": os.getpid()}), flush=True)
