@@ -52,6 +52,7 @@ import websockets
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
+from .gcpolicy import calm_gc, calm_thresholds
 from .pg_waits import WaitSampler
 
 _enc = msgspec.json.Encoder()
@@ -150,6 +151,7 @@ def _iso_now() -> str:
 async def _relay_main(host: str, port: int, keys_file: str) -> int:
     relay = Relay(json.loads(Path(keys_file).read_text()))
     server = await serve(relay.handler, host, port, max_size=1 << 20, ping_interval=20, ping_timeout=20)
+    calm_gc()  # the same collector policy as Ygg's processes
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -398,6 +400,7 @@ class LoadGen:
 
 def _worker(conn, target: Target, mine: range, peers: int, compression: str | None) -> None:
     async def main():
+        calm_gc()  # a load process of its own
         gen = LoadGen(target, mine, peers, compression)
         while True:
             cmd, *args = await asyncio.to_thread(conn.recv)
@@ -839,7 +842,8 @@ def server(args: argparse.Namespace) -> int:
     try:
         for i in range(args.repeat):
             for kind in args.servers.split(","):
-                ms = asyncio.run(run_target(kind, args, workdir / f"{kind}-{i + 1}"))
+                with calm_thresholds():  # the load generator: the servers' collector policy
+                    ms = asyncio.run(run_target(kind, args, workdir / f"{kind}-{i + 1}"))
                 runs.append({m.phase: m for m in ms})
                 if not args.quiet and args.repeat > 1:
                     t, l = runs[-1]["throughput"], runs[-1]["latency"]

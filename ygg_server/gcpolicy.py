@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+from contextlib import contextmanager
+
+THRESHOLDS = (20_000, 20, 20)
 
 
 def calm_gc() -> None:
@@ -15,4 +18,16 @@ def calm_gc() -> None:
     (docs/performance.md). Reference cycles are still collected, only later.
     """
     gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
+    gc.set_threshold(*THRESHOLDS)
+
+
+@contextmanager
+def calm_thresholds():
+    """The same thresholds for a while, without freezing (the benchmark's load generator, which may run
+    inside another program such as the test suite)."""
+    old = gc.get_threshold()
+    gc.set_threshold(*THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
