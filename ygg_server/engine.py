@@ -172,10 +172,9 @@ class Engine:
     def _assignment(self, ws: str, directory: Directory, to: tuple[str, ...]) -> dict:
         """For a send to a `capability:`: the workspace's weights and what is known of the eligible agents
         (seed 003 §14; docs/rules.md, "Assignment scoring") as View fields. Empty for any other send."""
-        caps = [r[len(core_assign.PREFIX):] for r in to if r.startswith(core_assign.PREFIX)]
-        if not caps:
+        if not any(r.startswith(core_assign.PREFIX) for r in to):
             return {}
-        agents = sorted({a for c in caps for a in core_assign.eligible(directory, c)})
+        agents = core_assign.asked(directory, to)
         present = self.present
         self._flush()  # fitness reads the deliveries and messages: the batch's earlier ones too
         return {"weights": core_assign.weights_of(self._settings(ws).get("assign.weights")),

@@ -51,6 +51,7 @@ from .core import assign as core_assign, party as core_party, side as core_side
 from .core.decide import throttle_limit
 from .core.funding import set_budget as core_set_budget
 from .core.lifecycle import unfunded
+from .core.model import Fitness
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
 from .store import postgres as pg
@@ -105,6 +106,7 @@ class _Snapshot:
     pools: dict[str, int] = field(default_factory=dict)  # workspace -> pool balance
     locked_pools: set[str] = field(default_factory=set)
     busy: set[str] = field(default_factory=set)  # topics another node's transaction holds (skipped, not waited for)
+    fitness: dict[str, Fitness] = field(default_factory=dict)  # agents a send to a capability may go to (_fitness)
     shared: set[str] = field(default_factory=set)  # General conversations read without a lock (see _Contended)
     opened: dict[str, int] = field(default_factory=dict)
     usage: dict[tuple[str, str], int] = field(default_factory=dict)  # limited plans: used this month
@@ -128,6 +130,7 @@ class _Work:
     new_idem: list[tuple[str, str, bytes, int]] = field(default_factory=list)
     pools_charged: set[str] = field(default_factory=set)
     limited: set[str] = field(default_factory=set)  # orgs whose usage row is the shared one
+    wakes: dict[str, int] = field(default_factory=dict)  # wakes this batch gave each agent of snap.fitness
 
     @classmethod
     def of(cls, s: _Snapshot, flags: set) -> "_Work":
@@ -158,6 +161,8 @@ class PgEngine:
         self._publish: Callable[[Published], None] | None = None
         self._timers: list[tuple[int, str]] = []
         self._deferred: list[_Command] = []  # sends left for the next batch (see _batch), oldest first
+        self.present: frozenset[str] = frozenset()  # who is connected to this node (the gateway replaces it whole)
+        self.node_timeout = 4 * min(max(lease / 3, 0.2), 5.0)  # a node silent this long is gone (PgGateway's)
         self._next_poll = 0.0
         self._after: tuple = ((), {}, {})
         self._lock_general = False  # the next attempt locks General (the last was _Contended)
@@ -503,6 +508,8 @@ class PgEngine:
         work = await self._load(sends, month) if sends else None
         if work is not None and work.snap.busy:
             sends = self._leave(sends, work.snap.busy)
+        if work is not None:
+            work.snap.fitness = await self._fitness(sends)
         while work is not None:
             for cmd, author, frame in sends:
                 try:
@@ -540,6 +547,28 @@ class PgEngine:
             else:
                 now.append(s)
         return now
+
+    async def _fitness(self, sends: list[tuple[_Command, str, dict]]) -> dict[str, Fitness]:
+        """What assignment scoring knows of the agents the batch's sends to a capability may go to (seed 003
+        §14), as `Engine._assignment` loads it: load, trust and response time by `db.fitness` (plain SQL, on
+        this node's side connection: what is committed), online if connected to this node or to another
+        live one (`presence`). The batch's own wakes are added to the load as it decides (`_stage`)."""
+        agents: set[str] = set()
+        for _, author, f in sends:
+            to = f.get("to")
+            if isinstance(to, list) and any(isinstance(r, str) and r.startswith(core_assign.PREFIX) for r in to):
+                d = self._directory(f["workspace"])
+                if author in d.memberships:
+                    agents.update(core_assign.asked(d, tuple(r for r in to if isinstance(r, str))))
+        if not agents:
+            return {}
+        ids = sorted(agents)
+        present = self.present
+        online = set(present) | {r[0] for r in await self.conn.fetch(
+            """SELECT DISTINCT p.participant FROM presence p JOIN nodes n ON n.id = p.node
+               WHERE p.participant = ANY($1::text[]) AND n.heartbeat_at > $2""",
+            [a for a in ids if a not in present], self.clock() - int(self.node_timeout * 1e6))}
+        return await self._cold(db.fitness, ids, online.__contains__)
 
     async def _load(self, sends: list[tuple[_Command, str, dict]], month: str) -> _Work:
         """Lock and load every row the batch's decisions depend on, in the global lock order."""
@@ -649,8 +678,11 @@ class PgEngine:
             **self._party_limits(ws),
             side=core_side.existing(conv, post.topic, known) if agent else None,
         )
-        if any(r.startswith(core_assign.PREFIX) for r in post.to):  # scored on declarations and weights only here
-            view = msgspec.structs.replace(view, weights=core_assign.weights_of((self._settings.get(ws) or {}).get("assign.weights")))
+        if any(r.startswith(core_assign.PREFIX) for r in post.to):
+            fitness = {a: msgspec.structs.replace(f, load=f.load + w.wakes.get(a, 0)) if a in w.wakes else f
+                       for a, f in w.snap.fitness.items()}
+            view = msgspec.structs.replace(
+                view, weights=core_assign.weights_of((self._settings.get(ws) or {}).get("assign.weights")), fitness=fitness)
         d = decide(view, post, now)
         self._stage(w, d, ws, now, month)
         reply = protocol.answer(ref, d)
@@ -694,6 +726,11 @@ class PgEngine:
             (w.flags.add if f.on else w.flags.discard)((f.name, f.agent))
         if d.usage and org and month:
             w.usage[(org[0], month)] = w.usage.get((org[0], month), 0) + d.usage
+        if w.snap.fitness:  # a later send to a capability in this batch counts these wakes in the load
+            for r in d.routed:
+                for x in r.deliveries:
+                    if x.wake and x.recipient in w.snap.fitness:
+                        w.wakes[x.recipient] = w.wakes.get(x.recipient, 0) + 1
         w.decisions.append((d, ws, org[0] if org else None, month))
 
     async def _lock_pools(self, w: _Work) -> bool:

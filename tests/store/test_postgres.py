@@ -413,3 +413,35 @@ async def test_personas_and_rulebooks_written_through_two_nodes_at_once_lose_not
         got = (await alices[0].request("get_rulebook", workspace=team.ws, conversation="general"))["set"]
         assert got == {"style": f"rule 0.{i}", "language": f"rule 1.{i}"}, "a merge was lost"
     assert sorted(versions) == list(range(1, 17)), "each write its own version"
+
+
+async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_another(server):
+    """Seed 003 §14: "The highest score gets the task." On PostgreSQL the scoring has presence (from every live
+    node), load, trust and response time, as on SQLite: pike, connected to node B, scores online for a send
+    through node A, and once it holds an unacknowledged wake, a load-weighted ranking puts nova first."""
+    from tests.net.test_party import setup_party
+
+    ws, cid, alice, keys = await setup_party(server)
+    for name in ("pike", "nova"):
+        r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])
+        assert r["op"] == "set_profile", r
+    pike = await server.client(f"ws://127.0.0.1:{(await server.node()).port}/", api_key=keys["pike"])
+    await pike.request("ping")
+
+    async def ask(title):
+        sent = await alice.send(workspace=ws, conversation=cid, topic="new", title=title, type="request",
+                                to=["capability:translation"], text="translate this")
+        assert sent["op"] == "sent", sent
+        return sent["message"]["assignment"]
+
+    for _ in range(100):  # node B records pike's presence just after the ping's answer
+        if (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]):
+            break
+        await asyncio.sleep(0.05)
+    a = await ask("First")
+    online = {s["name"]: p["value"] for s in a["scores"] for p in s["parts"] if p["name"] == "online"}
+    assert online == {"pike": 1.0, "nova": 0.0} and a["scores"][0]["name"] == "pike", a
+    assert (await pike.next_delivery(timeout=10))["wake"]  # held, not acknowledged: pike's load is 1 now
+    r = await alice.request("set_setting", workspace=ws, key="assign.weights", value={"online": 0, "load": 50})
+    assert r["op"] == "set_setting", r
+    assert (await ask("Second"))["scores"][0]["name"] == "nova"

@@ -61,6 +61,12 @@ def _declaring(d: Directory, capability: str, exclude: frozenset[str]):
             yield a
 
 
+def asked(d: Directory, to: tuple[str, ...]) -> list[str]:
+    """The agents a send's `capability:` recipients could go to (what the engines load fitness for), by id."""
+    caps = [r[len(PREFIX):] for r in to if r.startswith(PREFIX)]
+    return sorted({a for c in caps for a in eligible(d, c)})
+
+
 def eligible(d: Directory, capability: str, exclude: frozenset[str] = frozenset(),
              sender: str | None = None) -> tuple[str, ...]:
     """The workspace's agents (with receive) that declare the capability, except `exclude`, by id; given a

@@ -242,7 +242,7 @@ class PgGateway(Gateway):
         self._views: dict[str, tuple[tuple, Any]] = {}  # conversation -> ((members, lead), PartyView)
         self._dirs: dict[str, Any] = {}  # workspace -> Directory, for party views; dropped by every rescan
         self.beat = min(max(engine.lease / 3, 0.2), 5.0)  # heartbeat, lease renewal, expired-lease sweep
-        self.node_timeout = 4 * self.beat  # a node silent this long is gone
+        self.node_timeout = engine.node_timeout = 4 * self.beat  # a node silent this long is gone
         self._tasks: set[asyncio.Task] = set()
         engine.on_notify = self._remote
 
