@@ -335,8 +335,10 @@ class Engine:
                 del self.party_views[c.id]
         self._party_views(ws, d, out)
         for t in d.topics:
-            # who may see the topic's event (Gateway._readers): its conversation as it is now
-            conv = c if c is not None and c.id == t.conversation else self._conversations(ws).get(t.conversation)
+            # who may see the topic's event (Gateway._readers): its conversation as it is now (in the topic's
+            # own workspace: funding an agent resumes its topics in every workspace it is in)
+            conv = c if c is not None and c.id == t.conversation else \
+                self._conversations(t.workspace).get(t.conversation)
             if conv is not None:
                 out.conversations[t.conversation] = conv
             before = self._topic(t.id)

@@ -242,7 +242,10 @@ class EngineProcess:
                 fut.set_result(value)
         out = _from_wire(batch)
         if out is not None and self._publish is not None:
-            self._publish(out)
+            try:
+                self._publish(out)
+            except Exception:  # as on a thread (a callback's error is logged): not a reason to drop the writer
+                log.exception("publishing a batch failed")
 
     def lost(self) -> None:
         """The child ended: fail what it held; unless closing, look at everything again with a new child."""

@@ -838,6 +838,13 @@ class PgEngine:
         out.deliveries += stored
         out.messages += [m for m in msgs if m.id in inserted and (m.id in written or m.id not in addressed)]
         out.topics += ts
+        # who may see each topic's event (Gateway._readers): its conversation, read here when this node has not
+        # seen it (a funding resumes an agent's topics in every workspace it is in; a timer's topic)
+        out.conversations.update((t.conversation, convs[t.conversation]) for t in ts if t.conversation in convs)
+        unseen = sorted({t.conversation for t in ts if t.conversation not in out.conversations
+                         and t.conversation not in self.conversations.get(t.workspace, {})})
+        if unseen:
+            out.conversations.update(await _fetch_conversations(self.conn, unseen))
         out.balances += [(*k, v) for k, v in balances.items()]
         self._after = (flags, convs, topics)  # for this node's caches, after the COMMIT (_attempts)
 
@@ -1056,6 +1063,7 @@ def _merge(out: Published, part: Published) -> None:
     out.messages += part.messages
     out.topics += part.topics
     out.balances += part.balances
+    out.conversations.update(part.conversations)
     out.rescan = out.rescan or part.rescan
 
 

@@ -83,6 +83,29 @@ async def test_after_the_writer_is_killed_sends_are_answered_and_delivered_by_th
     assert got["message"]["text"] == "after the crash"
 
 
+async def test_an_error_while_publishing_a_batch_does_not_drop_the_writer(team):
+    """ygg_server/engine_process.py: "Nothing changes in what is answered or when" with the writer in its own process:
+    on a thread, an error in what the gateway does with a committed batch is logged, and the writer carries on;
+    so it does here (it used to close the socket to the writer: everything in flight answered `unavailable`)."""
+    engine = team.gw.engine
+    first, publish, failed = engine._proc, engine._publish, []
+
+    def once(out):
+        if not failed:
+            failed.append(out)
+            raise RuntimeError("a bug while publishing")
+        publish(out)
+
+    engine._publish = once
+    alice = await team.person("alice")
+    sent = [await alice.send(workspace=team.ws, topic="new", title=f"T{i}", type="inform", to=["researcher"],
+                             text=f"m{i}") for i in range(3)]
+    assert [s["op"] for s in sent] == ["sent"] * 3, sent
+    assert failed, "the first batch's publish failed"
+    await asyncio.sleep(0.3)
+    assert engine._proc is first and first.is_alive(), "the same writer carries on"
+
+
 async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
     """docs/protocol.md: a frame "may carry `"ref"` (string or number), echoed in the reply": MessagePack
     holds 64 bits, so such a batch crosses as a pickle."""

@@ -83,3 +83,35 @@ async def test_topic_budget_bounds_an_agents_spend(team):
     assert [r1["op"], r2["op"], r3["op"]] == ["sent", "sent", "refused"]
     assert r3["reason"] == "credits_exhausted" and "budget" in r3["detail"]
     assert d["wake"]
+
+
+async def test_funding_an_agent_in_one_workspace_tells_followers_of_another_its_topic_resumed(team):
+    """Seed 002: "An agent can be in any number of workspaces its owner can reach", and its wallet is one:
+    funding it from one workspace resumes its topics paused for credits in another (seed 000: "`credits_exhausted`
+    The agent (or the topic's budget) is out of credits"). That topic's event reaches those following its
+    workspace, as for any topic of a General conversation; and the writer carries on (with the writer in its
+    own process, a topic whose conversation it did not hand over made the server drop the writer)."""
+    lab = team.admin(admin.add_workspace, "lab", "alice")["id"]
+    team.admin(admin.add_member, lab, "bob")
+    key = team.admin(admin.add_agent, "worker", "alice")["api_key"]  # no credits; in both workspaces
+    alice, bob = await team.person("alice"), await team.person("bob")
+    worker = await team.client(api_key=key)
+    await bob.subscribe(lab)
+    asked = await alice.send(workspace=lab, topic="new", title="Job", to=["worker"], text="do it")
+    topic = asked["message"]["topic"]
+    await worker.ack([(await worker.next_delivery(timeout=5))["id"]])
+    r = await worker.send(workspace=lab, topic=topic, type="response", in_reply_to=asked["message"]["id"], text="done")
+    assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
+    assert (await alice.call("topic", workspace=lab, topic=topic))["topic"]["status"] == "paused"
+    while (await _event(bob, "topic"))["topic"]["status"] != "paused":  # what bob saw so far
+        pass
+    funded = await alice.call("fund", workspace=team.ws, agent="worker", amount=50)  # from the other workspace
+    assert funded["balance"] == 50
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while True:
+        ev = await _event(bob, "topic", timeout=max(0.01, end - loop.time()))
+        if ev["topic"]["id"] == topic and ev["topic"]["status"] == "open":
+            break
+    after = await alice.send(workspace=lab, topic=topic, type="inform", to=["worker"], text="still here")
+    assert after["op"] == "sent", after

@@ -847,7 +847,9 @@ class Gateway:
     def _readers(self, t, out: Published) -> frozenset[str] | None:
         """Who may see topic `t`: everyone following its workspace (None), or, in a direct
         conversation, its members only (monitors always)."""
-        conv = out.conversations.get(t.conversation) or self.engine.conversations.get(t.workspace, {}).get(t.conversation)
+        conv = out.conversations.get(t.conversation)
+        if conv is None:  # (the writer's memory, where it shares this process; a writer process hands it over)
+            conv = getattr(self.engine, "conversations", {}).get(t.workspace, {}).get(t.conversation)
         if conv is not None and conv.kind in ("general", "group"):
             return None
         return frozenset(t.members) | (conv.members if conv is not None else frozenset())
