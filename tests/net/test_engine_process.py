@@ -106,6 +106,40 @@ async def test_an_error_while_publishing_a_batch_does_not_drop_the_writer(team):
     assert engine._proc is first and first.is_alive(), "the same writer carries on"
 
 
+async def test_a_second_follower_is_answered_only_once_the_writer_hands_over_events(team):
+    """ygg_server/net/gateway.py: topic and balance events cross from the writer process only while someone
+    follows, and a subscribe is answered once "every batch after this answer carries the events". So for a
+    second follower arriving while the first one's sync is on its way: it waits for that sync too (it was
+    answered at once, and could miss a topic event the writer decided without them)."""
+    engine = team.gw.engine
+    loop = asyncio.get_running_loop()
+    gate, submit = asyncio.Event(), engine.submit
+
+    def held_sync(kind, *args):
+        fut = submit(kind, *args)
+        if kind != "sync":
+            return fut
+        held = loop.create_future()
+
+        async def release():
+            await gate.wait()
+            held.set_result(await fut)
+
+        asyncio.ensure_future(release())
+        return held
+
+    engine.submit = held_sync
+    alice, bob = await team.person("alice"), await team.person("bob")
+    first = asyncio.ensure_future(alice.subscribe(team.ws))
+    await asyncio.sleep(0.2)
+    second = asyncio.ensure_future(bob.subscribe(team.ws))
+    done, _ = await asyncio.wait([first, second], timeout=0.5)
+    assert not done, "neither follower is answered before the writer has the events turned on"
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 10)
+    assert engine.events
+
+
 async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
     """docs/protocol.md: a frame "may carry `"ref"` (string or number), echoed in the reply": MessagePack
     holds 64 bits, so such a batch crosses as a pickle."""

@@ -207,6 +207,7 @@ class Gateway:
         self._hashing = asyncio.Semaphore(1)  # one argon2 check at a time (each takes ~64 MiB), off the reader
         self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
         self._parties: dict[str, Any] = {}  # conversation -> the PartyView last published for it
+        self._events_on: asyncio.Future | None = None  # the writer's sync after the events were turned on
 
     def _connect(self):
         """A connection beside the engine's, for reads and management ops (net/cluster.py: PostgreSQL)."""
@@ -591,7 +592,9 @@ class Gateway:
         conn.follows.add(ws)
         if not self.engine.events:  # the first follower: every batch after this answer carries the events
             self.engine.events = True
-            await self.engine.submit("sync")
+            self._events_on = self.engine.submit("sync")
+        if self._events_on is not None and not self._events_on.done():  # (a follower after it waits for it too)
+            await asyncio.shield(self._events_on)
         return {"op": "subscribed", "ref": ref, "workspace": ws, "monitor": ws in conn.monitors}
 
     async def _op_unsubscribe(self, conn: Conn, ref, frame) -> dict:
