@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from . import protocol
-from .core import PLANS, POOL, SYSTEM, Kind, Role, Unresolved, general_id
+from .core import PLANS, POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
 from .core import assign as core_assign
 from .core.lifecycle import unfunded
 from .store import sqlite as db
@@ -262,6 +262,26 @@ def balances(conn, pid: str, f: dict) -> dict:
             "agents": {a: db.balance(conn, ws, a) for a in agents}}
 
 
+def list_orgs(conn, pid: str, f: dict) -> dict:
+    """The organizations a person is in, with their role, plan and its limits (seed 002, "Plans and
+    limits"; null: none), and a metered plan's messages counted this month (UTC)."""
+    rows = conn.execute(
+        """SELECT o.id, o.name, m.role, o.plan, o.licensed FROM org_members m JOIN orgs o ON o.id = m.org
+           WHERE m.person = ? ORDER BY o.created_at, o.id""", (pid,)).fetchall()
+    month = time.strftime("%Y-%m", time.gmtime())
+    out = []
+    for oid, name, role, plan, licensed in rows:
+        p = plan_of(plan, licensed)
+        used = None
+        if p.messages_per_month is not None:
+            got = conn.execute("SELECT count FROM usage WHERE org = ? AND month = ?", (oid, month)).fetchone()
+            used = got[0] if got else 0
+        out.append({"id": oid, "name": name, "role": role, "plan": plan, "licensed": licensed,
+                    "messages_per_month": p.messages_per_month, "agents": p.agents, "workspaces": p.workspaces,
+                    "history_days": p.history_days, "messages_this_month": used})
+    return {"orgs": out}
+
+
 def list_groups(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _member(conn, ws, pid)
@@ -299,7 +319,7 @@ def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozen
 
 
 QUERIES = {
-    "list_groups": list_groups,
+    "list_groups": list_groups, "list_orgs": list_orgs,
     "history": history, "search_messages": search_messages, "list_workspaces": list_workspaces,
     "list_members": list_members, "list_agents": list_agents, "list_conversations": list_conversations,
     "list_topics": list_topics, "topic": topic, "balances": balances,

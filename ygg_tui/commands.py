@@ -32,8 +32,9 @@ class YggCommands(Provider):
                 out.append((f"Delete workspace {w.name}", partial(main.delete_workspace, w.id),
                             "its owner only; everything in it goes"))
         for org, names in store.orgs_to_leave().items():
-            out.append((f"Leave the organization of {', '.join(names)}", partial(main.leave_org, org),
-                        "you and your agents leave its workspaces"))
+            name = store.org_names.get(org, "")
+            out.append((f"Leave the organization {name} ({', '.join(names)})".replace("  ", " "),
+                        partial(main.leave_org, org), "you and your agents leave its workspaces"))
         for t in store.needs_human():
             out.append((f"Needs a person: {t.get('title') or '(untitled)'}",
                         partial(main.open_conversation, t["conversation"], t["id"]), "answer to resume it"))

@@ -46,6 +46,10 @@ class Session:
         reply = await self.call("list_workspaces")
         for row in reply["workspaces"]:
             self.store.add_workspace(row)
+        try:
+            self.store.org_names = {o["id"]: o["name"] for o in (await self.call("list_orgs"))["orgs"]}
+        except Refused:  # a server without list_orgs: organizations go by their workspaces' names
+            pass
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
 
     async def load_workspace(self, ws: str) -> None:

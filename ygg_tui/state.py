@@ -129,6 +129,7 @@ class Store:
     def __init__(self) -> None:
         self.me: dict = {}
         self.workspaces: dict[str, Workspace] = {}
+        self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
         self.kinds: dict[str, str] = {SYSTEM: "system"}
         self.topics: dict[str, dict] = {}

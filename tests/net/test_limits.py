@@ -147,6 +147,10 @@ async def test_each_person_gets_one_free_organization(team):
     bob = await team.person("bob")  # his own organization is on Team (a self-hosted server's default)
     acme = await bob.call("create_org", name="Acme")
     assert acme["plan"] == "free"
+    orgs = {o["name"]: o for o in (await bob.call("list_orgs"))["orgs"]}
+    assert orgs["Acme"]["role"] == "owner" and orgs["Acme"]["plan"] == "free" and orgs["Acme"]["agents"] == 5
+    assert orgs["Acme"]["messages_per_month"] == 300 and orgs["Acme"]["messages_this_month"] == 0
+    assert len(orgs) == 2 and orgs["bob's organization"]["plan"] == "team"
     again = await bob.request("create_org", name="Beta")
     assert again["op"] == "error" and again["code"] == "free_org_limit", again
     for fn, args in ((admin.add_org, ("Beta", "bob", "free")), (admin.set_plan, ("bob", "free"))):
@@ -185,8 +189,14 @@ async def test_team_plan_is_as_licensed(team):
     team.admin(admin.add_agent, "a51", "alice")
     r = await alice.send(workspace=team.ws, topic=ok["message"]["topic"], type="inform", to=["researcher"], text="4th")
     assert r["op"] == "sent", r
+    orgs = (await alice.call("list_orgs"))["orgs"]
+    (own,) = [o for o in orgs if o["role"] == "owner"]
+    assert (own["plan"], own["licensed"], own["messages_per_month"], own["agents"]) == ("team", 5100, 5100, 51)
+    assert own["messages_this_month"] == 4 and own["workspaces"] is None and own["history_days"] == 90
     assert team.admin(admin.set_plan, "alice", "team")["messages_per_month"] is None  # no licence: not metered
     team.admin(admin.add_agent, "a52", "alice")
+    (own,) = [o for o in (await alice.call("list_orgs"))["orgs"] if o["role"] == "owner"]
+    assert own["messages_per_month"] is None and own["messages_this_month"] is None and own["agents"] is None
 
 
 async def test_history_past_the_plans_window_is_not_searchable(team):

@@ -54,6 +54,8 @@ async def test_a_member_leaves_an_organization_from_the_palette(team):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert ops in app.store.workspaces
+        titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave")]
+        assert titles == ["Leave the organization alice's organization (team, ops)"], titles
         await _palette(pilot, "leave the organization")
         await pilot.press("y")
         await wait_for(pilot, lambda: ops not in app.store.workspaces, what="ops gone")

@@ -433,7 +433,8 @@ class MainScreen(Screen):
         """Leave an organization: its workspaces one reached through it go (one was added to directly stays)."""
         names = self.store.orgs_to_leave().get(org, [])
         sure = await self.app.push_screen_wait(ConfirmScreen(
-            "Leave this organization?", f"You and your agents leave its workspaces ({', '.join(names)}), "
+            f"Leave the organization {self.store.org_names.get(org) or ''}?".replace(" ?", "?"),
+            f"You and your agents leave its workspaces ({', '.join(names)}), "
             "except those you were added to directly.", "Leave"))
         if sure:
             await self._manage("leave_org", None, "Left the organization.", org=org)
