@@ -9,7 +9,8 @@ an integer wider than 64 bits in a client's `ref`):
 
     parent -> child: a list of items, one write per turn of the event loop:
         ["cmd", seq, kind, args]   a command, answered by its seq
-        ["present", [ids]]         who is connected now
+        ["present", [ids], None]   who is connected now (as a new writer starts)
+        ["present", [in], [out]]   who came and who went since (one connection at a time: not everyone again)
         ["events", bool]           whether anyone follows a workspace (else no topic or balance events)
     child -> parent: one `_Batch` per batch, after its COMMIT: each command's answer
         and what the batch publishes (each message once; deliveries point at it)
@@ -165,7 +166,7 @@ class EngineProcess:
         self._proc.start()
         theirs.close()
         self._started = self._loop.time()
-        self._outbox[:0] = [("present", sorted(self._present)), ("events", self._events)]
+        self._outbox[:0] = [("present", sorted(self._present), None), ("events", self._events)]
         self._connecting = self._loop.create_task(self._connect(ours))
 
     async def _connect(self, sock: socket.socket) -> None:
@@ -205,8 +206,10 @@ class EngineProcess:
 
     @present.setter
     def present(self, who: frozenset[str]) -> None:
+        came, went = who - self._present, self._present - who
         self._present = who
-        self._queue(("present", sorted(who)))
+        if came or went:
+            self._queue(("present", list(came), list(went)))
 
     def submit(self, kind: str, *args) -> asyncio.Future:
         fut = self._loop.create_future()
@@ -346,7 +349,8 @@ class _Reader:
                     _, seq, kind, args = item
                     todo.append(_Command(kind, tuple(args), seq, None))
                 elif item[0] == "present":
-                    engine.present = frozenset(item[1])
+                    _, came, went = item
+                    engine.present = frozenset(came) if went is None else engine.present.difference(went).union(came)
                 else:  # ["events", on]
                     engine.events = item[1]
 

@@ -140,6 +140,43 @@ async def test_a_second_follower_is_answered_only_once_the_writer_hands_over_eve
     assert engine.events
 
 
+async def test_who_is_connected_crosses_as_who_came_and_went(server):
+    """docs/architecture.md: "Who is connected (for assignment scoring) goes along in the same stream, as who
+    came and who went". Each connection that comes or goes crosses alone (it was everyone connected, sorted
+    and sent again each time: with thousands connected, a reconnecting crowd cost the event loop and the
+    writer seconds), and the writer still scores presence as the gateway sees it (seed 003 §14: "The highest score gets the task")."""
+    from .test_party import setup_party
+
+    engine = server.gw.engine
+    crowd = frozenset(f"agent.{i:032x}" for i in range(5000))
+    engine.present = engine.present | crowd
+    engine.present = engine.present | {"agent.one-more"}
+    assert len(_pack([engine._outbox[-1]])) < 200, "one connection's coming crosses alone"
+    engine.present = engine.present - crowd - {"agent.one-more"}
+    ws, cid, alice, keys = await setup_party(server)
+    for name in ("pike", "nova"):
+        assert (await alice.request("set_profile", agent=name, title="Translator",
+                                    capabilities=["translation"]))["op"] == "set_profile"
+
+    async def online_now() -> dict:
+        sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                                to=["capability:translation"], text="translate this")
+        a = sent["message"]["assignment"]
+        return {s["name"]: p["value"] for s in a["scores"] for p in s["parts"] if p["name"] == "online"}
+
+    nova = await server.client(api_key=keys["nova"])
+    await nova.request("ping")
+    assert await online_now() == {"nova": 1.0, "pike": 0.0}
+    await nova.close()
+    pike = await server.client(api_key=keys["pike"])
+    await pike.request("ping")
+    for _ in range(50):  # (nova's going is noticed as its socket closes)
+        if (got := await online_now()) == {"nova": 0.0, "pike": 1.0}:
+            break
+        await asyncio.sleep(0.05)
+    assert got == {"nova": 0.0, "pike": 1.0}
+
+
 async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
     """docs/protocol.md: a frame "may carry `"ref"` (string or number), echoed in the reply": MessagePack
     holds 64 bits, so such a batch crosses as a pickle."""
