@@ -465,8 +465,15 @@ class PgEngine:
                 log.exception("command %s failed", cmds[0].kind)
                 results[id(cmds[0])] = e
                 return
+            held: set[str] = set()
             for c in cmds:
+                if c.args[0] in held:  # its author's earlier send was left for later: so is this one (`_leave`)
+                    c.deferred += 1
+                    self._deferred.append(c)
+                    continue
                 await self._group([c], results, out)
+                if self._deferred and self._deferred[-1] is c:
+                    held.add(c.args[0])
             return
         results.update(answers)
         _merge(out, part)

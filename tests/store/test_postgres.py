@@ -445,3 +445,49 @@ async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_an
     r = await alice.request("set_setting", workspace=ws, key="assign.weights", value={"online": 0, "load": 50})
     assert r["op"] == "set_setting", r
     assert (await ask("Second"))["scores"][0]["name"] == "nova"
+
+
+async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(server, pg_url):
+    """ygg_server/pg_engine.py (`_leave`): "An author's later sends are left with its first one, so each
+    participant's sends are still decided in the order they came". So too when a batch failed and is
+    decided again one send at a time: a send left for a topic another node holds keeps its author's later
+    sends behind it (each was decided alone, and the later one went first)."""
+    alice = server.admin(admin.add_person, "alice", PW)["id"]
+    bob = server.admin(admin.add_person, "bob", PW)["id"]
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    server.admin(admin.add_member, ws, "bob")
+    server.admin(admin.add_agent, "helper", "alice")
+    a = await server.person("alice")
+    held = (await a.send(workspace=ws, topic="new", title="Held", to=["helper"], text="0"))["message"]["topic"]
+    engine = server.gw.engine
+    write, failed = engine._write, []
+
+    async def fail_once(w, now, out):
+        if not failed and w.decisions:
+            failed.append(True)
+            raise RuntimeError("a batch that fails, to be split")
+        return await write(w, now, out)
+
+    engine._write = fail_once
+    holder = await pg.connect(pg.parse_dsn(pg_url)[0])
+    tx = holder.transaction()
+    await tx.start()
+    await holder.execute("SELECT 1 FROM topics WHERE id = $1 FOR UPDATE", held)  # as another node's batch would
+
+    def send(who, ref, **f):
+        return engine.submit("send", who, {"op": "send", "ref": ref, "workspace": ws, "to": ["helper"], "text": ref, **f})
+
+    try:
+        first = send(alice, "a1", topic=held)  # the three in one batch (no await in between)
+        later = send(alice, "a2", topic="new", title="Later")
+        free = send(bob, "b1", topic="new", title="Free")
+        assert (await asyncio.wait_for(free, 10))["op"] == "sent"
+        assert failed, "the batch failed once and was split"
+        await asyncio.sleep(0.3)
+        assert not first.done() and not later.done(), "left for the lock, with its author's later send"
+    finally:
+        await tx.rollback()
+        await holder.close()
+        engine._write = write
+    assert (await asyncio.wait_for(first, 10))["op"] == "sent"
+    assert (await asyncio.wait_for(later, 10))["op"] == "sent"
