@@ -491,3 +491,25 @@ async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(ser
         engine._write = write
     assert (await asyncio.wait_for(first, 10))["op"] == "sent"
     assert (await asyncio.wait_for(later, 10))["op"] == "sent"
+
+
+async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_general_topic(server):
+    """docs/protocol.md's topic events: a topic of General is seen by everyone following its workspace (a
+    direct conversation's only by its members). Through another node too: node B, which never decided
+    anything in the workspace, did not know its General and showed the topic to the topic's members only."""
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    server.admin(admin.add_person, "bob", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    server.admin(admin.add_member, ws, "bob")
+    server.admin(admin.add_agent, "helper", "alice")
+    bob = await server.person("bob", url=f"ws://127.0.0.1:{other.port}/")
+    await bob.subscribe(ws)
+    alice = await server.person("alice")  # on node A
+    sent = await alice.send(workspace=ws, topic="new", title="Across", to=["helper"], type="request", text="hi")
+    assert sent["op"] == "sent", sent
+    while True:
+        ev = await bob.next_event(timeout=10)
+        if ev.get("kind") == "topic":
+            break
+    assert ev["topic"]["id"] == sent["message"]["topic"]

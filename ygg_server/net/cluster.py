@@ -34,7 +34,7 @@ from .. import auth, protocol, queries
 from ..core import Kind
 from ..core import party as core_party
 from ..engine import Published
-from ..pg_engine import PgEngine
+from ..pg_engine import PgEngine, _fetch_conversations
 from ..store import postgres as pg
 from ..store import sqlite as db
 from .gateway import Conn, Gateway, Limits, _unacked
@@ -406,6 +406,12 @@ class PgGateway(Gateway):
             if topics:
                 rows = await c.fetch("SELECT state FROM topics WHERE id = ANY($1::text[])", [t for _, t in topics])
                 out.topics = [db._topic_dec.decode(r[0]) for r in rows]
+                # who may see each (Gateway._readers): its conversation, read here when this node has not seen it
+                seen = self.engine.conversations
+                unseen = sorted({t.conversation for t in out.topics
+                                 if t.conversation not in seen.get(t.workspace, {})})
+                if unseen:
+                    out.conversations = await _fetch_conversations(c, unseen)
             if messages:
                 ids = [m for _, m in messages]
                 rows = await c.fetch("SELECT id, body FROM messages WHERE id = ANY($1::text[]) ORDER BY seq", ids)
