@@ -128,6 +128,7 @@ class Engine:
         self.timers: list[tuple[int, str]] = []
         self._pending: list[tuple[Decision, int, str | None, str | None]] = []  # decided, not yet written
         self._idem: dict[tuple[str, str], tuple[bytes, int]] = {}  # (participant, client_id) -> (reply, time), unwritten
+        self._acks: list[tuple[str, list[int], list[int]]] = []  # (participant, ids, answer's ids), unwritten
         for when, tid in db.due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
 
@@ -309,7 +310,10 @@ class Engine:
         return result
 
     def _flush(self, out: Published | None = None) -> None:
-        """Write the decisions and idempotency replies still pending (inside the batch's transaction)."""
+        """Write the decisions, acks and idempotency replies still pending (inside the batch's transaction)."""
+        if self._acks:
+            acks, self._acks = self._acks, []
+            db.ack(self.conn, acks, self.clock())
         if self._idem:
             self.conn.executemany(
                 "INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?,?,?,?)",
@@ -583,15 +587,10 @@ class Engine:
         return {"op": "set_setting", "ref": ref, "workspace": ws, "key": key, "value": value}
 
     def _do_ack(self, participant: str, ids: list[int], ref: Any, *, out: Published) -> dict:
-        now = self.clock()
-        done = []
-        for i in ids:
-            cur = self.conn.execute(
-                "UPDATE deliveries SET acked_at = ? WHERE id = ? AND recipient = ? AND acked_at IS NULL",
-                (now, i, participant),
-            )
-            if cur.rowcount:
-                done.append(i)
+        """Retired with the batch's other acks in one statement (`_flush`, `db.ack`), which fills in the
+        answer's ids; the answer goes out after the COMMIT, as every answer does."""
+        done: list[int] = []
+        self._acks.append((participant, ids, done))
         return {"op": "acked", "ref": ref, "ids": done}
 
     def _do_session(self, participant: str, lifetime: int, *, out: Published) -> tuple[str, int]:

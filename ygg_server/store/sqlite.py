@@ -436,5 +436,26 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
     return out
 
 
+_ACK = """UPDATE deliveries SET acked_at = ?
+   FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS who FROM json_each(?)) AS a
+   WHERE deliveries.id = a.id AND deliveries.recipient = a.who AND deliveries.acked_at IS NULL
+   RETURNING deliveries.id, deliveries.recipient"""
+
+
+def ack(conn: sqlite3.Connection, acks: list[tuple[str, list[int], list[int]]], now: int) -> None:
+    """Retire deliveries, in one statement for several acks: each (participant, ids, done) retires only
+    the participant's own unacked rows, and `done` gets the ids it retired, in the order asked, each once
+    (an id two acks ask for goes to the first)."""
+    pairs = [(i, who) for who, ids, _ in acks for i in ids]
+    if not pairs:
+        return
+    retired = set(conn.execute(_ACK, (now, msgspec.json.encode(pairs))).fetchall())
+    for who, ids, done in acks:
+        for i in ids:
+            if (i, who) in retired:
+                retired.discard((i, who))
+                done.append(i)
+
+
 def decode_message(body: bytes) -> Message:
     return _msg_dec.decode(body)
