@@ -169,3 +169,35 @@ async def test_the_wal_is_copied_back_beside_the_writer_not_inside_its_commits(w
             break
         await asyncio.sleep(0.05)
     assert last is not None and last[0] == 0 and last[1] > 0 and last[1] == last[2], last
+
+
+async def test_a_batchs_acks_are_one_statement_and_each_answer_lists_what_it_retired(world):
+    """Acks of one batch retire their deliveries in one UPDATE (db.ack): each answer still lists only the
+    ids it retired, in the order asked and once each; only the recipient's own unacked rows."""
+    engine, ws, ids, path = world
+    (a, b), _ = await run_batch(
+        engine,
+        send(ws, ids["researcher"], topic="new", title="A", to=["reviewer"], text="one", type="request"),
+        send(ws, ids["reviewer"], topic="new", title="B", to=["researcher"], text="two", type="request"),
+    )
+    to_reviewer = [i for (i,) in rows(path, "SELECT id FROM deliveries WHERE recipient = ?", ids["reviewer"])]
+    to_researcher = [i for (i,) in rows(path, "SELECT id FROM deliveries WHERE recipient = ?", ids["researcher"])]
+    assert to_reviewer and to_researcher
+    x, y = to_reviewer[0], to_researcher[0]
+    statements: list[str] = []
+    engine.conn.set_trace_callback(statements.append)
+    try:
+        answers, _ = await run_batch(
+            engine,
+            ("ack", ids["reviewer"], [y, x, x, 10**9], "r1"),  # the researcher's delivery: not the reviewer's to ack
+            ("ack", ids["reviewer"], [x], "r2"),  # already retired by the ack before it in the batch
+            ("ack", ids["researcher"], [y], "r3"),
+        )
+    finally:
+        engine.conn.set_trace_callback(None)
+    assert answers == [{"op": "acked", "ref": "r1", "ids": [x]}, {"op": "acked", "ref": "r2", "ids": []},
+                       {"op": "acked", "ref": "r3", "ids": [y]}]
+    assert len([s for s in statements if s.lstrip().startswith("UPDATE deliveries")]) == 1
+    assert rows(path, "SELECT count(*) FROM deliveries WHERE id IN (?, ?) AND acked_at IS NOT NULL", x, y) == [(2,)]
+    (again,), _ = await run_batch(engine, ("ack", ids["researcher"], [y], "r4"))
+    assert again["ids"] == []
