@@ -45,6 +45,11 @@ from .store import sqlite as db
 
 log = logging.getLogger("ygg.engine")
 MAX_BATCH = 512
+# The search index is fed in chunks (db.index_messages), which costs far less per message than a row at a
+# time: when this many messages wait for it, or the oldest has waited this long (an idle writer ticks every
+# 0.1 s). Search reads the messages not indexed yet too (db.search_tail), so it finds every stored message.
+INDEX_ROWS = 500
+INDEX_WAIT_NS = 250_000_000
 
 
 def now_us() -> int:
@@ -129,6 +134,8 @@ class Engine:
         self._pending: list[tuple[Decision, int, str | None, str | None]] = []  # decided, not yet written
         self._idem: dict[tuple[str, str], tuple[bytes, int]] = {}  # (participant, client_id) -> (reply, time), unwritten
         self._acks: list[tuple[str, list[int], list[int]]] = []  # (participant, ids, answer's ids), unwritten
+        self._unindexed, self._index_at = 1, 0  # messages not in the search index yet, and when to index them:
+        # not known here, so at the next flush (at start, this indexes what an earlier run left unindexed)
         for when, tid in db.due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
 
@@ -319,15 +326,21 @@ class Engine:
                 "INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?,?,?,?)",
                 [(*k, v, now) for k, (v, now) in self._idem.items()])
             self._idem = {}
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        stored = db.apply_many(self.conn, pending)
-        if out is None:
-            out = self._out
-        out.deliveries += stored
-        written = {id(s.message) for s in stored}
-        out.messages += [r.message for d, *_ in pending for r in d.routed if not r.deliveries or id(r.message) in written]
+        if self._pending:
+            pending, self._pending = self._pending, []
+            stored = db.apply_many(self.conn, pending)
+            if out is None:
+                out = self._out
+            out.deliveries += stored
+            written = {id(s.message) for s in stored}
+            out.messages += [r.message for d, *_ in pending for r in d.routed if not r.deliveries or id(r.message) in written]
+            routed = sum(len(d.routed) for d, *_ in pending)
+            if routed and not self._unindexed:
+                self._index_at = time.monotonic_ns() + INDEX_WAIT_NS
+            self._unindexed += routed
+        if self._unindexed and (self._unindexed >= INDEX_ROWS or time.monotonic_ns() >= self._index_at):
+            db.index_messages(self.conn)
+            self._unindexed = 0
 
     def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
         """Apply a decision to the live state now, and to the database with the rest of its batch (`_flush`)."""

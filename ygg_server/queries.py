@@ -136,16 +136,30 @@ def search_messages(conn, pid: str, f: dict) -> dict:
     if not isinstance(q, str) or not q.strip():
         return {"messages": []}
     phrase = '"' + q.replace('"', '""') + '"'
+    floor, limit = _history_floor(conn, ws), _limit(f)
     # what the asker may read is chosen in the query, so a page is full whenever enough matches exist:
-    # a monitor everything; anyone else General, groups, and the direct conversations it is in (_visible)
-    rows = conn.execute(
-        """SELECT m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+    # a monitor everything; anyone else General, groups, and the direct conversations it is in (_visible).
+    # The index's matches are walked newest first (CROSS JOIN keeps it the outer loop), so a page stops
+    # early however common the phrase, and a rare one reads only its matches.
+    sql = """SELECT m.body FROM messages_fts f CROSS JOIN messages m ON m.seq = f.rowid
            WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
            AND (? OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = ?
                 AND (c.kind IN ('general', 'group') OR c.members LIKE ?)))
-           ORDER BY m.seq DESC LIMIT ?""",
-        (phrase, ws, _history_floor(conn, ws), monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', _limit(f)),
-    ).fetchall()
+           ORDER BY f.rowid DESC LIMIT ?"""
+    args = [phrase, ws, floor, monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', limit]
+    if isinstance(conn, sqlite3.Connection):
+        # the newest messages may not be indexed yet (the engine indexes in chunks): they are matched in a
+        # table of this connection's (db.search_tail), all newer than the indexed ones, so they come first
+        conn.execute("BEGIN")
+        try:
+            db.search_tail(conn, ws, floor)
+            rows = conn.execute(sql.replace("messages_fts", "messages_tail"), args).fetchall()
+            if len(rows) < limit:
+                rows += conn.execute(sql, args[:-1] + [limit - len(rows)]).fetchall()
+        finally:
+            conn.execute("COMMIT")
+    else:
+        rows = conn.execute(sql, args).fetchall()
     found = [db.decode_message(b) for (b,) in rows]
     messages = [protocol.message_obj(m) for m in found]
     if pid.startswith("agent."):  # agents see what they find as agents see it, as in history (docs/rules.md)

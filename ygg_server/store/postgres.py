@@ -336,11 +336,11 @@ _OVERRIDES_RAW = {
         """SELECT state FROM topics WHERE status = 'paused'
            OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0) ORDER BY id FOR UPDATE""",
     # queries.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), a phrase
-    """SELECT m.body FROM messages_fts f JOIN messages m ON m.seq = f.rowid
+    """SELECT m.body FROM messages_fts f CROSS JOIN messages m ON m.seq = f.rowid
            WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
            AND (? OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = ?
                 AND (c.kind IN ('general', 'group') OR c.members LIKE ?)))
-           ORDER BY m.seq DESC LIMIT ?""":
+           ORDER BY f.rowid DESC LIMIT ?""":
         """SELECT m.body FROM messages m
            WHERE to_tsvector('simple', m.text) @@ phraseto_tsquery('simple', $1)
            AND m.workspace = $2 AND m.created_at >= $3

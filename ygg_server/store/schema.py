@@ -115,4 +115,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE orgs ADD COLUMN licensed INTEGER;
     """,
+    # 7: the search index is fed in chunks by the engine (store/sqlite.index_messages), not row by row by a
+    # trigger; meta's fts_seq is its watermark: the messages up to that seq are indexed, and search reads the
+    # ones above it too (store/sqlite.search_tail). Search no longer scans a workspace's messages by seq.
+    """
+    DROP TRIGGER messages_fts_insert;
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO meta (key, value) SELECT 'fts_seq', coalesce(max(seq), 0) FROM messages;
+    DROP INDEX messages_workspace;
+    """,
 ]

@@ -436,6 +436,33 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
     return out
 
 
+# --- search: the FTS5 index is fed in chunks, and search reads what it does not hold yet ---
+
+def index_messages(conn: sqlite3.Connection) -> int:
+    """Index the messages above the search index's watermark (meta fts_seq) and move it past them, in the
+    caller's transaction, so the index and its watermark move together; return how many were indexed."""
+    (done,) = conn.execute("SELECT value FROM meta WHERE key = 'fts_seq'").fetchone()
+    (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+    if top <= done:
+        return 0
+    n = conn.execute("INSERT INTO messages_fts (rowid, text) SELECT seq, text FROM messages WHERE seq > ? AND seq <= ?",
+                     (done, top)).rowcount
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'fts_seq'", (top,))
+    return n
+
+
+def search_tail(conn: sqlite3.Connection, workspace: str, floor: int) -> None:
+    """The workspace's messages (from `floor` on) that the search index does not hold yet, put in this
+    connection's temp.messages_tail: an FTS5 table tokenizing as messages_fts does (the default, unicode61),
+    matched by the same query. In the caller's read transaction, so the watermark and the index agree."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_tail USING fts5 (text)")
+    conn.execute("DELETE FROM temp.messages_tail")
+    conn.execute(
+        """INSERT INTO temp.messages_tail (rowid, text) SELECT seq, text FROM messages
+           WHERE seq > (SELECT value FROM meta WHERE key = 'fts_seq') AND workspace = ? AND created_at >= ?""",
+        (workspace, floor))
+
+
 _ACK = """UPDATE deliveries SET acked_at = ?
    FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS who FROM json_each(?)) AS a
    WHERE deliveries.id = a.id AND deliveries.recipient = a.who AND deliveries.acked_at IS NULL
