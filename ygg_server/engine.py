@@ -436,7 +436,7 @@ class Engine:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")
         now = self.clock()
         try:
-            post = protocol.to_post(frame, message_id=str(uuid.uuid4()), author=author, workspace=ws)
+            post = protocol.to_post(frame, message_id=protocol.new_id(), author=author, workspace=ws)
         except protocol.BadFrame as e:
             return protocol.error(ref, "bad_frame", e.detail)
         conversations = self._conversations(ws)

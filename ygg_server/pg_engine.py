@@ -665,7 +665,7 @@ class PgEngine:
         if author not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")
         try:
-            post = protocol.to_post(frame, message_id=str(uuid.uuid4()), author=author, workspace=ws)
+            post = protocol.to_post(frame, message_id=protocol.new_id(), author=author, workspace=ws)
         except protocol.BadFrame as e:
             return protocol.error(ref, "bad_frame", e.detail)
         known = self._known(w, ws)

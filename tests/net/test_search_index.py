@@ -35,7 +35,8 @@ async def wait_indexed(path, timeout: float = 5.0) -> None:
 
 
 async def test_a_message_is_found_once_sent_whether_indexed_yet_or_not(team, monkeypatch):
-    """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history".
+    """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history";
+    docs/architecture.md: "so a message is found as soon as `sent` is answered".
 
     Messages not indexed yet are matched as the index matches them (same tokenizer: case, diacritics, phrases),
     newest first before the indexed ones, within the plan's window, and a page spans both."""
@@ -85,8 +86,9 @@ async def test_a_message_is_found_once_sent_whether_indexed_yet_or_not(team, mon
 
 
 async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_path, monkeypatch):
-    """The index and its watermark commit together; what a stopped (or killed) engine left unindexed is
-    searchable meanwhile and indexed by the next engine's first flush."""
+    """docs/architecture.md: "and once at start, it indexes all messages above the index's watermark" ... "so the
+    index and its watermark commit together and a crash loses neither": what a stopped (or killed) engine left
+    unindexed is searchable meanwhile and indexed by the next engine's first flush."""
     path = db.db_path(tmp_path)
     conn = db.connect(path)
     admin.add_person(conn, "alice", "pw-" + "x" * 8)
@@ -124,7 +126,8 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
 
 
 def test_a_database_indexed_by_the_old_trigger_keeps_its_index(tmp_path):
-    """Migration 6 drops the per-row trigger; the messages it indexed are the index's watermark."""
+    """docs/architecture.md: "The writer does not index each message as it is stored": migration 6 drops the
+    per-row trigger, and the messages it indexed are the index's watermark."""
     path = db.db_path(tmp_path)
     c = sqlite3.connect(path, isolation_level=None)
     for i, sql in enumerate(schema.MIGRATIONS[:5], start=1):
@@ -143,8 +146,8 @@ def test_a_database_indexed_by_the_old_trigger_keeps_its_index(tmp_path):
 
 
 def test_search_walks_the_index_newest_first():
-    """A search reads the index's matches newest first and stops at a full page: it never scans a workspace's
-    messages looking for matches (a rare phrase once took seconds that way on 200,000 messages)."""
+    """docs/architecture.md: "A search walks the matches newest first and stops at a full page": it never scans a
+    workspace's messages looking for matches (a rare phrase once took seconds that way on 200,000 messages)."""
     import inspect
     from ygg_server import queries
     source = inspect.getsource(queries.search_messages)

@@ -206,7 +206,8 @@ async def test_browser_origin_refused_unless_allowed(tmp_path):
 
 # --- the quotations these tests stand on ---
 
-MINE = ("test_sessions", "test_org", "test_queries", "test_isolation", "test_limits", "test_admin_cli")
+MINE = ("test_sessions", "test_org", "test_queries", "test_isolation", "test_limits", "test_admin_cli",
+        "test_search_index", "test_ids")
 SOURCES = {"PROTOCOL.md": "PROTOCOL", "docs/protocol.md": "docs", "docs/architecture.md": "architecture",
            "Seed 002": "002", "Seed 003": "003"}
 
