@@ -255,8 +255,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
             raise AdminError("personal_workspace", "a personal workspace can never be deleted")
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
-            conn.execute("""INSERT INTO messages_fts (messages_fts, rowid, text)
-                            SELECT 'delete', seq, text FROM messages WHERE workspace = ?""", (ws,))
+            db.unindex_workspace(conn, ws)
         conn.execute("DELETE FROM deliveries WHERE message IN (SELECT id FROM messages WHERE workspace = ?)", (ws,))
         for table in WORKSPACE_TABLES:
             conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))

@@ -451,6 +451,14 @@ def index_messages(conn: sqlite3.Connection) -> int:
     return n
 
 
+def unindex_workspace(conn: sqlite3.Connection, workspace: str) -> None:
+    """Take a workspace's messages out of the search index, before they are deleted: only those it holds
+    (up to its watermark; removing a row it never held would corrupt it)."""
+    conn.execute("""INSERT INTO messages_fts (messages_fts, rowid, text)
+                    SELECT 'delete', seq, text FROM messages
+                    WHERE workspace = ? AND seq <= (SELECT value FROM meta WHERE key = 'fts_seq')""", (workspace,))
+
+
 def search_tail(conn: sqlite3.Connection, workspace: str, floor: int) -> None:
     """The workspace's messages (from `floor` on) that the search index does not hold yet, put in this
     connection's temp.messages_tail: an FTS5 table tokenizing as messages_fts does (the default, unicode61),
