@@ -83,7 +83,6 @@ MAX_ATTEMPTS = 12
 _LOST = (asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.InterfaceError,
          asyncpg.exceptions.OperatorInterventionError, OSError, ConnectionError)
 _EMPTY = Directory.build("", [], [])
-_dec_topic = db._topic_dec
 _enc = msgspec.json.Encoder()
 
 
@@ -620,7 +619,7 @@ class PgEngine:
                 if kind == "v":
                     snap.version = n
                 elif kind == "t":
-                    snap.topics[a] = _dec_topic.decode(blob)
+                    snap.topics[a] = db.decode_topic(blob)
                 elif kind == "c":
                     snap.convs[a] = db.conversation(a, b, c, x, y, blob.decode())
                 elif kind == "w":
@@ -809,7 +808,7 @@ class PgEngine:
             [x.id for x in cs], [x.workspace for x in cs], [str(x.kind) for x in cs], [x.name for x in cs],
             [msgspec.json.encode(sorted(x.members)).decode() for x in cs],
             [t.id for t in ts], [t.workspace for t in ts], [t.conversation for t in ts], [t.opener for t in ts],
-            [str(t.status) for t in ts], [next_due(t) for t in ts], [_enc.encode(t) for t in ts],
+            [str(t.status) for t in ts], [next_due(t) for t in ts], [db.encode_topic(t) for t in ts],
             [t.created_at for t in ts],
             [m.id for m in msgs], [m.workspace for m in msgs], [m.conversation for m in msgs], [m.topic for m in msgs],
             [m.author for m in msgs], [str(m.type) for m in msgs], [m.text for m in msgs],
@@ -930,7 +929,7 @@ class PgEngine:
                        AND (convert_from(state, 'UTF8')::jsonb -> 'unfunded' ? $1
                             OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""", account)
             for tid, state in rows:
-                paused[tid] = _dec_topic.decode(state)
+                paused[tid] = db.decode_topic(state)
             if step == 0:
                 bal = await self.conn.fetchval(
                     "SELECT balance FROM wallets WHERE workspace = $1 AND account = $2 FOR UPDATE", *key)
@@ -956,7 +955,7 @@ class PgEngine:
         directory = self._directory(ws)
         row = await self.conn.fetchrow("SELECT state FROM topics WHERE id = $1 FOR UPDATE", topic_id) \
             if isinstance(topic_id, str) else None
-        t = _dec_topic.decode(row[0]) if row else None
+        t = db.decode_topic(row[0]) if row else None
         if who not in directory.memberships or t is None or t.workspace != ws:
             return protocol.refused(ref, "unknown_topic", "no such topic"), out
         p = directory.participants[who]
@@ -1023,7 +1022,7 @@ class PgEngine:
         if not rows:
             return out
         await self._fresh({r[1] for r in rows})
-        topics = [_dec_topic.decode(r[2]) for r in rows]
+        topics = [db.decode_topic(r[2]) for r in rows]
         convs = await _fetch_conversations(self.conn, sorted({t.conversation for t in topics}))
         w = _Work.of(_Snapshot(), self._flags)
         for t in topics:

@@ -253,7 +253,7 @@ def list_topics(conn, pid: str, f: dict) -> dict:
         args.append(f["status"])
     visible = _visible(conn, ws, pid, monitor)
     rows = conn.execute(sql + " ORDER BY updated_at DESC LIMIT ?", (*args, MAX_PAGE)).fetchall()
-    return {"topics": [topic_obj(db._topic_dec.decode(s)) for c, s in rows if visible is None or c in visible]}
+    return {"topics": [topic_obj(db.decode_topic(s)) for c, s in rows if visible is None or c in visible]}
 
 
 def topic(conn, pid: str, f: dict) -> dict:

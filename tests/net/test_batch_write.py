@@ -72,7 +72,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     )
     assert [a["op"] for a in answers] == ["sent", "sent"]
     (state,) = rows(path, "SELECT state FROM topics WHERE id = ?", topic)[0]
-    assert db._topic_dec.decode(state) == engine.topics[topic]
+    assert db.decode_topic(state) == engine.topics[topic]
     assert len(engine.topics[topic].recent) >= 3, "the stored state has every message of the batch"
     stored = {(i, m, r) for i, m, r in rows(path, "SELECT id, message, recipient FROM deliveries")}
     out = [(s.id, s.message.id, s.recipient) for p in published for s in p.deliveries]

@@ -237,3 +237,39 @@ async def test_admin_cli_takes_the_store_as_the_server_does(store, database, tmp
         assert queries.balances(c, admin.person(c, "alice"), {"workspace": ws})["agents"] == {agent["id"]: 7}
     finally:
         c.close()
+
+
+def _stored_before(t) -> bytes:
+    """A topic's state as it was stored before `encode_topic`: every field, each loop signature an object."""
+    fields = lambda s: {f: getattr(s, f) for f in s.__struct_fields__}  # noqa: E731
+    d = fields(t)
+    d["members"] = {p: fields(m) for p, m in t.members.items()}
+    d["pending"] = {k: {"requester": v.requester, "remaining": sorted(v.remaining)} for k, v in t.pending.items()}
+    d["recent"] = [fields(s) for s in t.recent]
+    return msgspec.json.encode(d)
+
+
+async def test_a_topics_state_is_stored_compactly_and_rows_stored_before_still_load(team):
+    """store/sqlite.encode_topic: a topic's state without the fields at their defaults, each loop signature an
+    array; a row in the form stored before (every field, signatures as objects) loads as the same topic."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    first = await researcher.send(workspace=team.ws, topic="new", title="Chat", type="inform", to=["reviewer"],
+                                  text="m0")
+    tid = first["message"]["topic"]
+    for i in range(1, 6):
+        r = await researcher.send(workspace=team.ws, topic=tid, type="inform", to=["reviewer"], text=f"m{i}")
+        assert r["op"] == "sent", r
+    (state,) = team.conn.execute("SELECT state FROM topics WHERE id = ?", (tid,)).fetchone()
+    t = db.decode_topic(state)
+    assert len(t.recent) == 6 and db.encode_topic(t) == bytes(state)
+    before = _stored_before(t)
+    assert b'"author"' not in bytes(state) and b'"nudges"' not in bytes(state)
+    assert len(state) < 0.75 * len(before)
+    shown = (await alice.call("topic", workspace=team.ws, topic=tid))["topic"]
+    team.conn.execute("UPDATE topics SET state = ? WHERE id = ?", (before, tid))  # the running server reloads
+    assert team.admin(db.load_topic, tid) == t
+    assert (await alice.call("topic", workspace=team.ws, topic=tid))["topic"] == shown
+    r = await researcher.send(workspace=team.ws, topic=tid, type="inform", to=["reviewer"], text="after")
+    assert r["op"] == "sent", r
+    assert len(team.admin(db.load_topic, tid).recent) == 7, "the row stored before was loaded, then written anew"

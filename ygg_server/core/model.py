@@ -82,8 +82,8 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     origin_topic: str | None = None
 
 
-class Member(msgspec.Struct, frozen=True, gc=False):
-    """A participant's standing inside one topic."""
+class Member(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A participant's standing inside one topic (encoded without the fields at their defaults)."""
 
     state: State | None = None  # None: addressed, has not written yet
     last_at: int = 0  # when it last wrote here (or joined)
@@ -103,15 +103,18 @@ class Pending(msgspec.Struct, frozen=True, gc=False):
     remaining: frozenset[str]
 
 
-class Sig(msgspec.Struct, frozen=True, gc=False):
-    """What loop detection remembers of one agent message."""
+class Sig(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """What loop detection remembers of one agent message (encoded as [author, to, text_hash]: a topic
+    remembers up to 20, most of its stored state)."""
 
     author: str
     to: tuple[str, ...]
     text_hash: int
 
 
-class Topic(msgspec.Struct, frozen=True, gc=False):
+class Topic(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One topic's state (encoded without the fields at their defaults; store/sqlite.encode_topic)."""
+
     id: str
     workspace: str
     conversation: str

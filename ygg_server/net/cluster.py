@@ -405,7 +405,7 @@ class PgGateway(Gateway):
         async with self.engine.pool.acquire() as c:
             if topics:
                 rows = await c.fetch("SELECT state FROM topics WHERE id = ANY($1::text[])", [t for _, t in topics])
-                out.topics = [db._topic_dec.decode(r[0]) for r in rows]
+                out.topics = [db.decode_topic(r[0]) for r in rows]
                 # who may see each (Gateway._readers): its conversation, read here when this node has not seen it
                 seen = self.engine.conversations
                 unseen = sorted({t.conversation for t in out.topics
