@@ -103,6 +103,9 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process; see docs/architecture.md
     conn.execute("PRAGMA busy_timeout=30000")
+    # pages kept in memory: up to 32 MiB (the default, 2 MiB, is less than the indexes' working set; ids are
+    # random, so each message's row lands on a random page of messages.id's index; docs/performance.md)
+    conn.execute("PRAGMA cache_size=-32768")
     conn.execute("PRAGMA foreign_keys=OFF")
     migrate(conn)
     return conn
