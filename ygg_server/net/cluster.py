@@ -408,8 +408,9 @@ class PgGateway(Gateway):
                 out.topics = [db.decode_topic(r[0]) for r in rows]
                 # who may see each (Gateway._readers): its conversation, read here when this node has not seen it
                 seen = self.engine.conversations
-                unseen = sorted({t.conversation for t in out.topics
-                                 if t.conversation not in seen.get(t.workspace, {})})
+                followed = {ws for conns in self.conns.values() for c in conns for ws in c.follows}
+                unseen = sorted({t.conversation for t in out.topics if t.workspace in followed
+                                 and t.conversation not in seen.get(t.workspace, {})})
                 if unseen:
                     out.conversations = await _fetch_conversations(c, unseen)
             if messages:
