@@ -227,7 +227,9 @@ async def test_two_nodes_share_the_work_and_survive_a_killed_node(pg_url):
         twice = {m: xs for m, xs in by_message.items() if len(xs) > 1}
         for m, xs in twice.items():
             at, did, node = xs[0]
-            assert node == 0 and at < killed_at and (did not in confirmed or confirmed[did] > killed_at), (m, xs)
+            # its first copy came from node A, which sent it before it died (the client may read it a little
+            # after the kill: it was in its socket), and its ack had not been confirmed before the kill
+            assert node == 0 and (did not in confirmed or confirmed[did] > killed_at), (m, xs)
         assert len(twice) <= 3 * 16 + SENDERS, f"{len(twice)} messages came twice"
         assert all(w.reconnects >= 1 for w in (workers[0], workers[2])), "node A's connections came back"
         print(f"\nfirst {FIRST} in {half:.1f} s; {len(twice)} redelivered after the kill")
