@@ -46,13 +46,15 @@ from .store.sqlite import Stored
 
 log = logging.getLogger("ygg.engine")
 _LEN = struct.Struct("!I")
-_RESULT, _FAILED = 0, 1  # an answer's kind: the command's result, or the error it ended with (as words)
+# an answer's kind: the command's result, or the error it ended with (as words): a ValueError or TypeError
+# (the gateway answers those `bad_frame`, as on a thread), or any other
+_RESULT, _FAILED, _BAD = 0, 1, 2
 
 
 class _Batch(msgspec.Struct, array_like=True, gc=False):
     """One committed batch as it crosses to the parent."""
 
-    answers: list[tuple[int, int, Any]]  # (seq, _RESULT or _FAILED, result or repr(error))
+    answers: list[tuple[int, int, Any]]  # (seq, _RESULT, result) or (seq, _FAILED or _BAD, the error in words)
     messages: list[Message] = []  # every message stored (engine.Published.messages), then any other delivered
     stored: int = 0  # how many of `messages` were stored in this batch
     deliveries: list[tuple[int, str, bool, str | None, int]] = []  # (id, recipient, wake, reason, message index)
@@ -102,8 +104,12 @@ def _to_wire(answers: list, out: Published | None) -> _Batch:
     wire = []
     for seq, result, error in answers:
         failure = error if error is not None else result if isinstance(result, BaseException) else None
-        wire.append((seq, _FAILED, f"{type(failure).__name__}: {failure}") if failure is not None
-                    else (seq, _RESULT, result))
+        if failure is None:
+            wire.append((seq, _RESULT, result))
+        elif isinstance(failure, (ValueError, TypeError)):
+            wire.append((seq, _BAD, str(failure)))
+        else:
+            wire.append((seq, _FAILED, f"{type(failure).__name__}: {failure}"))
     if out is None:
         return _Batch(wire)
     messages = list(out.messages)
@@ -187,6 +193,10 @@ class EngineProcess:
                 await asyncio.to_thread(proc.join, 5)
         if self._transport is not None:
             self._transport.close()
+        waiting, self._waiting = self._waiting, {}  # (submitted while a new child was awaited: never sent)
+        for fut in waiting.values():
+            if not fut.done():
+                fut.set_exception(WriterGone("the server is closing"))
 
     # --- the gateway's side ---
 
@@ -241,6 +251,8 @@ class EngineProcess:
                 continue
             if kind == _FAILED:
                 fut.set_exception(WriterFailed(value))
+            elif kind == _BAD:
+                fut.set_exception(ValueError(value))
             else:
                 fut.set_result(value)
         out = _from_wire(batch)
@@ -308,8 +320,9 @@ def _child(path, sock: socket.socket) -> None:
                 break
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
             answers, out = engine.tick(batch)
-            _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out,  # future: the seq
-                    engine.events)
+            if answers or out is not None:  # (an idle tick that only looked at the timers says nothing)
+                _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out,  # future: seq
+                        engine.events)
         # the parent closed its end: finish what it sent, then stop
         while todo:
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]

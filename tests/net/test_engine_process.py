@@ -260,3 +260,25 @@ def test_the_writer_does_not_outlive_a_killed_server(tmp_path):
         if p.poll() is None:
             p.kill()
         p.stdout.close()
+
+
+def test_a_command_that_fails_on_bad_input_is_answered_as_on_a_thread():
+    """The gateway answers a ValueError or TypeError `bad_frame` (Gateway._failed): the process keeps the kind."""
+    wire = _to_wire([(1, ValueError("amount must be a number"), None), (2, None, KeyError("x"))], None)
+    assert wire.answers == [(1, 2, "amount must be a number"), (2, 1, "KeyError: 'x'")]
+
+
+async def test_closing_answers_what_waits_for_a_writer_being_restarted(team):
+    engine = team.gw.engine
+    old = engine._proc
+    os.kill(old.pid, signal.SIGKILL)
+    for _ in range(200):
+        if engine._transport is None:
+            break
+        await asyncio.sleep(0.01)
+    fut = engine.submit("sync")  # waits in the outbox for the new child (unless it came already)
+    await asyncio.wait_for(engine.aclose(), 30)
+    try:
+        await asyncio.wait_for(fut, 5)  # answered, never left waiting
+    except Exception as e:
+        assert type(e).__name__ == "WriterGone", e
