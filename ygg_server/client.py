@@ -161,6 +161,8 @@ class Client:
             if frame["id"] not in self._acked:
                 self._deliveries.put_nowait(frame)
         elif op == "event":
+            if frame.get("kind") == "workspace_gone":  # not to be renewed after a reconnect
+                self._subscriptions.pop(frame.get("workspace"), None)
             self._events.put_nowait(frame)
         elif "ref" in frame and frame["ref"] in self._waiting:
             fut = self._waiting.pop(frame["ref"])

@@ -165,6 +165,10 @@ class YggApp(App):
     def apply_change(self, ch: Change) -> None:
         if not ch:
             return
+        if self.operator is not None and self.operator.workspace in ch.gone:
+            op, self.operator = self.operator, None  # (no monitor to turn off: the workspace is gone)
+            if self.screen is op:
+                self.pop_screen()
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:

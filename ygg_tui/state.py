@@ -109,10 +109,11 @@ class Change:
     unread: bool = False
     monitor: list[dict] = field(default_factory=list)  # monitor events (message + deliveries)
     unknown_conversations: set[str] = field(default_factory=set)  # workspaces to ask again
+    gone: dict[str, str] = field(default_factory=dict)  # workspaces no longer this person's (forgotten): id -> name
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
-                    or self.monitor or self.unknown_conversations)
+                    or self.monitor or self.unknown_conversations or self.gone)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -123,6 +124,7 @@ class Change:
         self.unread |= other.unread
         self.monitor += other.monitor
         self.unknown_conversations |= other.unknown_conversations
+        self.gone.update(other.gone)
 
 
 class Store:
@@ -385,6 +387,12 @@ class Store:
                     else:
                         self.funding.pop(frame["account"], None)
             return ch
+        if kind == "workspace_gone":  # deleted, or no longer this person's: forgotten with what was shown of it
+            w = self.workspaces.get(frame["workspace"])
+            if w is None:  # (forgotten already: this person deleted or left it from here)
+                return Change()
+            self.forget_workspaces([w.id])
+            return Change(gone={w.id: w.name})
         if kind == "message":
             ch = Change()
             msg = frame["message"]

@@ -115,3 +115,14 @@ async def test_funding_an_agent_in_one_workspace_tells_followers_of_another_its_
             break
     after = await alice.send(workspace=lab, topic=topic, type="inform", to=["worker"], text="still here")
     assert after["op"] == "sent", after
+
+
+async def test_a_follower_is_told_when_a_workspace_is_no_longer_theirs(team):
+    """docs/protocol.md: `workspace_gone` tells a subscriber the workspace is no longer theirs (deleted, an
+    organization left, their membership removed), within a second; nothing more of it follows."""
+    bob = await team.person("bob")
+    await bob.subscribe(team.ws)
+    team.admin(admin.delete_workspace, team.ws)  # by the operator, as `ygg-server admin delete-workspace` does
+    ev = await _event(bob, "workspace_gone", timeout=3)
+    assert ev["workspace"] == team.ws
+    assert team.ws not in bob._subscriptions, "not renewed after a reconnect"

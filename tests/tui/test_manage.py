@@ -60,3 +60,19 @@ async def test_a_member_leaves_an_organization_from_the_palette(team):
         await pilot.press("y")
         await wait_for(pilot, lambda: ops not in app.store.workspaces, what="ops gone")
         assert team.ws in app.store.workspaces
+
+
+async def test_a_workspace_deleted_elsewhere_leaves_the_tui_with_a_word(team):
+    """docs/protocol.md: `workspace_gone` tells a subscriber the workspace is no longer theirs. Bob is looking
+    at it when its owner deletes it elsewhere: it goes from his list, another one opens, and he is told."""
+    doomed = team.server.admin(admin.add_workspace, "doomed", "alice")["id"]
+    team.server.admin(admin.add_member, doomed, "bob")
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main._open_default(doomed)
+        await wait_for(pilot, lambda: main.workspace == doomed, what="the doomed workspace open")
+        team.server.admin(admin.delete_workspace, doomed)
+        await wait_for(pilot, lambda: doomed not in app.store.workspaces, what="the workspace gone", timeout=5)
+        await wait_for(pilot, lambda: main.workspace in app.store.workspaces, what="another workspace open")
+        assert any("no longer yours" in str(n.message) for n in app._notifications), "he is told"

@@ -882,6 +882,8 @@ class Gateway:
             self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
             for c in self.conns[pid]:
                 c.workspaces = frozenset(mine)
+                for ws in c.follows - c.workspaces:  # followed, and no longer theirs: deleted, left, removed
+                    c.push({"op": "event", "kind": "workspace_gone", "workspace": ws})
                 c.follows = {ws for ws in c.follows if ws in self._receives[pid]}
                 c.monitors = {ws for ws in c.monitors if ws in c.follows and mine[ws][1]}
         self._events_wanted()

@@ -248,6 +248,14 @@ class MainScreen(Screen):
     # --- the store changed ---
 
     def apply_change(self, ch: Change) -> None:
+        for name in ch.gone.values():
+            self.notify(f"The workspace {name} is no longer yours: deleted, or you were removed from it.",
+                        severity="warning", title="workspace gone")
+        if self.workspace in ch.gone:
+            self.workspace = self.conversation = self.topic = self.key = None
+            self._open_default()
+        if ch.gone:
+            self.refresh_all()
         if self.key and self.key in ch.threads:
             th = self.store.threads[self.key]
             if th.loaded or self.messages.messages or not self.messages.loading:
