@@ -47,7 +47,9 @@ class Session:
         for row in reply["workspaces"]:
             self.store.add_workspace(row)
         try:
-            self.store.org_names = {o["id"]: o["name"] for o in (await self.call("list_orgs"))["orgs"]}
+            orgs = (await self.call("list_orgs"))["orgs"]
+            self.store.org_names = {o["id"]: o["name"] for o in orgs}
+            self.store.orgs_owned = {o["id"] for o in orgs if o.get("role") == "owner"}
         except Refused:  # a server without list_orgs: organizations go by their workspaces' names
             pass
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))

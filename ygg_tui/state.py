@@ -132,6 +132,7 @@ class Store:
         self.me: dict = {}
         self.workspaces: dict[str, Workspace] = {}
         self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
+        self.orgs_owned: set[str] = set()  # organizations this person owns (list_orgs): never left
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
         self.kinds: dict[str, str] = {SYSTEM: "system"}
         self.topics: dict[str, dict] = {}
@@ -230,9 +231,9 @@ class Store:
                 self.unread_by_thread[key] -= 1
 
     def orgs_to_leave(self) -> dict[str, list[str]]:
-        """The organizations one could leave, with the names of their workspaces one reaches: all but the
-        one of one's personal workspace (one's own, which its owner never leaves)."""
-        own = {w.org for w in self.workspaces.values() if w.personal}
+        """The organizations one could leave, with the names of their workspaces one reaches: all but those
+        one owns (its owner never leaves: `last_owner`), the one of one's personal workspace among them."""
+        own = {w.org for w in self.workspaces.values() if w.personal} | self.orgs_owned
         out: dict[str, list[str]] = {}
         for w in self.workspaces.values():
             if w.org and w.org not in own:

@@ -76,3 +76,17 @@ async def test_a_workspace_deleted_elsewhere_leaves_the_tui_with_a_word(team):
         await wait_for(pilot, lambda: doomed not in app.store.workspaces, what="the workspace gone", timeout=5)
         await wait_for(pilot, lambda: main.workspace in app.store.workspaces, what="another workspace open")
         assert any("no longer yours" in str(n.message) for n in app._notifications), "he is told"
+
+
+async def test_the_palette_never_offers_to_leave_an_organization_one_owns(team):
+    """docs/protocol.md: the last owner cannot leave (`last_owner`): an organization alice owns besides her
+    first one is not offered to leave, where bob, a member of it, is offered it."""
+    second = team.server.admin(admin.add_org, "second", "alice", "team")["id"]
+    team.server.admin(admin.add_workspace, "lab", "alice", org_ref=second)
+    team.server.admin(admin.add_org_member, second, "bob")
+    for who, offered in (("alice", False), ("bob", True)):
+        app = team.app(who)
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave")]
+            assert any("second" in t for t in titles) is offered, (who, titles)
