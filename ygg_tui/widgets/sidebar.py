@@ -10,6 +10,7 @@ from ..state import Store
 
 KIND_ORDER = {"general": 0, "group": 1, "direct": 2}
 KIND_MARK = {"general": "#", "group": "⁂", "direct": "@", "side": "↳"}
+NAME_ROOM = 24  # the column's width (28) less its border, padding and a conversation's mark
 
 
 class Sidebar(OptionList):
@@ -53,18 +54,23 @@ class Sidebar(OptionList):
                 self.highlighted = highlighted
 
     def _prompt(self, c: dict, indent: str = "  ") -> Text:
+        """One line: a name too long for the column ends in "…" (its badges stay in view)."""
         s = self.store
         unread = s.unread_by_conv.get(c["id"], 0)
         att = s.attention(c["id"])
-        t = Text.assemble((indent, ""), (KIND_MARK.get(c["kind"], "·") + " ", "dim"),
-                          (s.conversation_name(c), "bold" if unread else ""))
+        badges = Text()
         if unread:
-            t.append(f" {unread}", "bold reverse")
+            badges.append(f" {unread}", "bold reverse")
         if att["needs_human"]:
-            t.append(f" ⚑{att['needs_human']}", "bold red")
+            badges.append(f" ⚑{att['needs_human']}", "bold red")
         if att["funding"]:
-            t.append(f" ${att['funding']}", "bold yellow")
-        return t
+            badges.append(f" ${att['funding']}", "bold yellow")
+        name = s.conversation_name(c)
+        room = NAME_ROOM - len(indent) - badges.cell_len
+        if len(name) > room:
+            name = name[:max(1, room - 1)] + "…"
+        t = Text.assemble((indent, ""), (KIND_MARK.get(c["kind"], "·") + " ", "dim"), (name, "bold" if unread else ""))
+        return t + badges
 
     def select(self, cid: str) -> None:
         self.current = cid
