@@ -176,7 +176,7 @@ class PgEngine:
         self.conn = await pg.connect(self.dsn, self.prepared)
         await pg.migrate(self.conn)
         self._sync = await asyncio.to_thread(pg.SyncConnection, self.url, self.prepared)
-        self.pool = await pg.create_pool(self.dsn, self.prepared, size=4)
+        self.pool = await pg.create_pool(self.dsn, self.prepared, size=4, soft=True)
         self._reset(await self.conn.fetchval("SELECT value FROM meta WHERE key = 'config'"))
         now = self.clock()
         await self.conn.execute(

@@ -365,17 +365,18 @@ class PgGateway(Gateway):
                 people[pid] = first
         if people:
             self._spawn(self._people(people))
-        topics = [x for x in msg.get("t") or () if self._followed(x[0])]
-        balances = [tuple(x) for x in msg.get("b") or () if self._followed(x[0])]
-        messages = [x for x in msg.get("m") or () if self._monitored(x[0])]
+        topics = balances = messages = ()
+        if msg.get("t") or msg.get("b"):  # (the workspaces followed here, once per news, not once per item)
+            followed = {ws for conns in self.conns.values() for c in conns for ws in c.follows}
+            if followed:
+                topics = [x for x in msg.get("t") or () if x[0] in followed]
+                balances = [tuple(x) for x in msg.get("b") or () if x[0] in followed]
+        if msg.get("m"):
+            monitored = {ws for conns in self.conns.values() for c in conns for ws in c.monitors}
+            if monitored:
+                messages = [x for x in msg["m"] if x[0] in monitored]
         if topics or balances or messages:
-            self._spawn(self._relay(topics, balances, messages))
-
-    def _followed(self, ws: str) -> bool:
-        return any(ws in c.follows for conns in self.conns.values() for c in conns)
-
-    def _monitored(self, ws: str) -> bool:
-        return any(ws in c.monitors for conns in self.conns.values() for c in conns)
+            self._spawn(self._relay(list(topics), list(balances), list(messages)))
 
     async def _people(self, first: dict[str, int]) -> None:
         """People connected here with new deliveries from another node: read them, push them."""

@@ -78,8 +78,13 @@ async def _reset(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
-async def create_pool(dsn: str, prepared: bool = True, size: int = 4) -> asyncpg.Pool:
+async def create_pool(dsn: str, prepared: bool = True, size: int = 4, soft: bool = False) -> asyncpg.Pool:
+    """`soft`: the pool writes only what may be lost with the database server's crash (leases, presence,
+    heartbeats), so its commits do not wait for the WAL flush (`synchronous_commit = off` for its sessions;
+    not through a transaction pooler, `prepared` False, where a session setting is not the pool's to make)."""
     kw = {} if prepared else {"statement_cache_size": 0}
+    if soft and prepared:
+        kw["server_settings"] = {"synchronous_commit": "off"}
     return await asyncpg.create_pool(dsn, min_size=1, max_size=size, reset=_reset, **kw)
 
 
