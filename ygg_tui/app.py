@@ -169,10 +169,18 @@ class YggApp(App):
             op, self.operator = self.operator, None  # (no monitor to turn off: the workspace is gone)
             if self.screen is op:
                 self.pop_screen()
+        for ws in ch.added:
+            self.run_worker(self._workspace_added(ws), group="workspaces", exit_on_error=False)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:
             self.operator.apply_change(ch)
+
+    async def _workspace_added(self, ws: str) -> None:
+        name = await self.session.add_workspace(ws)
+        if name is not None and self.main is not None:
+            self.main.refresh_all()
+            self.notify(f"You now reach the workspace {name}.", title="new workspace")
 
     async def _presence(self) -> None:
         if self.session is None or self.main is None or not self.connected:

@@ -54,6 +54,15 @@ class Session:
             pass
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
 
+    async def add_workspace(self, ws: str) -> str | None:
+        """A workspace this person now reaches (`workspace_added`): listed, loaded and followed; its name."""
+        row = next((r for r in (await self.call("list_workspaces"))["workspaces"] if r["id"] == ws), None)
+        if row is None or ws in self.store.workspaces:
+            return None
+        self.store.add_workspace(row)
+        await self.load_workspace(ws)
+        return row["name"]
+
     async def load_workspace(self, ws: str) -> None:
         members, convs, topics, paused, balances, presence, _ = await asyncio.gather(
             self.call("list_members", workspace=ws),

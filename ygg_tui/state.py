@@ -110,10 +110,11 @@ class Change:
     monitor: list[dict] = field(default_factory=list)  # monitor events (message + deliveries)
     unknown_conversations: set[str] = field(default_factory=set)  # workspaces to ask again
     gone: dict[str, str] = field(default_factory=dict)  # workspaces no longer this person's (forgotten): id -> name
+    added: set[str] = field(default_factory=set)  # workspaces this person now reaches, to load
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
-                    or self.monitor or self.unknown_conversations or self.gone)
+                    or self.monitor or self.unknown_conversations or self.gone or self.added)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -125,6 +126,7 @@ class Change:
         self.monitor += other.monitor
         self.unknown_conversations |= other.unknown_conversations
         self.gone.update(other.gone)
+        self.added |= other.added
 
 
 class Store:
@@ -388,6 +390,8 @@ class Store:
                     else:
                         self.funding.pop(frame["account"], None)
             return ch
+        if kind == "workspace_added":  # loaded by the session (App.apply_change), unless it is here already
+            return Change(added={frame["workspace"]}) if frame["workspace"] not in self.workspaces else Change()
         if kind == "workspace_gone":  # deleted, or no longer this person's: forgotten with what was shown of it
             w = self.workspaces.get(frame["workspace"])
             if w is None:  # (forgotten already: this person deleted or left it from here)

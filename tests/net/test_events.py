@@ -126,3 +126,14 @@ async def test_a_follower_is_told_when_a_workspace_is_no_longer_theirs(team):
     ev = await _event(bob, "workspace_gone", timeout=3)
     assert ev["workspace"] == team.ws
     assert team.ws not in bob._subscriptions, "not renewed after a reconnect"
+
+
+async def test_a_follower_is_told_of_a_workspace_it_now_reaches(team):
+    """docs/protocol.md: `workspace_added` tells a connection that follows a workspace that it reaches a new one."""
+    bob = await team.person("bob")
+    await bob.subscribe(team.ws)
+    lab = team.admin(admin.add_workspace, "lab", "alice")["id"]
+    team.admin(admin.add_member, lab, "bob")
+    ev = await _event(bob, "workspace_added", timeout=3)
+    assert ev["workspace"] == lab
+    assert (await bob.subscribe(lab))["op"] == "subscribed"

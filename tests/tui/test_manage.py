@@ -90,3 +90,19 @@ async def test_the_palette_never_offers_to_leave_an_organization_one_owns(team):
             await ready(pilot)
             titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave")]
             assert any("second" in t for t in titles) is offered, (who, titles)
+
+
+async def test_a_workspace_shared_elsewhere_appears_with_a_word(team):
+    """docs/protocol.md: `workspace_added` tells a connection that follows workspaces of a new one it reaches:
+    alice adds bob to a new workspace, and it appears in his sidebar while he watches, followed and loaded."""
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        lab = team.server.admin(admin.add_workspace, "lab", "alice")["id"]
+        team.server.admin(admin.add_member, lab, "bob")
+        await wait_for(pilot, lambda: lab in app.store.workspaces and app.store.workspaces[lab].conversations,
+                       what="the new workspace loaded", timeout=5)
+        assert any("lab" in str(n.message) for n in app._notifications), "he is told"
+        general = next(c["id"] for c in app.store.workspaces[lab].conversations.values() if c["kind"] == "general")
+        app.main.open_conversation(general)
+        await wait_for(pilot, lambda: app.main.workspace == lab, what="it opens")

@@ -881,9 +881,12 @@ class Gateway:
                 continue
             self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
             for c in self.conns[pid]:
-                c.workspaces = frozenset(mine)
+                before, c.workspaces = c.workspaces, frozenset(mine)
                 for ws in c.follows - c.workspaces:  # followed, and no longer theirs: deleted, left, removed
                     c.push({"op": "event", "kind": "workspace_gone", "workspace": ws})
+                if c.follows:  # a client that follows workspaces is told of a new one (it may follow it too)
+                    for ws in c.workspaces - before:
+                        c.push({"op": "event", "kind": "workspace_added", "workspace": ws})
                 c.follows = {ws for ws in c.follows if ws in self._receives[pid]}
                 c.monitors = {ws for ws in c.monitors if ws in c.follows and mine[ws][1]}
         self._events_wanted()
