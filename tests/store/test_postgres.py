@@ -331,11 +331,11 @@ async def test_nodes_migrate_one_at_a_time(pg_url):
             await c.close()
 
 
-async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
-    """A batch skips a topic another node's transaction holds (`FOR UPDATE SKIP LOCKED`) instead of
-    waiting for it with its other locks held: the batch's other sends are answered at once; the
-    skipped send, and its author's later ones (a participant's sends keep their order), are decided
-    first in the next batch, which waits for the lock."""
+async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, while_held=None) -> str:
+    """Alice sends in a topic another node's transaction holds, then in a new topic; bob sends in a new one: the
+    three in one batch (`before()` runs just before it). Bob's is answered at once; alice's two wait for the
+    lock, her later send behind her first (`while_held()` checks more meanwhile); both are answered once it is
+    free. Returns the held topic."""
     alice = server.admin(admin.add_person, "alice", PW)["id"]
     bob = server.admin(admin.add_person, "bob", PW)["id"]
     ws = server.admin(admin.add_workspace, "team", "alice")["id"]
@@ -343,8 +343,7 @@ async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
     server.admin(admin.add_agent, "helper", "alice")
     a = await server.person("alice")
     held = (await a.send(workspace=ws, topic="new", title="Held", to=["helper"], text="0"))["message"]["topic"]
-    other = pg.parse_dsn(pg_url)[0]
-    holder = await pg.connect(other)
+    holder = await pg.connect(pg.parse_dsn(pg_url)[0])
     tx = holder.transaction()
     await tx.start()
     await holder.execute("SELECT 1 FROM topics WHERE id = $1 FOR UPDATE", held)  # as another node's batch would
@@ -354,10 +353,14 @@ async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
         return engine.submit("send", who, {"op": "send", "ref": ref, "workspace": ws, "to": ["helper"], "text": ref, **f})
 
     try:
+        if before is not None:
+            before()
         first = send(alice, "a1", topic=held)  # the three in one batch (no await in between)
         later = send(alice, "a2", topic="new", title="Later")
         free = send(bob, "b1", topic="new", title="Free")
         assert (await asyncio.wait_for(free, 10))["op"] == "sent"
+        if while_held is not None:
+            while_held()
         await asyncio.sleep(0.3)
         assert not first.done() and not later.done(), "left for the lock, with its author's later send"
     finally:
@@ -365,6 +368,15 @@ async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
         await holder.close()
     assert (await asyncio.wait_for(first, 10))["op"] == "sent"
     assert (await asyncio.wait_for(later, 10))["op"] == "sent"
+    return held
+
+
+async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
+    """A batch skips a topic another node's transaction holds (`FOR UPDATE SKIP LOCKED`) instead of
+    waiting for it with its other locks held: the batch's other sends are answered at once; the
+    skipped send, and its author's later ones (a participant's sends keep their order), are decided
+    first in the next batch, which waits for the lock."""
+    held = await _sends_while_another_node_holds_a_topic(server, pg_url)
     t = server.admin(db.load_topic, held)
     assert len(t.pending) == 2, "the held topic got its request once the lock was free"
 
@@ -452,13 +464,6 @@ async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(ser
     participant's sends are still decided in the order they came". So too when a batch failed and is
     decided again one send at a time: a send left for a topic another node holds keeps its author's later
     sends behind it (each was decided alone, and the later one went first)."""
-    alice = server.admin(admin.add_person, "alice", PW)["id"]
-    bob = server.admin(admin.add_person, "bob", PW)["id"]
-    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
-    server.admin(admin.add_member, ws, "bob")
-    server.admin(admin.add_agent, "helper", "alice")
-    a = await server.person("alice")
-    held = (await a.send(workspace=ws, topic="new", title="Held", to=["helper"], text="0"))["message"]["topic"]
     engine = server.gw.engine
     write, failed = engine._write, []
 
@@ -468,29 +473,12 @@ async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(ser
             raise RuntimeError("a batch that fails, to be split")
         return await write(w, now, out)
 
-    engine._write = fail_once
-    holder = await pg.connect(pg.parse_dsn(pg_url)[0])
-    tx = holder.transaction()
-    await tx.start()
-    await holder.execute("SELECT 1 FROM topics WHERE id = $1 FOR UPDATE", held)  # as another node's batch would
-
-    def send(who, ref, **f):
-        return engine.submit("send", who, {"op": "send", "ref": ref, "workspace": ws, "to": ["helper"], "text": ref, **f})
-
     try:
-        first = send(alice, "a1", topic=held)  # the three in one batch (no await in between)
-        later = send(alice, "a2", topic="new", title="Later")
-        free = send(bob, "b1", topic="new", title="Free")
-        assert (await asyncio.wait_for(free, 10))["op"] == "sent"
-        assert failed, "the batch failed once and was split"
-        await asyncio.sleep(0.3)
-        assert not first.done() and not later.done(), "left for the lock, with its author's later send"
+        await _sends_while_another_node_holds_a_topic(
+            server, pg_url, before=lambda: setattr(engine, "_write", fail_once),
+            while_held=lambda: failed or pytest.fail("the batch was not split"))
     finally:
-        await tx.rollback()
-        await holder.close()
         engine._write = write
-    assert (await asyncio.wait_for(first, 10))["op"] == "sent"
-    assert (await asyncio.wait_for(later, 10))["op"] == "sent"
 
 
 async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_general_topic(server):
