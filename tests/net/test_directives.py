@@ -263,15 +263,20 @@ async def test_a_viewer_in_a_party_does_not_set_its_rulebook(team):
     assert got["op"] == "get_rulebook" and got["set"] == {}, got
 
 
+async def _researchers_wake(team, alice, text: str) -> tuple[str, dict]:
+    """researcher's id and a deliver frame waking it with `alice`'s request `text`, for an Issuer to dress."""
+    m = await ask(alice, team.ws, text)
+    agent = team.admin(lambda c: c.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0])
+    return agent, {"op": "deliver", "id": 1, "message": m, "wake": True, "context": []}
+
+
 async def test_a_load_begun_before_a_change_does_not_cache_stale_stable_blocks(team):
     """docs/agents.md: the stable part changes "when the party or its rulebook does". A wake whose inputs were
     read before a set_rulebook committed goes out with what it read, but the blocks made from that read are
     not kept as current: the next wake reads the new rulebook (before, they were cached under the new
     generation and went out for the cache's ttl, 5 seconds)."""
     alice = await team.person("alice")
-    m = await ask(alice, team.ws, "stale?")
-    agent = team.admin(lambda c: c.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0])
-    frame = {"op": "deliver", "id": 1, "message": m, "wake": True, "context": []}
+    agent, frame = await _researchers_wake(team, alice, "stale?")
     started, go = asyncio.Event(), asyncio.Event()
 
     async def read(fn, *args):
@@ -335,9 +340,7 @@ async def test_a_wake_sharing_a_load_survives_the_loading_connection_going_away(
     The others still go out, with their directive (before, the cancellation reached every writer waiting on that
     load: each stopped for good, and its connection got no frame again)."""
     alice = await team.person("alice")
-    m = await ask(alice, team.ws, "shared and cancelled")
-    agent = team.admin(lambda c: c.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0])
-    frame = {"op": "deliver", "id": 1, "message": m, "wake": True, "context": []}
+    agent, frame = await _researchers_wake(team, alice, "shared and cancelled")
     started, go = asyncio.Event(), asyncio.Event()
 
     async def read(fn, *args):

@@ -122,16 +122,30 @@ async def test_a_request_to_a_capability_is_assigned_and_explained_on_any_store(
     assert nobody["op"] == "refused" and nobody["reason"] == "no_eligible_agent", nobody
 
 
-async def test_a_task_delegated_from_a_direct_conversation_runs_on_the_side(server):
-    """Seed 003 §15: "only the final result is sent back where it was asked for" (a side conversation, linked to
-    its origin, holds the back-and-forth)."""
+async def _lead_and_pike(server):
+    """alice's workspace with her agents lead and pike (1,000 credits each), all three connected."""
     server.admin(admin.add_person, "alice", "pw-" + "x" * 8)
     ws = server.admin(admin.add_workspace, "team", "alice")["id"]
     keys = {n: server.admin(admin.add_agent, n, "alice")["api_key"] for n in ("lead", "pike")}
     for n in keys:
         server.admin(admin.fund, n, 1000)
     alice = await server.person("alice")
-    lead, pike = await server.client(api_key=keys["lead"]), await server.client(api_key=keys["pike"])
+    return ws, alice, await server.client(api_key=keys["lead"]), await server.client(api_key=keys["pike"])
+
+
+async def next_wake(client):
+    """The client's next wake, every delivery before it acked."""
+    while True:
+        d = await client.next_delivery(timeout=5)
+        await client.ack([d["id"]])
+        if d["wake"]:
+            return d
+
+
+async def test_a_task_delegated_from_a_direct_conversation_runs_on_the_side(server):
+    """Seed 003 §15: "only the final result is sent back where it was asked for" (a side conversation, linked to
+    its origin, holds the back-and-forth)."""
+    ws, alice, lead, pike = await _lead_and_pike(server)
     asked = await alice.send(workspace=ws, conversation="dm:lead", topic="new", title="Numbers", type="request",
                              to=["lead"], text="check the numbers")
     cid, tid = asked["message"]["conversation"], asked["message"]["topic"]
@@ -139,11 +153,7 @@ async def test_a_task_delegated_from_a_direct_conversation_runs_on_the_side(serv
                             text="pike, recompute table 2")
     assert deleg["op"] == "sent" and deleg["message"]["conversation"] != cid, deleg
     side = deleg["message"]["conversation"]
-    while True:
-        d = await pike.next_delivery(timeout=5)
-        await pike.ack([d["id"]])
-        if d["wake"]:
-            break
+    d = await next_wake(pike)
     assert d["message"]["conversation"] == side
     r = await pike.send(workspace=ws, conversation=side, topic=d["message"]["topic"], type="response",
                         in_reply_to=d["message"]["id"], state="done", text="Table 2 sums to 42.")
@@ -161,24 +171,14 @@ async def test_a_task_delegated_in_a_new_topic_comes_back_to_the_conversation_no
     topic in the direct conversation has no origin topic there: its result comes back to the conversation itself
     (no topic), never under the side conversation's topic id, which is no topic of the origin (a person answering
     there was refused unknown_topic)."""
-    server.admin(admin.add_person, "alice", "pw-" + "x" * 8)
-    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
-    keys = {n: server.admin(admin.add_agent, n, "alice")["api_key"] for n in ("lead", "pike")}
-    for n in keys:
-        server.admin(admin.fund, n, 1000)
-    alice = await server.person("alice")
-    lead, pike = await server.client(api_key=keys["lead"]), await server.client(api_key=keys["pike"])
+    ws, alice, lead, pike = await _lead_and_pike(server)
     hello = await alice.send(workspace=ws, conversation="dm:lead", topic="new", title="Hi", type="inform",
                              to=["lead"], text="hello")
     cid = hello["message"]["conversation"]
     deleg = await lead.send(workspace=ws, conversation=cid, topic="new", title="Fresh", type="request", to=["pike"],
                             text="pike, recompute table 2")
     assert deleg["op"] == "sent" and deleg["message"]["conversation"] != cid, deleg
-    while True:
-        d = await pike.next_delivery(timeout=5)
-        await pike.ack([d["id"]])
-        if d["wake"]:
-            break
+    d = await next_wake(pike)
     r = await pike.send(workspace=ws, conversation=d["message"]["conversation"], topic=d["message"]["topic"],
                         type="response", in_reply_to=d["message"]["id"], state="done", text="Table 2 sums to 42.")
     assert r["op"] == "sent", r

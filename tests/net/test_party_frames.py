@@ -1,14 +1,6 @@
 """What agents are shown of a party, on loopback with the embedded engine (seed 004; docs/rules.md, "What agents see")."""
 
-from .test_party import setup_party
-
-
-async def _next_wake(client):
-    while True:
-        d = await client.next_delivery(timeout=5)
-        await client.ack([d["id"]])
-        if d["wake"]:
-            return d
+from .test_party import next_wake as _next_wake, setup_party
 
 
 async def test_agents_are_told_the_roster_and_names_and_lose_removed_authors(server):
