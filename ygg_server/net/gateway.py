@@ -611,6 +611,14 @@ class Gateway:
 
     # --- management: what the admin CLI does, for a person whose role allows it ---
 
+    async def _my_role(self, role_of: Callable, where: str, conn: Conn) -> str:
+        """The connection's role in a workspace or an organization (`admin.role_in`, `admin.org_role`); one it is
+        not in is answered as one that does not exist (`not_found`)."""
+        mine = await self.read(role_of, where, conn.participant)
+        if mine is None:
+            raise queries.NotFound
+        return mine
+
     def _person_only(self, conn: Conn) -> None:
         if conn.kind != Kind.HUMAN:
             raise admin.AdminError("forbidden", "only a person manages workspaces and agents")
@@ -621,8 +629,8 @@ class Gateway:
         if not isinstance(name, str) or not name.strip() or not isinstance(restricted, bool) \
                 or not isinstance(org, str | None):
             return protocol.error(ref, "bad_frame", "create_workspace needs a name (and optionally restricted, org)")
-        if org is not None and await self.read(admin.org_role, org, conn.participant) is None:
-            raise queries.NotFound  # an organization one is not in is answered as one that does not exist
+        if org is not None:
+            await self._my_role(admin.org_role, org, conn)
         out = await self.manage(admin.add_workspace, name.strip(), conn.participant, restricted, org)
         return {"op": "create_workspace", "ref": ref, **out}
 
@@ -643,9 +651,7 @@ class Gateway:
         org, handle, role = frame.get("org"), frame.get("handle"), frame.get("role", "member")
         if not all(isinstance(x, str) for x in (org, handle, role)):
             return protocol.error(ref, "bad_frame", "add_org_member needs org, handle and role")
-        mine = await self.read(admin.org_role, org, conn.participant)
-        if mine is None:
-            raise queries.NotFound
+        mine = await self._my_role(admin.org_role, org, conn)
         handle = "@" + handle.removeprefix("@")  # by handle only, as add_member
         pid = await self.read(admin.person, handle)
         if mine not in ("owner", "admin") or (mine != "owner" and (
@@ -660,8 +666,7 @@ class Gateway:
         org = frame.get("org")
         if not isinstance(org, str):
             return protocol.error(ref, "bad_frame", "leave_org needs org")
-        if await self.read(admin.org_role, org, conn.participant) is None:
-            raise queries.NotFound
+        await self._my_role(admin.org_role, org, conn)
         out = await self.manage(admin.leave_org, org, conn.participant)
         return {"op": "leave_org", "ref": ref, **out}
 
@@ -671,9 +676,7 @@ class Gateway:
         ws = frame.get("workspace")
         if not isinstance(ws, str):
             return protocol.error(ref, "bad_frame", "delete_workspace needs workspace")
-        mine = await self.read(admin.role_in, ws, conn.participant)
-        if mine is None:
-            raise queries.NotFound
+        mine = await self._my_role(admin.role_in, ws, conn)
         if mine != "owner":
             return protocol.error(ref, "forbidden", "only the workspace's owner deletes it")
         out = await self.manage(admin.delete_workspace, ws)
@@ -687,9 +690,7 @@ class Gateway:
         if not isinstance(ws, str) or not isinstance(agent, str):
             return protocol.error(ref, "bad_frame", "set_permissions needs workspace and agent")
         changes = {k: frame[k] for k in permissions.FLAGS + permissions.LISTS if k in frame}
-        mine = await self.read(admin.role_in, ws, conn.participant)
-        if mine is None:
-            raise queries.NotFound
+        mine = await self._my_role(admin.role_in, ws, conn)
         aid, owner = await self.read(permissions.target, ws, agent)
         if mine not in ("owner", "admin"):
             if mine == "viewer" or owner != conn.participant:
@@ -706,9 +707,7 @@ class Gateway:
         ws, restricted = frame.get("workspace"), frame.get("restricted")
         if not isinstance(ws, str) or not isinstance(restricted, bool):
             return protocol.error(ref, "bad_frame", "set_restricted needs workspace and restricted: bool")
-        mine = await self.read(admin.role_in, ws, conn.participant)
-        if mine is None:
-            raise queries.NotFound
+        mine = await self._my_role(admin.role_in, ws, conn)
         if mine not in ("owner", "admin"):
             return protocol.error(ref, "forbidden", "only the workspace's owners and admins restrict it")
         out = await self.manage(admin.set_restricted, ws, restricted)
@@ -721,9 +720,7 @@ class Gateway:
         if not all(isinstance(x, str) for x in (ws, handle, role)):
             return protocol.error(ref, "bad_frame", "add_member needs workspace, handle and role")
         handle = "@" + handle.removeprefix("@")  # by handle only: a participant id from elsewhere is not found
-        mine = await self.read(admin.role_in, ws, conn.participant)
-        if mine is None:
-            raise queries.NotFound
+        mine = await self._my_role(admin.role_in, ws, conn)
         if mine not in ("owner", "admin") or (role in ("owner", "admin") and mine != "owner"):
             return protocol.error(ref, "forbidden", "admins invite members and viewers; only the owner gives roles")
         pid = await self.read(admin.person, handle)
@@ -738,8 +735,8 @@ class Gateway:
         name, ws = frame.get("name"), frame.get("workspace")
         if not isinstance(name, str) or (ws is not None and not isinstance(ws, str)):
             return protocol.error(ref, "bad_frame", "add_agent needs a name (and optionally a workspace)")
-        if ws is not None and await self.read(admin.role_in, ws, conn.participant) is None:
-            raise queries.NotFound
+        if ws is not None:
+            await self._my_role(admin.role_in, ws, conn)
         out = await self.manage(admin.add_agent, name, conn.participant, ws)
         return {"op": "add_agent", "ref": ref, **out}
 
