@@ -274,7 +274,7 @@ class Engine:
                 for cmd in batch:
                     results.append((cmd, self._one(cmd, out)))
                 self._timers(out)
-                self._flush(out)
+                self._flush()
         except Exception as e:  # the commit failed: nothing in this batch happened
             log.exception("batch failed")
             self._pending, self._idem = [], {}
@@ -291,7 +291,7 @@ class Engine:
         """Run one command; a failure undoes it alone (what it left pending, and its savepoint if it has one)."""
         saved = cmd.kind not in self._UNSAVED
         if saved:
-            self._flush(out)  # what earlier commands left pending is theirs: not inside this one's savepoint
+            self._flush()  # what earlier commands left pending is theirs: not inside this one's savepoint
             self.conn.execute("SAVEPOINT cmd")
         mark = (len(out.deliveries), len(out.topics), len(out.balances), len(out.messages), len(self._pending),
                 len(self._idem))
@@ -309,15 +309,16 @@ class Engine:
             del self._pending[mark[4]:]
             for k in list(self._idem)[mark[5]:]:
                 del self._idem[k]
-            self._flush(out)  # the earlier commands' decisions stand; the live state is read again after them
+            self._flush()  # the earlier commands' decisions stand; the live state is read again after them
             self._reset()
             return e
         if saved:
             self.conn.execute("RELEASE cmd")
         return result
 
-    def _flush(self, out: Published | None = None) -> None:
-        """Write the decisions, acks and idempotency replies still pending (inside the batch's transaction)."""
+    def _flush(self) -> None:
+        """Write the decisions, acks and idempotency replies still pending (inside the batch's transaction); what
+        they store goes out with the batch being decided (`self._out`)."""
         if self._acks:
             acks, self._acks = self._acks, []
             db.ack(self.conn, acks, self.clock())
@@ -329,8 +330,7 @@ class Engine:
         if self._pending:
             pending, self._pending = self._pending, []
             stored = db.apply_many(self.conn, pending)
-            if out is None:
-                out = self._out
+            out = self._out
             out.deliveries += stored
             written = {id(s.message) for s in stored}
             out.messages += [r.message for d, *_ in pending for r in d.routed if not r.deliveries or id(r.message) in written]
