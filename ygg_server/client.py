@@ -225,8 +225,15 @@ class Client:
         return await self.call("unsubscribe", workspace=workspace)
 
     async def send(self, **fields) -> dict:
-        """`sent` or `refused` (a refusal is an answer, not an exception)."""
-        return await self.request("send", **fields)
+        """`sent` or `refused` (a refusal is an answer, not an exception).
+
+        `unavailable` (the server's writer restarted before answering: whether it was stored is unknown) raises
+        ConnectionError when the send has a client_id, as a lost connection does: callers that resend on that
+        with the same client_id (the TUI's session, the agent bridge) get it stored once."""
+        reply = await self.request("send", **fields)
+        if reply.get("code") == "unavailable" and fields.get("client_id") is not None:
+            raise ConnectionError(reply.get("detail") or "the server's writer restarted")
+        return reply
 
     async def ack(self, ids: list[int]) -> dict:
         reply = await self.request("ack", ids=list(ids))

@@ -282,3 +282,33 @@ async def test_closing_answers_what_waits_for_a_writer_being_restarted(team):
         await asyncio.wait_for(fut, 5)  # answered, never left waiting
     except Exception as e:
         assert type(e).__name__ == "WriterGone", e
+
+
+async def test_a_send_answered_unavailable_is_sent_again_with_its_client_id_by_the_callers_that_retry(team, monkeypatch):
+    """docs/protocol.md: frames the writer held are answered `unavailable` ("send them again; a `send` with the
+    same `client_id` is stored once"): the client library turns that into the ConnectionError its callers already
+    resend on; without a client_id it is the answer, since a resend could store it twice."""
+    from ygg_server.engine_process import WriterGone
+
+    engine, alice = team.gw.engine, await team.person("alice")
+    real, failures = engine.submit, []
+
+    def flaky(kind, *args):
+        fut = real(kind, *args)
+        if kind == "send" and len(failures) < 2:  # answered unavailable, though the writer stored it
+            failures.append(args)
+            lost = asyncio.get_running_loop().create_future()
+            fut.add_done_callback(lambda _: lost.set_exception(WriterGone("the writer stopped")))
+            return lost
+        return fut
+
+    monkeypatch.setattr(engine, "submit", flaky)
+    bare = await alice.send(workspace=team.ws, topic="new", title="Bare", type="inform", to=["researcher"], text="b")
+    assert (bare["op"], bare["code"]) == ("error", "unavailable"), bare
+    fields = dict(workspace=team.ws, topic="new", title="Kept", type="inform", to=["researcher"], text="k",
+                  client_id="once")
+    with pytest.raises(ConnectionError):
+        await alice.send(**fields)
+    again = await alice.send(**fields)  # as the TUI's session and the bridge do on a ConnectionError
+    assert again["op"] == "sent" and again.get("duplicate"), again
+    assert team.conn.execute("SELECT count(*) FROM messages WHERE text = 'k'").fetchone() == (1,)
