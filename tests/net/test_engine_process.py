@@ -38,8 +38,8 @@ async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one
     first = engine._proc
     answers: list[dict] = []
 
-    async def send(i: int) -> dict:
-        return await alice.send(workspace=team.ws, topic="new", title=f"T{i}", type="inform", to=["researcher"],
+    async def send(i: int) -> dict:  # the raw answer: Client.send turns `unavailable` into a ConnectionError
+        return await alice.request("send", workspace=team.ws, topic="new", title=f"T{i}", type="inform", to=["researcher"],
                                 text=f"m{i}", client_id=f"c{i}")
 
     sending = [asyncio.ensure_future(send(i)) for i in range(300)]
