@@ -69,6 +69,11 @@ def encode(frame: dict) -> str:
     return _encoder.encode(frame).decode()
 
 
+def encode_utf8(frame: dict) -> bytes:
+    """`encode` as the UTF-8 bytes a text frame carries (no str in between)."""
+    return _encoder.encode(frame)
+
+
 # --- send: strict where routing needs it, lenient on content (malformed -> inform) ---
 
 def _str_list(v: Any) -> tuple[tuple[str, ...], bool]:

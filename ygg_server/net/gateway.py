@@ -28,6 +28,7 @@ from ..engine_process import WriterGone
 from ..store import sqlite as db
 from .inbox import Inbox, Item
 from .issuer import Issuer, elide
+from .transport import Deflate, HeardConnection, send_texts
 
 log = logging.getLogger("ygg.net")
 # websockets logs every frame at DEBUG, and a frame may carry an API key, a password, a session token or a
@@ -113,17 +114,6 @@ def _auth_keys(conn: "Conn", frame: dict) -> list[tuple[str, str]]:
     return keys
 
 
-class HeardConnection(ServerConnection):
-    """A server connection that remembers when anything last came from the other end: a frame of any kind,
-    the pong answering our keepalive ping included (seed 003 §26: offline "when nothing has been heard")."""
-
-    heard: float = 0.0
-
-    def process_event(self, event) -> None:
-        self.heard = time.monotonic()
-        super().process_event(event)
-
-
 @dataclass(eq=False)
 class Conn:
     ws: ServerConnection
@@ -175,15 +165,17 @@ class Conn:
             batch = [frame]
             while not self.queue.empty() and len(batch) < 256:
                 batch.append(self.queue.get_nowait())
+            texts = []
             for f in batch:
                 if self.dress is not None and f.get("op") == "deliver" and f.get("wake"):
                     f = await self.dress(self.participant, f)
                     if "directive" in f:
                         f["directive"] = elide(self.stable_sent, f["directive"])
-                await self.ws.send(protocol.encode(f))
+                texts.append(protocol.encode_utf8(f))
+            await send_texts(self.ws, texts)
+            for _ in batch:
                 self.queue.task_done()
-                if self.backlog:
-                    self.backlog -= 1
+            self.backlog = max(0, self.backlog - len(batch))
 
 
 class Gateway:
@@ -222,7 +214,7 @@ class Gateway:
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
             origins=origins, ping_interval=self.limits.ping_interval, ping_timeout=self.limits.ping_timeout,
             close_timeout=self.limits.close_timeout, process_request=None, logger=ws_log,
-            create_connection=HeardConnection,
+            create_connection=HeardConnection, compression=None, extensions=[Deflate()],
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
