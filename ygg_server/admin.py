@@ -256,7 +256,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
             raise AdminError("personal_workspace", "a personal workspace can never be deleted")
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
             db.unindex_workspace(conn, ws)
-        conn.execute("DELETE FROM deliveries WHERE message IN (SELECT id FROM messages WHERE workspace = ?)", (ws,))
+        conn.execute("DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE workspace = ?)", (ws,))
         for table in WORKSPACE_TABLES:
             conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))

@@ -1167,11 +1167,11 @@ tp AS (INSERT INTO topics (id, workspace, conversation, opener, status, next_due
 m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
       SELECT * FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[],
                            $22::bytea[], $23::bigint[])
-      ON CONFLICT (id) DO NOTHING RETURNING id),
-d AS (INSERT INTO deliveries (message, recipient, wake, reason)
-      SELECT x.message, x.recipient, x.wake, x.reason
+      ON CONFLICT (id) DO NOTHING RETURNING id, seq),
+d AS (INSERT INTO deliveries (message, message_seq, recipient, wake, reason)
+      SELECT x.message, m.seq, x.recipient, x.wake, x.reason
       FROM unnest($24::text[], $25::text[], $26::int[], $27::text[], $28::int[]) AS x(message, recipient, wake, reason, ord)
-      WHERE x.message IN (SELECT id FROM m) ORDER BY x.ord
+      JOIN m ON m.id = x.message ORDER BY x.ord
       RETURNING id, message, recipient),
 wl AS (INSERT INTO wallets (workspace, account, balance) SELECT * FROM unnest($29::text[], $30::text[], $31::bigint[])
        ON CONFLICT (workspace, account) DO UPDATE SET balance = wallets.balance + excluded.balance),

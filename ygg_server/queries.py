@@ -112,19 +112,25 @@ def history(conn, pid: str, f: dict) -> dict:
     if pid.startswith("agent."):  # agents see the history as agents see it (docs/rules.md, "What agents see")
         pv = db.party_views(conn, [(ws, cid)])[cid]
         messages = [protocol.for_agent(m, pv) for m in messages]
-    woke: dict[str, list[str]] = {}
-    if messages:
-        marks = ",".join("?" * len(messages))
-        for mid, who in conn.execute(
-                f"SELECT message, recipient FROM deliveries WHERE wake = 1 AND message IN ({marks})",
-                [m["id"] for m in messages]):
-            woke.setdefault(mid, []).append(who)
+    woke = _woke(conn, [seq for seq, _ in rows], [m["id"] for m in messages])
     for m in messages:
         m["woke"] = woke.get(m["id"], [])
     return {
         "messages": messages,
         "cursor": messages[-1]["id"] if messages else None, "more": more, "conversation": cid,
     }
+
+
+def _woke(conn, seqs: list[int], ids: list[str]) -> dict[str, list[str]]:
+    """Who each message (given by seq and id, in the same order) woke."""
+    woke: dict[str, list[str]] = {}
+    if seqs:
+        by_seq = dict(zip(seqs, ids))
+        marks = ",".join("?" * len(seqs))
+        for seq, who in conn.execute(
+                f"SELECT message_seq, recipient FROM deliveries WHERE wake = 1 AND message_seq IN ({marks})", seqs):
+            woke.setdefault(by_seq[seq], []).append(who)
+    return woke
 
 
 def search_messages(conn, pid: str, f: dict) -> dict:

@@ -416,12 +416,12 @@ class PgGateway(Gateway):
                     out.conversations = await _fetch_conversations(c, unseen)
             if messages:
                 ids = [m for _, m in messages]
-                rows = await c.fetch("SELECT id, body FROM messages WHERE id = ANY($1::text[]) ORDER BY seq", ids)
-                msgs = {mid: db.decode_message(body) for mid, body in rows}
+                rows = await c.fetch("SELECT id, body, seq FROM messages WHERE id = ANY($1::text[]) ORDER BY seq", ids)
+                msgs = {mid: db.decode_message(body) for mid, body, _ in rows}
                 out.messages = [msgs[m] for m in ids if m in msgs]
                 for did, mid, who, wake, reason in await c.fetch(
-                        "SELECT id, message, recipient, wake, reason FROM deliveries WHERE message = ANY($1::text[]) "
-                        "ORDER BY id", ids):
+                        "SELECT id, message, recipient, wake, reason FROM deliveries WHERE message_seq = ANY($1::bigint[]) "
+                        "ORDER BY id", [seq for *_, seq in rows]):
                     if mid in msgs:
                         out.deliveries.append(db.Stored(did, who, bool(wake), reason, msgs[mid]))
         if out.messages:

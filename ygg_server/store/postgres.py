@@ -207,6 +207,13 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE orgs ADD COLUMN licensed BIGINT;
     """,
+    # 5: the SQLite schema's migration 8: deliveries find their message by seq (an index that grows at its end)
+    """
+    ALTER TABLE deliveries ADD COLUMN message_seq BIGINT;
+    UPDATE deliveries d SET message_seq = m.seq FROM messages m WHERE m.id = d.message;
+    DROP INDEX deliveries_message;
+    CREATE INDEX deliveries_message_seq ON deliveries (message_seq);
+    """,
 ]
 
 

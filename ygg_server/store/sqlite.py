@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from typing import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -415,24 +416,16 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
             [(t.id, t.workspace, t.conversation, t.opener, t.status, next_due(t), encode_topic(t), t.created_at, now)
              for t, now in topics.values()],
         )
-    if msgs:
-        many(
-            """INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
-               VALUES (?,?,?,?,?,?,?,?,?)""",
-            [(m.id, m.workspace, m.conversation, m.topic, m.author, m.type, m.text, _topic_enc.encode(m), m.created_at)
-             for m in msgs],
-        )
     out: list[Stored] = []
+    if msgs:
+        seqs = _insert(conn, """INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body,
+                                created_at) VALUES (?,?,?,?,?,?,?,?,?)""",
+                       [(m.id, m.workspace, m.conversation, m.topic, m.author, m.type, m.text, _topic_enc.encode(m),
+                         m.created_at) for m in msgs])
+        seq = {id(m): s for m, s in zip(msgs, seqs)}
     if dl:
-        sql = "INSERT INTO deliveries (message, recipient, wake, reason) VALUES (?,?,?,?)"
-        rows = [(m.id, x.recipient, int(x.wake), x.reason) for m, x in dl]
-        if isinstance(conn, sqlite3.Connection):
-            conn.executemany(sql, rows)
-            # AUTOINCREMENT ids, one writer holding the write lock: the rows just inserted have consecutive ids
-            first = conn.execute("SELECT last_insert_rowid()").fetchone()[0] - len(dl) + 1
-            ids = range(first, first + len(dl))
-        else:  # the admin CLI on PostgreSQL (store/postgres.SyncConnection): a row at a time
-            ids = [conn.execute(sql, r).lastrowid for r in rows]
+        ids = _insert(conn, "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)",
+                      [(m.id, seq[id(m)], x.recipient, int(x.wake), x.reason) for m, x in dl])
         out = [Stored(i, x.recipient, x.wake, x.reason, m) for i, (m, x) in zip(ids, dl)]
     if deltas:
         many(
@@ -455,6 +448,16 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
             [(*k, v) for k, v in usage.items()],
         )
     return out
+
+
+def _insert(conn, sql: str, rows: list[tuple]) -> Sequence[int]:
+    """Insert `rows` into a table with an AUTOINCREMENT key; return their keys, in order."""
+    if isinstance(conn, sqlite3.Connection):
+        conn.executemany(sql, rows)
+        # one writer holding the write lock: the rows just inserted have consecutive keys
+        last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+        return range(last - len(rows) + 1, last + 1)
+    return [conn.execute(sql, r).lastrowid for r in rows]  # the admin CLI on PostgreSQL (postgres.SyncConnection)
 
 
 # --- search: the FTS5 index is fed in chunks, and search reads what it does not hold yet ---
