@@ -14,6 +14,7 @@ import pytest
 
 from ygg_server import admin
 from ygg_server.engine import Engine, Published, _Command
+from ygg_server.store import schema
 from ygg_server.store import sqlite as db
 
 engine_module = importlib.import_module("ygg_server.engine")
@@ -201,3 +202,33 @@ async def test_a_batchs_acks_are_one_statement_and_each_answer_lists_what_it_ret
     assert rows(path, "SELECT count(*) FROM deliveries WHERE id IN (?, ?) AND acked_at IS NOT NULL", x, y) == [(2,)]
     (again,), _ = await run_batch(engine, ("ack", ids["researcher"], [y], "r4"))
     assert again["ids"] == []
+
+
+async def test_each_delivery_of_a_batch_points_at_its_messages_seq(world):
+    """Migration 8: a delivery finds its message by seq (the index history's "woke" uses): in a batch of
+    several messages, each delivery's message_seq is the seq its own message's row got."""
+    engine, ws, ids, path = world
+    await run_batch(engine, *(send(ws, ids["researcher" if i % 2 else "reviewer"], topic="new", title=f"T{i}",
+                                   to=["reviewer" if i % 2 else "researcher"], text=f"m{i}", type="request")
+                              for i in range(6)))
+    pairs = rows(path, "SELECT d.message_seq, m.seq FROM deliveries d JOIN messages m ON m.id = d.message")
+    assert len(pairs) >= 6 and all(a == b for a, b in pairs), pairs
+
+
+def test_deliveries_stored_before_migration_8_get_their_messages_seq(tmp_path):
+    path = db.db_path(tmp_path)
+    c = sqlite3.connect(path, isolation_level=None)
+    by_seq = next(i for i, m in enumerate(schema.MIGRATIONS) if "message_seq" in m)
+    for i, sql in enumerate(schema.MIGRATIONS[:by_seq], start=1):
+        for stmt in db._statements(sql):
+            c.execute(stmt)
+        c.execute(f"PRAGMA user_version={i}")
+    for i in range(3):
+        c.execute("""INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
+                     VALUES (?, 'ws', 'c', NULL, 'a', 'inform', 'x', x'', 0)""", (f"m{i}",))
+        c.execute("INSERT INTO deliveries (message, recipient, wake) VALUES (?, 'r', 1)", (f"m{i}",))
+    c.close()
+    db.connect(path).close()
+    assert rows(path, "SELECT d.message_seq, m.seq FROM deliveries d JOIN messages m ON m.id = d.message") == \
+        [(1, 1), (2, 2), (3, 3)]
+    assert rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'deliveries_message'") == [(0,)]
