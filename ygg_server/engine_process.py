@@ -240,7 +240,26 @@ class EngineProcess:
         if not self._outbox or self._transport is None or self._transport.is_closing():
             return  # (kept until a child is there to take them)
         items, self._outbox = self._outbox, []
-        self._transport.write(_pack(items))
+        try:
+            data = _pack(items)
+        except Exception:  # (a client's frame nested too deep for either encoding): that command alone fails
+            data = b"".join(self._pack_each(items))
+        self._transport.write(data)
+
+    def _pack_each(self, items: list[tuple]):
+        """Each item in a frame of its own; a command that cannot cross is answered as bad input (ValueError:
+        the gateway's `bad_frame`), the others go on."""
+        for item in items:
+            try:
+                yield _pack([item])
+            except Exception as e:
+                fut = self._waiting.pop(item[1], None) if item[0] == "cmd" else None
+                if fut is None:
+                    raise
+                why = "the frame is nested too deep" if isinstance(e, RecursionError) else \
+                    f"the frame cannot be handed to the writer ({type(e).__name__})"
+                if not fut.done():
+                    fut.set_exception(ValueError(why))
 
     # --- what the child answers ---
 

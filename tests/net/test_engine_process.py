@@ -312,3 +312,33 @@ async def test_a_send_answered_unavailable_is_sent_again_with_its_client_id_by_t
     again = await alice.send(**fields)  # as the TUI's session and the bridge do on a ConnectionError
     assert again["op"] == "sent" and again.get("duplicate"), again
     assert team.conn.execute("SELECT count(*) FROM messages WHERE text = 'k'").fetchone() == (1,)
+
+
+async def test_a_frame_too_deep_to_cross_is_refused_alone_and_the_others_of_its_turn_still_cross(team):
+    """Issue 3, "Bad input": "an unparseable frame or unknown op gets `bad_frame` and the connection stays up". On
+    Python 3.12+ (pyproject: >=3.11) a frame nested up to msgspec's C recursion limit parses whatever the stack,
+    and the outbox's own nesting then puts it past what MessagePack or pickle holds: the whole turn's write to the
+    writer raised, so every command of that turn (anyone's) was never sent nor answered, and each of those
+    connections' later answers waited behind it for good. (On 3.11 the gateway's deeper stack refuses such a
+    frame first; here it is submitted as the gateway would.) Now it alone is refused, as bad input."""
+    engine = team.gw.engine
+    frame = {"op": "send", "workspace": team.ws, "topic": "new", "title": "Deep", "type": "inform",
+             "to": ["researcher"], "text": "deep", "x": []}
+    loop, deep = asyncio.get_running_loop(), asyncio.get_running_loop().create_future()
+
+    def deeper() -> None:  # one level more than the outbox's frame holds, found where the outbox is written
+        while True:
+            try:
+                _pack([("cmd", 1, "send", (team.alice, frame))])
+            except RecursionError:
+                return deep.set_result(None)
+            frame["x"] = [frame["x"]]
+
+    loop.call_soon(deeper)
+    await deep
+    bad = engine.submit("send", team.alice, frame)  # the same turn of the loop: one write to the writer
+    sync = engine.submit("sync")
+    assert await asyncio.wait_for(sync, 10) is None, "the other command of the turn is answered"
+    with pytest.raises(ValueError, match="nested too deep"):
+        await asyncio.wait_for(bad, 10)
+
