@@ -203,8 +203,16 @@ class Session:
                         self._seen_reconnects = -1
 
     async def resync(self) -> None:
-        """A new connection has no subscriptions and missed events: follow again, reload."""
-        await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
+        """A new connection has no subscriptions and missed events: follow again, reload. A workspace that went
+        or came meanwhile goes or comes as its `workspace_gone` / `workspace_added` would have had it (those
+        reach only the connections open at the time)."""
+        listed = {r["id"] for r in (await self.call("list_workspaces"))["workspaces"]}
+        known = list(self.store.workspaces)
+        missed = [{"op": "event", "kind": "workspace_gone", "workspace": w} for w in known if w not in listed]
+        missed += [{"op": "event", "kind": "workspace_added", "workspace": w} for w in sorted(listed - set(known))]
+        if missed:
+            self.post(Evented(missed))
+        await asyncio.gather(*(self.load_workspace(w) for w in known if w in listed))
 
     async def close(self) -> None:
         self.closed = True

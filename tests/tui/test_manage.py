@@ -106,3 +106,30 @@ async def test_a_workspace_shared_elsewhere_appears_with_a_word(team):
         general = next(c["id"] for c in app.store.workspaces[lab].conversations.values() if c["kind"] == "general")
         app.main.open_conversation(general)
         await wait_for(pilot, lambda: app.main.workspace == lab, what="it opens")
+
+
+async def test_workspaces_that_went_or_came_while_disconnected_go_and_come_after_the_reconnect(team):
+    """docs/protocol.md: `workspace_gone` / `workspace_added` reach the connections open at the time; a TUI that was
+    disconnected then (a restart, a laptop asleep) hears neither. After its reconnect it follows again and reloads
+    (its resync): a workspace deleted meanwhile goes, with a word, and one shared meanwhile comes. (The resync
+    reloaded every workspace it knew: the deleted one answered not_found, so every resync failed, the open topic
+    was never refetched, and the dead workspace stayed listed.)"""
+    doomed = team.server.admin(admin.add_workspace, "doomed", "bob")["id"]
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main._open_default(doomed)
+        await wait_for(pilot, lambda: main.workspace == doomed, what="the doomed workspace open")
+        team.server.stop()
+        await wait_for(pilot, lambda: not app.connected, what="noticed the drop")
+        team.server.admin(admin.delete_workspace, doomed)
+        lab = team.server.admin(admin.add_workspace, "lab", "alice")["id"]
+        team.server.admin(admin.add_member, lab, "bob")
+        team.server.start()
+        await wait_for(pilot, lambda: doomed not in app.store.workspaces, what="the deleted workspace gone", timeout=15)
+        await wait_for(pilot, lambda: main.workspace in app.store.workspaces, what="another workspace open")
+        await wait_for(pilot, lambda: lab in app.store.workspaces and app.store.workspaces[lab].conversations,
+                       what="the shared workspace loaded", timeout=5)
+        await wait_for(pilot, lambda: any("Reconnected" in str(n.message) for n in app._notifications),
+                       what="the resync done")
+        assert any("doomed" in str(n.message) and "no longer yours" in str(n.message) for n in app._notifications)
