@@ -168,9 +168,15 @@ class EngineProcess:
     def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
         ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and an event loop
-        self._proc = ctx.Process(target=_child, args=(self.path, theirs), name="ygg-writer", daemon=True)
-        self._proc.start()
-        theirs.close()
+        try:
+            proc = ctx.Process(target=_child, args=(self.path, theirs), name="ygg-writer", daemon=True)
+            proc.start()
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._proc = proc
         self._started = self._loop.time()
         self._outbox[:0] = [("present", sorted(self._present), None), ("events", self._events)]
         self._connecting = self._loop.create_task(self._connect(ours))
@@ -300,7 +306,13 @@ class EngineProcess:
     def _respawn(self) -> None:
         if self._closing:
             return
-        self._spawn()
+        try:
+            self._spawn()
+        except Exception:  # (too many open files, no memory): a writer lost at once, started again after the backoff
+            log.exception("the writer process could not be started")
+            self._started = self._loop.time()
+            self.lost()
+            return
         if self._publish is not None:
             self._publish(Published(rescan=True))  # what the old child committed but did not hand over
 

@@ -342,3 +342,34 @@ async def test_a_frame_too_deep_to_cross_is_refused_alone_and_the_others_of_its_
     with pytest.raises(ValueError, match="nested too deep"):
         await asyncio.wait_for(bad, 10)
 
+
+
+async def test_a_writer_that_cannot_be_started_again_is_tried_again_and_what_waits_is_answered(team, monkeypatch):
+    """ygg_server/engine_process.py: "If the child dies, the commands it held are failed … and a new child starts".
+    Starting one can fail too (too many open files, no memory): that raised in the loop's callback, and nothing
+    tried again, so every command from then on waited in the outbox for good, never answered. Now a failed
+    start is a writer lost at once: what waits is answered `unavailable`, and a start is tried after the backoff."""
+    engine = team.gw.engine
+    spawn, failed = engine._spawn, []
+
+    def once() -> None:
+        if not failed:
+            failed.append(True)
+            raise OSError(24, "Too many open files")
+        spawn()
+
+    monkeypatch.setattr(engine, "_spawn", once)
+    old = engine._proc
+    os.kill(old.pid, signal.SIGKILL)
+    for _ in range(200):
+        if failed:
+            break
+        await asyncio.sleep(0.02)
+    assert failed, "a start was tried"
+    waiting = engine.submit("sync")
+    try:
+        await asyncio.wait_for(waiting, 10)  # answered: by the next writer, or as lost with the failed start
+    except Exception as e:
+        assert type(e).__name__ == "WriterGone", e
+    assert await asyncio.wait_for(engine.submit("sync"), 10) is None, "a writer runs again"
+    assert engine._proc is not old and engine._proc.is_alive()
