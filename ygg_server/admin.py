@@ -50,7 +50,10 @@ def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
 
 
 def workspace(conn: sqlite3.Connection, ref: str) -> str:
-    rows = conn.execute("SELECT id FROM workspaces WHERE id = ? OR name = ?", (ref, ref)).fetchall()
+    """A workspace by id, else by a name only one workspace has (a name is anyone's to choose: one that
+    spells another workspace's id never stands for it, nor in its way)."""
+    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?", (ref,)).fetchall() or \
+        conn.execute("SELECT id FROM workspaces WHERE name = ?", (ref,)).fetchall()
     if len(rows) != 1:
         raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else f"{ref!r} names several workspaces; use the id")
     return rows[0][0]

@@ -187,3 +187,18 @@ async def test_ids_that_do_not_exist_leave_nothing_behind(team):
         r = await alice.request("fund", workspace=ghost(), pool=True, amount=1)
         assert r["reason"] == "unknown_workspace"
     assert len(engine.directories) == before, "one cached directory per made-up workspace id"
+
+
+async def test_a_workspace_named_after_another_ones_id_does_not_get_in_its_owners_way(two):
+    """docs/protocol.md: "another workspace's ids get exactly this answer", and seed 003 §66: the owner keeps "deleting
+    the workspace". Workspace names are anyone's to choose: alice, who is not in bob's workspace but learned its id,
+    names one of hers after it. Bob's ops on his workspace by its id still reach it, and only it (a workspace was
+    looked up by id or name alike, so they were refused "names several workspaces" whatever bob did)."""
+    b = two.bobs
+    alice, bob = await two.person("alice"), await two.person("bob")
+    decoy = (await alice.call("create_workspace", name=b["ws"]))["id"]
+    r = await bob.request("set_restricted", workspace=b["ws"], restricted=True)
+    assert r["op"] == "set_restricted", r
+    r = await bob.request("delete_workspace", workspace=b["ws"])
+    assert (r["op"], r.get("id")) == ("delete_workspace", b["ws"]), r
+    assert decoy in [w["id"] for w in (await alice.call("list_workspaces"))["workspaces"]], "hers is untouched"
