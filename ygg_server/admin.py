@@ -98,6 +98,12 @@ def org_role(conn: sqlite3.Connection, org_id: str, pid: str) -> str | None:
 
 # --- mutations ---
 
+def _not_personal(conn: sqlite3.Connection, ws: str, detail: str) -> None:
+    """Seed 003 §65: a personal workspace is its person's alone, never deleted, left or shared."""
+    if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
+        raise AdminError("personal_workspace", detail)
+
+
 def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: bool, restricted: bool = False) -> list[str]:
     """A workspace, its General, its owner (and their agents), and the organization's members it is open to;
     returns [id, *agents the plan left out]."""
@@ -244,6 +250,25 @@ def leave_org(conn: sqlite3.Connection, org_ref: str, handle: str) -> dict:
     return {"id": pid, "org": oid, "left": left}
 
 
+def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
+    """A person leaves one workspace, as one leaves a channel: their membership goes (added directly or
+    there through the organization), with their agents' there (`reach.leave_workspace`). Never a personal
+    workspace (seed 003 §65: "Every person gets exactly one personal workspace": `personal_workspace`); its
+    last owner cannot leave it (`last_owner`)."""
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        pid = person(conn, handle)
+        role = role_in(conn, ws, pid)
+        if role is None:
+            raise AdminError("unknown_workspace", "that person is not in this workspace")
+        _not_personal(conn, ws, "a personal workspace is never left")
+        owners = conn.execute("SELECT count(*) FROM memberships WHERE workspace = ? AND role = 'owner'", (ws,)).fetchone()[0]
+        if role == Role.OWNER and owners <= 1:
+            raise AdminError("last_owner", "the workspace's last owner cannot leave it (delete it instead)")
+        reach.leave_workspace(conn, ws, pid)
+    return {"id": pid, "workspace": ws, "left": [ws]}
+
+
 # What a workspace holds, deleted with it (its messages' deliveries first, by message).
 WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "groups", "wallets", "ledger", "flags",
                     "rulebooks")
@@ -255,8 +280,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     open sockets lose it as on any revocation: nothing more of it is delivered, followed or accepted."""
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
-        if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
-            raise AdminError("personal_workspace", "a personal workspace can never be deleted")
+        _not_personal(conn, ws, "a personal workspace can never be deleted")
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
             db.unindex_workspace(conn, ws)
         conn.execute("DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE workspace = ?)", (ws,))
@@ -272,8 +296,7 @@ def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> d
     now = now_us()
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
-        if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
-            raise AdminError("personal_workspace", "a personal workspace is its person's alone")
+        _not_personal(conn, ws, "a personal workspace is its person's alone")
         conn.execute("UPDATE workspaces SET restricted = ? WHERE id = ?", (int(restricted), ws))
         if restricted:
             reach.close_workspace(conn, ws)

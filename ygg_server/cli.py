@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("leave-org", help="a person leaves an organization (not its last owner)")
     x.add_argument("org", help="an organization id, or its owner's handle")
     x.add_argument("handle")
+    x = asub.add_parser("leave-workspace", help="a person leaves one workspace (not a personal one, nor its last owner)")
+    x.add_argument("workspace")
+    x.add_argument("handle")
     x = asub.add_parser("delete-workspace", help="a workspace and all in it (never a personal one)")
     x.add_argument("workspace")
     x = asub.add_parser("set-permissions", help="an agent's permissions in a workspace (seed 002)")
@@ -147,6 +150,8 @@ def run_admin(args) -> int:
             out = admin.add_org_member(conn, args.org, args.handle, args.role)
         elif act == "leave-org":
             out = admin.leave_org(conn, args.org, args.handle)
+        elif act == "leave-workspace":
+            out = admin.leave_workspace(conn, args.workspace, args.handle)
         elif act == "delete-workspace":
             out = admin.delete_workspace(conn, args.workspace)
         elif act == "set-permissions":

@@ -47,10 +47,11 @@ def _add_through_org(conn: sqlite3.Connection, ws: str, pid: str, role: Role, no
     )
 
 
-def _leave(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
-    """`pid`, there through the organization only, no longer reaches `ws`; nor do its agents. False: it
-    stays (added to `ws` directly, or never there)."""
-    gone = conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ? AND direct = 0", (ws, pid))
+def _leave(conn: sqlite3.Connection, ws: str, pid: str, direct_too: bool = False) -> bool:
+    """`pid`, there through the organization only (or at all, `direct_too`), no longer reaches `ws`; nor do
+    its agents. False: it stays (added to `ws` directly, or never there)."""
+    gone = conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ?"
+                        + ("" if direct_too else " AND direct = 0"), (ws, pid))
     if gone.rowcount == 0:  # added to it directly (or never there): stays, with its agents
         return False
     conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant IN (SELECT id FROM agents WHERE owner = ?)",
@@ -103,6 +104,12 @@ def leave_org(conn: sqlite3.Connection, org: str, pid: str) -> list[str]:
     return [ws for (ws,) in conn.execute(
         "SELECT id FROM workspaces WHERE org = ? AND personal_of IS NULL ORDER BY created_at", (org,)).fetchall()
         if _leave(conn, ws, pid)]
+
+
+def leave_workspace(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
+    """`pid` left `ws` itself (as one leaves a channel): its membership goes, direct or through the
+    organization, with its agents' there."""
+    return _leave(conn, ws, pid, direct_too=True)
 
 
 def agents_in_org(conn: sqlite3.Connection, org: str) -> int:

@@ -92,6 +92,7 @@ CASES: list[tuple[str, dict]] = [
     ("add_org_member", {"org": "$org", "handle": "alice", "role": "admin"}),
     *[("set_restricted", {"workspace": w, "restricted": r}) for w in ("$ws", "$personal") for r in (True, False)],
     ("leave_org", {"org": "$org"}),
+    *[("leave_workspace", {"workspace": w}) for w in ("$ws", "$personal")],
     *[("delete_workspace", {"workspace": w}) for w in ("$ws", "$personal")],
     ("set_permissions", {"workspace": "$ws", "agent": "$agent", "send": False}),
     *[("set_permissions", {"workspace": A, "agent": x, "monitor": True})

@@ -94,6 +94,7 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     doomed = await cli(d, "add-workspace", "doomed", "--owner", "alice")
     assert (await cli(d, "delete-workspace", "doomed"))["id"] == doomed["id"]
     assert set((await cli(d, "leave-org", "alice", "carol"))["left"]) == {ws["id"], secret["id"]}  # her org admin rows
+    assert (await cli(d, "leave-workspace", "team", "bob"))["left"] == [ws["id"]]  # added directly: leaves all the same
 
     # errors: JSON too, exit code 1
     for args, code in (
@@ -111,6 +112,9 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         (("leave-org", "alice", "alice"), "last_owner"),
         (("leave-org", "alice", "carol"), "unknown_org"),
         (("delete-workspace", "alice (personal)"), "personal_workspace"),
+        (("leave-workspace", "alice (personal)", "alice"), "personal_workspace"),
+        (("leave-workspace", "team", "alice"), "last_owner"),
+        (("leave-workspace", "team", "bob"), "unknown_workspace"),
         (("delete-workspace", "doomed"), "unknown_workspace"),
         (("add-org", "Gamma", "--owner", "carol", "--plan", "free"), "free_org_limit"),
         (("add-workspace", "theirs", "--owner", "bob", "--org", "alice"), "forbidden"),

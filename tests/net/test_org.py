@@ -536,3 +536,45 @@ async def test_a_person_creates_and_joins_more_organizations(team):
     made_up = await carol.request("create_workspace", name="x", org="00000000-0000-4000-8000-000000000000")
     assert hidden["code"] == "not_found" and {**hidden, "ref": 0} == {**made_up, "ref": 0}
     assert (await carol.request("add_org_member", org=acme["id"], handle="carol"))["code"] == "not_found"
+
+
+async def test_a_person_leaves_one_workspace_as_one_leaves_a_channel(team):
+    """docs/protocol.md, `leave_workspace`: a person leaves one workspace (added directly or reached through the
+    organization), with their agents there; their other connections are told (`workspace_gone`), their agent's
+    queued deliveries there stop. Seed 003 §65: "Every person gets exactly one personal workspace" (never
+    left); §66: the owner's "own permanence" (the last owner cannot leave)."""
+    from tests.net.test_events import _event
+
+    scout = team.admin(admin.add_agent, "scout", "bob")  # follows bob into team
+    team.admin(admin.fund, "scout", 100)
+    alice, phone, laptop = await team.person("alice"), await team.person("bob"), await team.person("bob")
+    agent = await team.client(api_key=scout["api_key"], prefetch=1)
+    await phone.subscribe(team.ws)
+    first = await alice.send(workspace=team.ws, topic="new", title="Scout", to=["scout"], text="s0")
+    for i in (1, 2):
+        assert (await alice.send(workspace=team.ws, topic=first["message"]["topic"], to=["scout"], text=f"s{i}"))["op"] == "sent"
+    held = await agent.next_delivery(timeout=5)
+    home = [w["id"] for w in (await laptop.call("list_workspaces"))["workspaces"] if w["personal"]][0]
+    assert (await laptop.request("leave_workspace", workspace=home))["code"] == "personal_workspace"
+    assert (await alice.request("leave_workspace", workspace=team.ws))["code"] == "last_owner"
+    made_up = await laptop.request("leave_workspace", workspace="00000000-0000-4000-8000-000000000000")
+    assert made_up["code"] == "not_found"
+
+    out = await laptop.call("leave_workspace", workspace=team.ws)
+    assert out["workspace"] == team.ws and out["left"] == [team.ws]
+    assert (await _event(phone, "workspace_gone", timeout=3))["workspace"] == team.ws
+    await agent.ack([held["id"]])
+    await no_delivery(agent, timeout=0.5)  # s1 and s2 were queued for scout in team: held back
+    assert "team" not in await workspaces_of(laptop)
+    assert (await laptop.request("history", workspace=team.ws))["code"] == "not_found"
+    assert (await laptop.request("leave_workspace", workspace=team.ws))["code"] == "not_found", "no longer in it"
+    for to in ("@bob", "scout"):
+        r = await alice.send(workspace=team.ws, topic=first["message"]["topic"], to=[to], text="still there?")
+        assert r["op"] == "refused" and r["reason"] == "unknown_recipient", (to, r)
+
+    org = (await alice.call("list_orgs"))["orgs"][0]["id"]
+    await alice.call("add_org_member", org=org, handle="bob")  # joining the organization opens team to him again
+    ops = (await alice.call("create_workspace", name="ops"))["id"]  # and ops, through the organization
+    assert set(await workspaces_of(laptop)) >= {"team", "ops"}
+    assert (await laptop.call("leave_workspace", workspace=ops))["left"] == [ops]
+    assert "ops" not in await workspaces_of(laptop) and "team" in await workspaces_of(laptop)

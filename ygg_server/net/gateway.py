@@ -654,13 +654,22 @@ class Gateway:
 
     async def _op_leave_org(self, conn: Conn, ref, frame) -> dict:
         """A person leaves an organization they are in (not its last owner: `last_owner`)."""
+        return await self._leave(conn, ref, frame, "org", admin.org_role, admin.leave_org)
+
+    async def _op_leave_workspace(self, conn: Conn, ref, frame) -> dict:
+        """A person leaves one workspace, as one leaves a channel (not a personal one, nor as its last owner)."""
+        return await self._leave(conn, ref, frame, "workspace", admin.role_in, admin.leave_workspace)
+
+    async def _leave(self, conn: Conn, ref, frame, field: str, role_of: Callable, leave: Callable) -> dict:
+        """The connection's person leaves the organization or workspace `frame[field]` (`not_found` if not in it);
+        their other connections lose what went as on any revocation (`workspace_gone`, `_refresh_access`)."""
         self._person_only(conn)
-        org = frame.get("org")
-        if not isinstance(org, str):
-            return protocol.error(ref, "bad_frame", "leave_org needs org")
-        await self._my_role(admin.org_role, org, conn)
-        out = await self.manage(admin.leave_org, org, conn.participant)
-        return {"op": "leave_org", "ref": ref, **out}
+        where, op = frame.get(field), frame["op"]
+        if not isinstance(where, str):
+            return protocol.error(ref, "bad_frame", f"{op} needs {field}")
+        await self._my_role(role_of, where, conn)
+        out = await self.manage(leave, where, conn.participant)
+        return {"op": op, "ref": ref, **out}
 
     async def _op_delete_workspace(self, conn: Conn, ref, frame) -> dict:
         """Seed 003 §66: the owner keeps "deleting the workspace"; §65: a personal one never is."""
