@@ -13,6 +13,7 @@ import msgspec
 
 from . import admin
 from .core import Directory, Kind, Unresolved
+from .queries import id_list
 from .store import sqlite as db
 
 FLAGS = ("send", "receive", "monitor")
@@ -66,4 +67,4 @@ def current(conn: sqlite3.Connection, ws: str, aid: str) -> dict:
         "SELECT send, receive, monitor, can_message, takes_from FROM memberships WHERE workspace = ? AND participant = ?",
         (ws, aid)).fetchone()
     return {"send": bool(send), "receive": bool(receive), "monitor": bool(monitor),
-            "can_message": msgspec.json.decode(can) if can else [], "takes_from": msgspec.json.decode(takes) if takes else []}
+            "can_message": id_list(can), "takes_from": id_list(takes)}

@@ -185,19 +185,26 @@ def list_workspaces(conn, pid: str, f: dict) -> dict:
     ]}
 
 
+def id_list(raw: str | None) -> list[str]:
+    """A membership's can_message or takes_from column: the ids it names (empty: anyone, seed 002)."""
+    return msgspec.json.decode(raw) if raw else []
+
+
 def list_members(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _member(conn, ws, pid)
     rows = conn.execute(
-        """SELECT m.participant, m.role, m.send, m.receive, m.monitor, p.handle, a.name, o.handle
+        """SELECT m.participant, m.role, m.send, m.receive, m.monitor, p.handle, a.name, o.handle, m.can_message,
+                  m.takes_from
            FROM memberships m LEFT JOIN people p ON p.id = m.participant
            LEFT JOIN agents a ON a.id = m.participant LEFT JOIN people o ON o.id = a.owner
            WHERE m.workspace = ? AND (a.id IS NULL OR a.revoked = 0)""", (ws,)
     ).fetchall()
     return {"members": [
         {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh, "role": r,
-         "send": bool(s), "receive": bool(rc), "monitor": bool(mo)}
-        for i, r, s, rc, mo, h, n, oh in rows
+         "send": bool(s), "receive": bool(rc), "monitor": bool(mo),
+         "can_message": id_list(cm), "takes_from": id_list(tf)}
+        for i, r, s, rc, mo, h, n, oh, cm, tf in rows
     ]}
 
 

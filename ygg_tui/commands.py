@@ -1,12 +1,33 @@
 """The command palette (ctrl+p): open any conversation, start a topic or a direct conversation,
-fund, search, the operator view, the needs_human queue, delete a workspace, leave an organization,
-themes, help."""
+fund, search, the operator view, the needs_human queue, themes, help; and managing (seed 002): new
+organizations and workspaces, inviting people, restricting, agents' permissions, leaving, deleting."""
 
 from __future__ import annotations
 
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+def _managing(store, main, w) -> list[tuple[str, object, str]]:
+    """What this person may manage in workspace `w`, as their role allows (seed 002; seed 003 §65-66)."""
+    out: list[tuple[str, object, str]] = []
+    if w.manages:
+        out.append((f"Add a person to {w.name}", partial(main.add_member, w.id), "by handle, with a role"))
+        out.append((f"Lift the restriction on {w.name}", partial(main.set_restricted, w.id, False),
+                    "open it to every member of its organization") if w.restricted else
+                   (f"Restrict workspace {w.name}", partial(main.set_restricted, w.id, True),
+                    "only the organization's owner and admins and people added to it"))
+    for m in w.members.values():
+        if m["kind"] == "agent" and w.can_fund(m["id"], store.my_id):
+            out.append((f"Permissions of {store.name(m['id'])} in {w.name}", partial(main.set_permissions, w.id, m["id"]),
+                        "send, receive, monitor, whom it messages and hears from"))
+    if w.can_leave:
+        out.append((f"Leave workspace {w.name}", partial(main.leave_workspace, w.id), "you and your agents leave it"))
+    if w.role == "owner" and not w.personal:
+        out.append((f"Delete workspace {w.name}", partial(main.delete_workspace, w.id),
+                    "its owner only; everything in it goes"))
+    return out
 
 
 class YggCommands(Provider):
@@ -28,9 +49,10 @@ class YggCommands(Provider):
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
-            if w.role == "owner" and not w.personal:
-                out.append((f"Delete workspace {w.name}", partial(main.delete_workspace, w.id),
-                            "its owner only; everything in it goes"))
+            out += _managing(store, main, w)
+        for org in sorted(store.orgs_run(), key=lambda o: store.org_names.get(o, o)):
+            out.append((f"Invite a person to the organization {store.org_names.get(org, '')}",
+                        partial(main.add_org_member, org), "they reach its workspaces that are not restricted"))
         for org, names in store.orgs_to_leave().items():
             name = store.org_names.get(org, "")
             out.append((f"Leave the organization {name} ({', '.join(names)})".replace("  ", " "),
@@ -39,6 +61,8 @@ class YggCommands(Provider):
             out.append((f"Needs a person: {t.get('title') or '(untitled)'}",
                         partial(main.open_conversation, t["conversation"], t["id"]), "answer to resume it"))
         out += [
+            ("New workspace", main.create_workspace, "in your organization, or one you run; restricted or open"),
+            ("New organization", main.create_org, "you own it (Free plan)"),
             ("New topic in this conversation", main.action_new_topic, "asks for a title"),
             ("Next unread topic", main.action_next_unread, "n"),
             ("Next topic waiting on a person", main.action_next_needs_human, "h"),

@@ -49,7 +49,7 @@ class Session:
         try:
             orgs = (await self.call("list_orgs"))["orgs"]
             self.store.org_names = {o["id"]: o["name"] for o in orgs}
-            self.store.orgs_owned = {o["id"] for o in orgs if o.get("role") == "owner"}
+            self.store.org_roles = {o["id"]: o["role"] for o in orgs}
         except Refused:  # a server without list_orgs: organizations go by their workspaces' names
             pass
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
@@ -80,6 +80,10 @@ class Session:
         s.set_topics(topics["topics"])
         s.set_balances(ws, balances)
         s.set_presence(ws, presence["online"])
+
+    async def reload_members(self, ws: str) -> None:
+        """After a management op: who is in the workspace now, with roles and permissions."""
+        self.store.set_members(ws, (await self.call("list_members", workspace=ws))["members"])
 
     async def reload_conversations(self, ws: str) -> None:
         convs = await self.call("list_conversations", workspace=ws)

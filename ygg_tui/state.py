@@ -84,13 +84,25 @@ class Workspace:
     balances: dict[str, int | None] = field(default_factory=dict)
     presence: dict[str, bool] = field(default_factory=dict)
     monitor: bool = False
+    restricted: bool = False
 
     @property
     def can_fund_pool(self) -> bool:
         return self.role in ("owner", "admin")
 
+    @property
+    def manages(self) -> bool:
+        """Owners and admins invite people and restrict it (seed 003 §66); a personal one is its person's alone."""
+        return self.role in ("owner", "admin") and not self.personal
+
+    @property
+    def can_leave(self) -> bool:
+        """Never a personal workspace (seed 003 §65), nor as its last owner (`last_owner`)."""
+        owners = sum(m.get("role") == "owner" for m in self.members.values())
+        return not self.personal and (self.role != "owner" or owners > 1)
+
     def can_fund(self, agent: str, me: str) -> bool:
-        """Seed 000/002: owners and admins fund any agent; a member funds their own agents."""
+        """Seed 000/002: owners and admins fund any agent, and set its permissions; a member, their own agents."""
         if self.role in ("owner", "admin"):
             return True
         m = self.members.get(agent)
@@ -134,7 +146,7 @@ class Store:
         self.me: dict = {}
         self.workspaces: dict[str, Workspace] = {}
         self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
-        self.orgs_owned: set[str] = set()  # organizations this person owns (list_orgs): never left
+        self.org_roles: dict[str, str] = {}  # organization id -> this person's role there (list_orgs)
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
         self.kinds: dict[str, str] = {SYSTEM: "system"}
         self.topics: dict[str, dict] = {}
@@ -212,7 +224,7 @@ class Store:
         if w is None:
             w = self.workspaces[row["id"]] = Workspace(row["id"], row["name"])
         w.name, w.role, w.personal = row["name"], row.get("role", "member"), bool(row.get("personal"))
-        w.org = row.get("org")
+        w.org, w.restricted = row.get("org"), bool(row.get("restricted"))
         w.monitor = w.role in ("owner", "admin")
         return w
 
@@ -232,10 +244,14 @@ class Store:
                 self.unread_by_conv[conv] -= 1
                 self.unread_by_thread[key] -= 1
 
+    def orgs_run(self, owner_only: bool = False) -> set[str]:
+        """The organizations this person owns (never left: `last_owner`), or owns or is an admin of (invites to)."""
+        return {o for o, r in self.org_roles.items() if r == "owner" or (r == "admin" and not owner_only)}
+
     def orgs_to_leave(self) -> dict[str, list[str]]:
         """The organizations one could leave, with the names of their workspaces one reaches: all but those
         one owns (its owner never leaves: `last_owner`), the one of one's personal workspace among them."""
-        own = {w.org for w in self.workspaces.values() if w.personal} | self.orgs_owned
+        own = {w.org for w in self.workspaces.values() if w.personal} | self.orgs_run(owner_only=True)
         out: dict[str, list[str]] = {}
         for w in self.workspaces.values():
             if w.org and w.org not in own:

@@ -18,6 +18,15 @@ REFUSALS: dict[str, str] = {
     "last_participant": "A conversation keeps at least one participant besides you.",
     "bad_handoff": "A handoff is a request to exactly one agent.",
     "no_eligible_agent": "No agent in this workspace declares that capability, so nobody can take it.",
+    # management (docs/protocol.md, "Management")
+    "last_owner": "You are its last owner: it cannot be left (a workspace can be deleted instead).",
+    "personal_workspace": "Your personal workspace is yours alone: never left, deleted, shared or restricted.",
+    "free_org_limit": "Everyone owns one Free organization; more need a Team plan, set by the operator.",
+    "name_taken": "That name is taken here; pick another.",
+    "unknown_person": "Nobody has that handle.",
+    "owner_permanent": "An owner stays the owner: that role never changes.",
+    "unknown_member": "Permissions are an agent's: name agents, @handles or groups of this workspace.",
+    "bad_role": "That role cannot be given there.",
     # transport-level answers
     "unauthenticated": "You are not signed in (or your session expired).",
     "not_found": "That does not exist, or you cannot see it.",

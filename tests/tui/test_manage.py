@@ -11,14 +11,15 @@ from ygg_tui.screens.dialogs import ConfirmScreen
 from .conftest import SIZE, ready, wait_for
 
 
-async def _palette(pilot, words: str) -> None:
+async def _palette(pilot, words: str, asks=ConfirmScreen) -> None:
+    """Run the palette action `words` finds first; wait for the question it asks (a confirmation, a form)."""
     app = pilot.app
     await pilot.press("ctrl+p")
     await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
     await pilot.press(*words)
     await pilot.pause(0.3)
     await pilot.press("down", "enter")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+    await wait_for(pilot, lambda: isinstance(app.screen, asks), what=asks.__name__)
 
 
 async def test_the_owner_deletes_a_workspace_from_the_palette(team):
@@ -54,7 +55,7 @@ async def test_a_member_leaves_an_organization_from_the_palette(team):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert ops in app.store.workspaces
-        titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave")]
+        titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave the organization")]
         assert titles == ["Leave the organization alice's organization (team, ops)"], titles
         await _palette(pilot, "leave the organization")
         await pilot.press("y")
@@ -88,7 +89,7 @@ async def test_the_palette_never_offers_to_leave_an_organization_one_owns(team):
         app = team.app(who)
         async with app.run_test(size=SIZE) as pilot:
             await ready(pilot)
-            titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave")]
+            titles = [t for t, _, _ in YggCommands(app.screen)._commands() if t.startswith("Leave the organization")]
             assert any("second" in t for t in titles) is offered, (who, titles)
 
 

@@ -1,14 +1,16 @@
-"""Small modal questions: a new topic's title, funding an agent or the pool, and a yes or no."""
+"""Small modal questions: a new topic's title, funding an agent or the pool, a yes or no, and a small form."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 
 class TitlePrompt(ModalScreen[str | None]):
@@ -117,3 +119,71 @@ class ConfirmScreen(ModalScreen[bool]):
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+@dataclass
+class Field:
+    """One line of a `FormScreen`: a text input, a choice (`choices`: (label, value)) or a toggle (a bool `value`)."""
+
+    key: str
+    label: str
+    value: str | bool = ""
+    choices: list[tuple[str, str]] | None = None
+    placeholder: str = ""
+    required: bool = False
+
+
+class FormScreen(ModalScreen[dict | None]):
+    """A management form (a name, a handle and a role, an agent's permissions): answers {key: value}, or None.
+
+    ⏎ in a text field or the submit button answers; a required field left empty is said so, not sent."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, fields: list[Field], submit: str, why: str = ""):
+        super().__init__()
+        self.title_text, self.fields, self.submit, self.why = title, fields, submit, why
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog form"):
+            yield Label(self.title_text, classes="dialog-title")
+            if self.why:
+                yield Static(Text(self.why, style="yellow"), classes="dialog-why")
+            for f in self.fields:
+                if isinstance(f.value, bool):
+                    yield Checkbox(f.label, f.value, id=f"f-{f.key}")
+                    continue
+                yield Label(f.label)
+                if f.choices is not None:
+                    yield Select(f.choices, value=f.value or f.choices[0][1], allow_blank=False, id=f"f-{f.key}")
+                else:
+                    yield Input(value=f.value, placeholder=f.placeholder, id=f"f-{f.key}")
+            yield Static("", id="form-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.submit, variant="primary", id="submit")
+                yield Button("Cancel", id="cancel")
+            yield Static("tab next · space toggles · ⏎ in a text field submits · esc", classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        self.query_one(f"#f-{self.fields[0].key}").focus()
+
+    def values(self) -> dict:
+        out = {}
+        for f in self.fields:
+            w = self.query_one(f"#f-{f.key}")
+            out[f.key] = w.value.strip() if isinstance(w, Input) else w.value
+        return out
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#submit")
+    def _answer(self) -> None:
+        got = self.values()
+        empty = [f.label for f in self.fields if f.required and not got[f.key]]
+        if empty:
+            self.query_one("#form-error", Static).update(Text(f"{empty[0]}: needed.", style="red"))
+            return
+        self.dismiss(got)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

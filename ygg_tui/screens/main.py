@@ -22,12 +22,13 @@ from ..widgets.participants import ParticipantsPanel
 from ..widgets.sidebar import Sidebar
 from ..widgets.topics import NEW, TopicList
 from ..words import assignment_text, refusal_sentence, topic_status
-from .dialogs import ConfirmScreen, FundScreen, TitlePrompt
+from .dialogs import FundScreen, TitlePrompt
 from .help import HelpScreen
+from .manage import ManageActions
 from .search import SearchScreen
 
 
-class MainScreen(Screen):
+class MainScreen(ManageActions, Screen):
     BINDINGS = [
         bind("ygg.next_unread", "next_unread"),
         bind("ygg.next_needs_human", "next_needs_human", "Needs person"),
@@ -423,44 +424,6 @@ class MainScreen(Screen):
         self.messages.set_messages(th.messages, key=th.key, more=th.more)
         self.messages.select_id(m["id"])
         self.messages.focus()
-
-    @work(group="manage", exit_on_error=False)
-    async def delete_workspace(self, ws: str) -> None:
-        """Seed 003 §66: the owner keeps "deleting the workspace" (never a personal one, §65)."""
-        w = self.store.workspaces.get(ws)
-        if w is None:
-            return
-        sure = await self.app.push_screen_wait(ConfirmScreen(
-            f"Delete the workspace {w.name}?", "Everything in it goes, for everyone: conversations, topics, "
-            "messages and credits. This cannot be undone.", "Delete"))
-        if sure:
-            await self._manage("delete_workspace", [ws], f"Deleted the workspace {w.name}.", workspace=ws)
-
-    @work(group="manage", exit_on_error=False)
-    async def leave_org(self, org: str) -> None:
-        """Leave an organization: its workspaces one reached through it go (one was added to directly stays)."""
-        names = self.store.orgs_to_leave().get(org, [])
-        sure = await self.app.push_screen_wait(ConfirmScreen(
-            f"Leave the organization {self.store.org_names.get(org) or ''}?".replace(" ?", "?"),
-            f"You and your agents leave its workspaces ({', '.join(names)}), "
-            "except those you were added to directly.", "Leave"))
-        if sure:
-            await self._manage("leave_org", None, "Left the organization.", org=org)
-
-    async def _manage(self, op: str, gone: list[str] | None, done: str, **fields) -> None:
-        """Run a management op that takes workspaces away (`gone`, else the answer's `left`), and forget them."""
-        try:
-            reply = await self.app.session.call(op, **fields)
-        except Refused as e:
-            self.notify(f"{refusal_sentence(e.reason)} {e.frame.get('detail', '')}", severity="error", title=f"refused: {e.reason}")
-            return
-        gone = gone if gone is not None else reply.get("left", [])
-        self.store.forget_workspaces(gone)
-        self.notify(done)
-        if self.workspace in gone:
-            self.workspace = self.conversation = self.topic = self.key = None
-            self._open_default()
-        self.refresh_all()
 
     def action_fund(self) -> None:
         self.fund()

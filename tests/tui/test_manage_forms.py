@@ -1,0 +1,138 @@
+"""Managing from the TUI's command palette (seed 002; seed 003 §65-66): new organizations and workspaces,
+adding people, restricting, an agent's permissions and leaving a workspace, each through a small form or a
+yes/no, against the real server; refusals said in words."""
+
+from textual.widgets import Checkbox, Input, Select
+
+from ygg_server import admin, permissions
+
+from ygg_tui.commands import YggCommands
+from ygg_tui.screens.dialogs import FormScreen
+
+from .conftest import PW, SIZE, ready, wait_for
+from .test_manage import _palette
+
+
+def titles(app) -> list[str]:
+    return [t for t, _, _ in YggCommands(app.screen)._commands()]
+
+
+async def fill(pilot, **values) -> None:
+    """Set the open form's fields (text typed, choices picked, toggles pressed), then ⏎ in its first text field."""
+    form = pilot.app.screen
+    assert isinstance(form, FormScreen)
+    first = None
+    for key, value in values.items():
+        w = form.query_one(f"#f-{key}")
+        if isinstance(w, Input):
+            w.focus()
+            w.value = ""
+            await pilot.press(*value)
+            first = first or w
+        elif isinstance(w, Select):
+            w.value = value
+        elif isinstance(w, Checkbox) and w.value != value:
+            w.focus()
+            await pilot.press("space")
+    first.focus()
+    await pilot.press("enter")
+
+
+def told(app, words: str) -> bool:
+    return any(words in str(n.message) for n in app._notifications)
+
+
+async def test_a_person_creates_an_organization_and_a_restricted_workspace_in_it(team):
+    """Seed 002: "Everyone gets their own organization on first sign-in and can create or join more"; "A
+    restricted workspace is open only to the organization's admins and the people added to it directly"."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await _palette(pilot, "new organization", FormScreen)
+        await fill(pilot, name="acme")
+        acme = await wait_for(pilot, lambda: next((o for o, n in app.store.org_names.items() if n == "acme"), None),
+                              what="acme known")
+        assert app.store.org_roles[acme] == "owner"
+        await _palette(pilot, "new workspace", FormScreen)
+        await fill(pilot, name="lab", org=acme, restricted=True)
+        lab = await wait_for(pilot, lambda: next((w.id for w in app.store.workspaces.values() if w.name == "lab"), None),
+                             what="lab in the sidebar")
+        await wait_for(pilot, lambda: main.workspace == lab, what="lab open")
+        assert "Lift the restriction on lab" in titles(app)
+        await _palette(pilot, "new organization", FormScreen)  # acme is her one Free organization
+        await fill(pilot, name="beta")
+        await wait_for(pilot, lambda: told(app, "Everyone owns one Free organization"), what="the refusal in words")
+    alice = await team.person("alice")
+    row = next(w for w in (await alice.call("list_workspaces"))["workspaces"] if w["name"] == "lab")
+    assert row["org"] == acme and row["restricted"] is True
+    assert [o["name"] for o in (await alice.call("list_orgs"))["orgs"]].count("beta") == 0
+
+
+async def test_the_owner_adds_people_and_invites_to_the_organization(team):
+    """Seed 003 §66: owners and admins invite; "The owner keeps only three things: changing roles, deleting the
+    workspace, and its own permanence". Seed 002: invite people from Organizations."""
+    team.server.admin(admin.add_person, "dave", PW)
+    team.server.admin(admin.add_person, "erin", PW)
+    ops = team.server.admin(admin.add_workspace, "ops", "alice")["id"]
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "add a person to team", FormScreen)
+        await fill(pilot, handle="dave", role="admin")
+        await wait_for(pilot, lambda: any(m.get("handle") == "dave" and m["role"] == "admin"
+                                          for m in app.store.workspaces[team.ws].members.values()), what="dave an admin")
+        await _palette(pilot, "add a person to team", FormScreen)
+        await fill(pilot, handle="zed")
+        await wait_for(pilot, lambda: told(app, "Nobody has that handle."), what="the refusal in words")
+        await _palette(pilot, "invite a person to the organization", FormScreen)
+        await fill(pilot, handle="erin")
+        await wait_for(pilot, lambda: told(app, "@erin is now member"), what="erin invited")
+    erin = await team.person("erin")
+    assert ops in {w["id"] for w in (await erin.call("list_workspaces"))["workspaces"]}, "the organization opens ops"
+    bob_app = team.app("bob")  # a member: neither adds people, nor restricts, nor invites to alice's organization
+    async with bob_app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        mine = titles(bob_app)
+        assert not [t for t in mine if t.startswith(("Add a person", "Restrict", "Invite a person to the organization alice"))], mine
+
+
+async def test_an_admin_restricts_a_workspace_and_sets_an_agents_permissions(team):
+    """Seed 002: per-membership permissions "send, receive, can message, takes messages from, monitor", and
+    "Admins manage everything in it; members add and change only their own agents"."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "restrict workspace team")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.store.workspaces[team.ws].restricted, what="team restricted")
+        await _palette(pilot, "permissions of researcher in team", FormScreen)
+        await fill(pilot, takes_from="@alice", receive=False, monitor=True)
+        await wait_for(pilot, lambda: told(app, "Saved the permissions of researcher"), what="saved")
+    got = permissions.current(team.server.conn, team.ws, team.ids["researcher"])
+    assert (got["receive"], got["monitor"], got["send"]) == (False, True, True)
+    assert got["takes_from"] == [team.alice] and got["can_message"] == []
+    assert team.server.conn.execute("SELECT restricted FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0] == 1
+    for who in ("bob", "carol"):  # a member and a viewer: alice's agents are not theirs to change
+        other = team.app(who)
+        async with other.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            assert not [t for t in titles(other) if t.startswith("Permissions of")], who
+
+
+async def test_a_member_leaves_a_workspace_from_the_palette(team):
+    """docs/protocol.md, `leave_workspace`: a person leaves one workspace as one leaves a channel; never a
+    personal one (seed 003 §65), nor as its last owner (seed 003 §66: the owner's "own permanence")."""
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert [t for t in titles(app) if t.startswith("Leave workspace")] == ["Leave workspace team"]
+        await _palette(pilot, "leave workspace team")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: team.ws not in app.store.workspaces, what="team gone")
+        assert told(app, "Left the workspace team.")
+    bob = await team.person("bob")
+    assert team.ws not in {w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]}
+    owner = team.app()
+    async with owner.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert not [t for t in titles(owner) if t.startswith("Leave workspace")], "the last owner stays"

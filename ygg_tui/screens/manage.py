@@ -1,0 +1,187 @@
+"""What a person manages from the command palette (seed 002; seed 003 §65-66): organizations, workspaces,
+who is in them, agents' permissions, leaving and deleting. Each asks with a small form, or a yes or no
+where it cannot be undone, and says a refusal in words (its reason and the server's detail)."""
+
+from __future__ import annotations
+
+from textual import work
+
+from ygg_server.client import Refused
+
+from ..words import refusal_sentence
+from .dialogs import ConfirmScreen, Field, FormScreen
+
+FLAGS = {"send": "Send: may write in this workspace", "receive": "Receive: gets messages here",
+         "monitor": "Monitor: sees the whole workspace live"}
+LISTS = {"can_message": "Can message (empty: anyone)", "takes_from": "Takes messages from (empty: anyone)"}
+WHO = "e.g. reviewer, scout@bob, @bob, group:ops"
+
+
+def handle(raw: str) -> str:
+    return "@" + raw.strip().removeprefix("@")
+
+
+class ManageActions:
+    """Mixed into the main screen: the palette's management actions (`ygg_tui/commands.py`)."""
+
+    async def _ask(self, op: str, **fields) -> dict | None:
+        """The op's answer, or None after saying why it was refused."""
+        try:
+            return await self.app.session.call(op, **fields)
+        except Refused as e:
+            self.notify(f"{refusal_sentence(e.reason)} {e.frame.get('detail', '')}".strip(), severity="error",
+                        title=f"refused: {e.reason}")
+            return None
+
+    async def _form(self, title: str, fields: list[Field], submit: str, why: str = "") -> dict | None:
+        return await self.app.push_screen_wait(FormScreen(title, fields, submit, why))
+
+    async def _sure(self, title: str, why: str, yes: str) -> bool:
+        return await self.app.push_screen_wait(ConfirmScreen(title, why, yes))
+
+    async def _members_changed(self, workspaces) -> None:
+        for ws in workspaces:
+            await self.app.session.reload_members(ws)
+        self.refresh_all()
+
+    # --- organizations ---
+
+    @work(group="manage", exit_on_error=False)
+    async def create_org(self) -> None:
+        """Seed 002: everyone "can create or join more" organizations."""
+        got = await self._form("New organization", [Field("name", "Name", placeholder="e.g. Acme", required=True)],
+                               "Create", "You own it. It is on the Free plan: one Free organization per person.")
+        reply = got and await self._ask("create_org", name=got["name"])
+        if reply:
+            self.store.org_names[reply["id"]], self.store.org_roles[reply["id"]] = reply["name"], "owner"
+            self.notify(f"Created the organization {reply['name']}: add workspaces with New workspace.")
+
+    @work(group="manage", exit_on_error=False)
+    async def add_org_member(self, org: str) -> None:
+        """Seed 002: invite people from Organizations; admins invite members, its owner makes admins."""
+        s = self.store
+        roles = ["member", "admin"] if s.org_roles.get(org) == "owner" else ["member"]
+        got = await self._form(f"Invite a person to {s.org_names.get(org, 'the organization')}",
+                               [Field("handle", "Handle", placeholder="@bob", required=True),
+                                Field("role", "Role", "member", choices=[(r, r) for r in roles])],
+                               "Invite", "They reach its workspaces that are not restricted (an admin, all of them).")
+        reply = got and await self._ask("add_org_member", org=org, handle=handle(got["handle"]), role=got["role"])
+        if reply:
+            self.notify(f"{handle(got['handle'])} is now {reply['role']} in {s.org_names.get(org, 'the organization')}.")
+            await self._members_changed([w.id for w in s.workspaces.values() if w.org == org])
+
+    @work(group="manage", exit_on_error=False)
+    async def leave_org(self, org: str) -> None:
+        """Leave an organization: its workspaces one reached through it go (one was added to directly stays)."""
+        names = self.store.orgs_to_leave().get(org, [])
+        if await self._sure(f"Leave the organization {self.store.org_names.get(org) or ''}?".replace(" ?", "?"),
+                            f"You and your agents leave its workspaces ({', '.join(names)}), "
+                            "except those you were added to directly.", "Leave"):
+            await self._manage("leave_org", None, "Left the organization.", org=org)
+
+    # --- workspaces ---
+
+    @work(group="manage", exit_on_error=False)
+    async def create_workspace(self) -> None:
+        """A workspace in one's own organization, or in one whose owner or admin one is."""
+        s = self.store
+        fields = [Field("name", "Name", placeholder="e.g. design", required=True)]
+        orgs = [(s.org_names.get(o, o), o) for o in sorted(s.orgs_run(), key=lambda o: s.org_names.get(o, o))]
+        if orgs:
+            own = next((w.org for w in s.workspaces.values() if w.personal), None)  # one's first organization
+            fields.append(Field("org", "Organization", own if own in s.orgs_run() else orgs[0][1], choices=orgs))
+        fields.append(Field("restricted", "Restricted: not open to the whole organization", False))
+        got = await self._form("New workspace", fields, "Create")
+        reply = got and await self._ask("create_workspace", **got)
+        if reply:
+            await self.app.session.add_workspace(reply["id"])
+            self.refresh_all()
+            self._open_default(reply["id"])
+            self.notify(f"Created the workspace {reply['name']}.")
+
+    @work(group="manage", exit_on_error=False)
+    async def add_member(self, ws: str) -> None:
+        """Seed 003 §66: owners and admins invite members and viewers; only the owner gives admin or owner."""
+        w = self.store.workspaces[ws]
+        roles = ["member", "viewer"] + (["admin", "owner"] if w.role == "owner" else [])
+        got = await self._form(f"Add a person to {w.name}",
+                               [Field("handle", "Handle", placeholder="@bob", required=True),
+                                Field("role", "Role", "member", choices=[(r, r) for r in roles])], "Add")
+        reply = got and await self._ask("add_member", workspace=ws, handle=handle(got["handle"]), role=got["role"])
+        if reply:
+            self.notify(f"{handle(got['handle'])} is now {reply['role']} in {w.name}.")
+            await self._members_changed([ws])
+
+    @work(group="manage", exit_on_error=False)
+    async def set_restricted(self, ws: str, restricted: bool) -> None:
+        """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to
+        it directly, not to every member"."""
+        w = self.store.workspaces[ws]
+        if restricted:
+            sure = await self._sure(f"Restrict the workspace {w.name}?", "Only the organization's owner and admins "
+                                    "and the people added to it directly keep it; the others lose it, with their "
+                                    "agents.", "Restrict")
+        else:
+            sure = await self._sure(f"Lift the restriction on {w.name}?", "Every member of its organization reaches "
+                                    "it, with their agents.", "Lift")
+        reply = sure and await self._ask("set_restricted", workspace=ws, restricted=restricted)
+        if reply:
+            w.restricted = reply["restricted"]
+            self.notify(f"{w.name} is {'restricted' if w.restricted else 'open to its organization'}.")
+            await self._members_changed([ws])
+
+    @work(group="manage", exit_on_error=False)
+    async def set_permissions(self, ws: str, agent: str) -> None:
+        """Seed 002's per-membership permissions of an agent; "Monitor: set by a workspace admin"."""
+        s, w = self.store, self.store.workspaces[ws]
+        m = w.members[agent]
+        keys = [k for k in FLAGS if k != "monitor" or w.role in ("owner", "admin")]
+        fields = [Field(k, FLAGS[k], bool(m.get(k))) for k in keys]
+        fields += [Field(k, label, ", ".join(self._ref(w, p) for p in m.get(k, ())), placeholder=WHO)
+                   for k, label in LISTS.items()]
+        got = await self._form(f"Permissions of {s.name(agent)} in {w.name}", fields, "Save")
+        if not got:
+            return
+        changes = {**{k: got[k] for k in keys}, **{k: [r.strip() for r in got[k].split(",") if r.strip()] for k in LISTS}}
+        reply = await self._ask("set_permissions", workspace=ws, agent=agent, **changes)
+        if reply:
+            m.update({k: reply[k] for k in (*FLAGS, *LISTS)})
+            self.notify(f"Saved the permissions of {s.name(agent)} in {w.name}.")
+
+    def _ref(self, w, pid: str) -> str:
+        """How a participant is written in a permission list: @handle, or name@owner (unambiguous)."""
+        m = w.members.get(pid) or {}
+        if m.get("kind") == "human":
+            return f"@{m['handle']}"
+        return f"{m['name']}@{m['person']}" if m.get("person") else m.get("name") or pid
+
+    @work(group="manage", exit_on_error=False)
+    async def leave_workspace(self, ws: str) -> None:
+        """Leave one workspace, as one leaves a channel; someone who runs it can add you again."""
+        w = self.store.workspaces.get(ws)
+        if w is not None and await self._sure(
+                f"Leave the workspace {w.name}?", "You and your agents leave it: its conversations go from your "
+                "list and nothing more of it reaches you, until someone adds you again.", "Leave"):
+            await self._manage("leave_workspace", [ws], f"Left the workspace {w.name}.", workspace=ws)
+
+    @work(group="manage", exit_on_error=False)
+    async def delete_workspace(self, ws: str) -> None:
+        """Seed 003 §66: the owner keeps "deleting the workspace" (never a personal one, §65)."""
+        w = self.store.workspaces.get(ws)
+        if w is not None and await self._sure(
+                f"Delete the workspace {w.name}?", "Everything in it goes, for everyone: conversations, topics, "
+                "messages and credits. This cannot be undone.", "Delete"):
+            await self._manage("delete_workspace", [ws], f"Deleted the workspace {w.name}.", workspace=ws)
+
+    async def _manage(self, op: str, gone: list[str] | None, done: str, **fields) -> None:
+        """Run a management op that takes workspaces away (`gone`, else the answer's `left`), and forget them."""
+        reply = await self._ask(op, **fields)
+        if reply is None:
+            return
+        gone = gone if gone is not None else reply.get("left", [])
+        self.store.forget_workspaces(gone)
+        self.notify(done)
+        if self.workspace in gone:
+            self.workspace = self.conversation = self.topic = self.key = None
+            self._open_default()
+        self.refresh_all()
