@@ -232,6 +232,23 @@ def add_org_member(conn: sqlite3.Connection, org_ref: str, handle: str, role: st
     return {"id": pid, "org": oid, "role": role, "left_out": left}
 
 
+# Who is in what, as leaving reads it: (table, its column of the place, its column of the person, the word).
+_MEMBERS = {"org": ("org_members", "org", "person", "organization"),
+            "workspace": ("memberships", "workspace", "participant", "workspace")}
+
+
+def _may_leave(conn: sqlite3.Connection, kind: str, where: str, pid: str) -> None:
+    """`pid` is in the organization or workspace `where` (else `unknown_org`/`unknown_workspace`), and not its
+    last owner (`last_owner`)."""
+    table, col, who, word = _MEMBERS[kind]
+    mine = conn.execute(f"SELECT role FROM {table} WHERE {col} = ? AND {who} = ?", (where, pid)).fetchone()
+    if mine is None:
+        raise AdminError(f"unknown_{kind}", f"that person is not in this {word}")
+    owners = conn.execute(f"SELECT count(*) FROM {table} WHERE {col} = ? AND role = 'owner'", (where,)).fetchone()[0]
+    if mine[0] == Role.OWNER and owners <= 1:
+        raise AdminError("last_owner", f"the {word}'s last owner cannot leave it")
+
+
 def leave_org(conn: sqlite3.Connection, org_ref: str, handle: str) -> dict:
     """A person leaves an organization (seed 002: people "create or join more"): their memberships through
     it go, with their agents' there (`reach.leave_org`); a workspace they were added to directly stays. The
@@ -239,12 +256,7 @@ def leave_org(conn: sqlite3.Connection, org_ref: str, handle: str) -> dict:
     with db.Tx(conn):
         oid = org(conn, org_ref)
         pid = person(conn, handle)
-        role = org_role(conn, oid, pid)
-        if role is None:
-            raise AdminError("unknown_org", "that person is not in this organization")
-        owners = conn.execute("SELECT count(*) FROM org_members WHERE org = ? AND role = 'owner'", (oid,)).fetchone()[0]
-        if role == Role.OWNER and owners <= 1:
-            raise AdminError("last_owner", "the organization's last owner cannot leave it")
+        _may_leave(conn, "org", oid, pid)
         conn.execute("DELETE FROM org_members WHERE org = ? AND person = ?", (oid, pid))
         left = reach.leave_org(conn, oid, pid)
     return {"id": pid, "org": oid, "left": left}
@@ -258,13 +270,8 @@ def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
         pid = person(conn, handle)
-        role = role_in(conn, ws, pid)
-        if role is None:
-            raise AdminError("unknown_workspace", "that person is not in this workspace")
         _not_personal(conn, ws, "a personal workspace is never left")
-        owners = conn.execute("SELECT count(*) FROM memberships WHERE workspace = ? AND role = 'owner'", (ws,)).fetchone()[0]
-        if role == Role.OWNER and owners <= 1:
-            raise AdminError("last_owner", "the workspace's last owner cannot leave it (delete it instead)")
+        _may_leave(conn, "workspace", ws, pid)
         reach.leave_workspace(conn, ws, pid)
     return {"id": pid, "workspace": ws, "left": [ws]}
 

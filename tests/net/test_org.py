@@ -475,6 +475,8 @@ async def test_permissions_are_set_by_admins_and_by_members_for_their_own_agents
     assert (await say(researcher, ["@bob"]))["op"] == "sent", "empty means anyone"
     await alice.call("set_permissions", workspace=team.ws, agent="reviewer", takes_from=["@alice"])
     assert (await say(researcher, ["reviewer"]))["reason"] == "permission_denied"
+    shown = {m["name"]: m for m in (await bob.call("list_members", workspace=team.ws))["members"]}
+    assert (shown["reviewer"]["takes_from"], shown["reviewer"]["can_message"]) == ([team.alice], []), "list_members shows them"
     assert (await say(alice, ["reviewer"]))["op"] == "sent"
 
     # bob, a member: his own agent yes (but not monitor), alice's no

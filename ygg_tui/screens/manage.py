@@ -158,20 +158,20 @@ class ManageActions:
     @work(group="manage", exit_on_error=False)
     async def leave_workspace(self, ws: str) -> None:
         """Leave one workspace, as one leaves a channel; someone who runs it can add you again."""
-        w = self.store.workspaces.get(ws)
-        if w is not None and await self._sure(
-                f"Leave the workspace {w.name}?", "You and your agents leave it: its conversations go from your "
-                "list and nothing more of it reaches you, until someone adds you again.", "Leave"):
-            await self._manage("leave_workspace", [ws], f"Left the workspace {w.name}.", workspace=ws)
+        await self._workspace_goes(ws, "leave_workspace", "Leave", "Left", "You and your agents leave it: its "
+                                   "conversations go from your list and nothing more of it reaches you, until "
+                                   "someone adds you again.")
 
     @work(group="manage", exit_on_error=False)
     async def delete_workspace(self, ws: str) -> None:
         """Seed 003 §66: the owner keeps "deleting the workspace" (never a personal one, §65)."""
+        await self._workspace_goes(ws, "delete_workspace", "Delete", "Deleted", "Everything in it goes, for "
+                                   "everyone: conversations, topics, messages and credits. This cannot be undone.")
+
+    async def _workspace_goes(self, ws: str, op: str, verb: str, done: str, why: str) -> None:
         w = self.store.workspaces.get(ws)
-        if w is not None and await self._sure(
-                f"Delete the workspace {w.name}?", "Everything in it goes, for everyone: conversations, topics, "
-                "messages and credits. This cannot be undone.", "Delete"):
-            await self._manage("delete_workspace", [ws], f"Deleted the workspace {w.name}.", workspace=ws)
+        if w is not None and await self._sure(f"{verb} the workspace {w.name}?", why, verb):
+            await self._manage(op, [ws], f"{done} the workspace {w.name}.", workspace=ws)
 
     async def _manage(self, op: str, gone: list[str] | None, done: str, **fields) -> None:
         """Run a management op that takes workspaces away (`gone`, else the answer's `left`), and forget them."""
