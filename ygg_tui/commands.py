@@ -1,6 +1,6 @@
 """The command palette (ctrl+p): open any conversation, start a topic or a direct conversation,
 fund, search, the operator view, the needs_human queue, themes, help; and managing (seed 002): new
-organizations and workspaces, inviting people, restricting, agents' permissions, leaving, deleting."""
+organizations, workspaces and agents, inviting people, restricting, agents' permissions, leaving, deleting."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ class YggCommands(Provider):
         out += [
             ("New workspace", main.create_workspace, "in your organization, or one you run; restricted or open"),
             ("New organization", main.create_org, "you own it (Free plan)"),
+            ("New agent", main.add_agent, "yours, in every workspace of yours or pinned to one; its key shown once"),
             ("New topic in this conversation", main.action_new_topic, "asks for a title"),
             ("Next unread topic", main.action_next_unread, "n"),
             ("Next topic waiting on a person", main.action_next_needs_human, "h"),

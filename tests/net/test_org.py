@@ -561,6 +561,7 @@ async def test_a_person_leaves_one_workspace_as_one_leaves_a_channel(team):
     assert (await alice.request("leave_workspace", workspace=team.ws))["code"] == "last_owner"
     made_up = await laptop.request("leave_workspace", workspace="00000000-0000-4000-8000-000000000000")
     assert made_up["code"] == "not_found"
+    assert (await agent.request("leave_workspace", workspace=team.ws))["code"] == "forbidden", "a person's, not an agent's"
 
     out = await laptop.call("leave_workspace", workspace=team.ws)
     assert out["workspace"] == team.ws and out["left"] == [team.ws]

@@ -136,3 +136,31 @@ async def test_a_member_leaves_a_workspace_from_the_palette(team):
     async with owner.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert not [t for t in titles(owner) if t.startswith("Leave workspace")], "the last owner stays"
+
+
+async def test_a_person_makes_an_agent_and_is_shown_its_key_once(team):
+    """Seed 002: agents belong to a person, names unique per owner, one key each; seed 003 §19: an agent is in
+    every workspace of its owner unless pinned. The key works at once; a taken name is refused in words."""
+    from ygg_server.client import Client
+    from ygg_tui.screens.dialogs import ShownOnce
+
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "new agent", FormScreen)
+        await fill(pilot, name="scout", workspace=team.ws)
+        shown = await wait_for(pilot, lambda: isinstance(app.screen, ShownOnce) and app.screen, what="the key")
+        key = shown.secret
+        assert key.startswith("yggk_")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: any(m["name"] == "scout" for m in app.store.workspaces[team.ws].members.values()),
+                       what="scout in team")
+        await _palette(pilot, "new agent", FormScreen)
+        await fill(pilot, name="scout")
+        await wait_for(pilot, lambda: told(app, "That name is taken here"), what="the refusal in words")
+    agent = Client(team.url, api_key=key, timeout=10)
+    await agent.connect()
+    try:
+        assert {w["id"] for w in (await agent.call("list_workspaces"))["workspaces"]} == {team.ws}, "pinned to team"
+    finally:
+        await agent.close()

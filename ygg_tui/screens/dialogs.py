@@ -1,4 +1,5 @@
-"""Small modal questions: a new topic's title, funding an agent or the pool, a yes or no, and a small form."""
+"""Small modal questions: a new topic's title, funding an agent or the pool, a yes or no, a small form, and a
+secret shown once."""
 
 from __future__ import annotations
 
@@ -186,4 +187,28 @@ class FormScreen(ModalScreen[dict | None]):
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ShownOnce(ModalScreen[None]):
+    """A secret the server shows once (a new agent's API key): selectable, copied with c, gone with esc."""
+
+    BINDINGS = [Binding("escape,enter", "close", "Close"), Binding("c", "copy", "Copy")]
+
+    def __init__(self, title: str, secret: str, why: str):
+        super().__init__()
+        self.title_text, self.secret, self.why = title, secret, why
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(Text(self.why, style="yellow"), classes="dialog-why")
+            yield Static(self.secret, id="secret")
+            yield Static("c copy to the clipboard · esc close", classes="dialog-hint")
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.secret)
+        self.notify("Copied.", timeout=2)
+
+    def action_close(self) -> None:
         self.dismiss(None)

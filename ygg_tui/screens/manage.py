@@ -9,7 +9,7 @@ from textual import work
 from ygg_server.client import Refused
 
 from ..words import refusal_sentence
-from .dialogs import ConfirmScreen, Field, FormScreen
+from .dialogs import ConfirmScreen, Field, FormScreen, ShownOnce
 
 FLAGS = {"send": "Send: may write in this workspace", "receive": "Receive: gets messages here",
          "monitor": "Monitor: sees the whole workspace live"}
@@ -98,6 +98,22 @@ class ManageActions:
             self.refresh_all()
             self._open_default(reply["id"])
             self.notify(f"Created the workspace {reply['name']}.")
+
+    @work(group="manage", exit_on_error=False)
+    async def add_agent(self) -> None:
+        """Seed 002: agents belong to a person, in every workspace of its owner unless pinned (seed 003 §19);
+        its key is shown once, for `ygg-agent` or one's own program."""
+        s, ALL = self.store, "*"
+        places = [("every workspace of mine", ALL)] + [(f"only {w.name}", w.id) for w in s.workspaces.values()]
+        got = await self._form("New agent", [Field("name", "Name", placeholder="e.g. researcher", required=True),
+                                             Field("workspace", "In", ALL, choices=places)], "Create")
+        pinned = {"workspace": got["workspace"]} if got and got["workspace"] != ALL else {}
+        reply = got and await self._ask("add_agent", name=got["name"], **pinned)
+        if reply:
+            await self._members_changed(list(pinned.values()) or list(s.workspaces))
+            await self.app.push_screen_wait(ShownOnce(
+                f"The API key of {reply['name']}", reply["api_key"], "Shown this once: keep it now (c copies it). "
+                f"Run it with: YGG_KEY=… ygg-agent run --name {reply['name']} --api-key-env YGG_KEY (docs/agents.md)."))
 
     @work(group="manage", exit_on_error=False)
     async def add_member(self, ws: str) -> None:
