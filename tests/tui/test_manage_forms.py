@@ -98,7 +98,9 @@ async def test_the_owner_adds_people_and_invites_to_the_organization(team):
 
 async def test_an_admin_restricts_a_workspace_and_sets_an_agents_permissions(team):
     """Seed 002: per-membership permissions "send, receive, can message, takes messages from, monitor", and
-    "Admins manage everything in it; members add and change only their own agents"."""
+    "Admins manage everything in it; members add and change only their own agents". The form opens with what
+    is set (a list left as shown is kept)."""
+    team.server.admin(permissions.set_permissions, team.ws, "researcher", {"can_message": ["reviewer"]})
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -106,11 +108,12 @@ async def test_an_admin_restricts_a_workspace_and_sets_an_agents_permissions(tea
         await pilot.press("y")
         await wait_for(pilot, lambda: app.store.workspaces[team.ws].restricted, what="team restricted")
         await _palette(pilot, "permissions of researcher in team", FormScreen)
+        assert app.screen.query_one("#f-can_message", Input).value == "reviewer@alice"
         await fill(pilot, takes_from="@alice", receive=False, monitor=True)
         await wait_for(pilot, lambda: told(app, "Saved the permissions of researcher"), what="saved")
     got = permissions.current(team.server.conn, team.ws, team.ids["researcher"])
     assert (got["receive"], got["monitor"], got["send"]) == (False, True, True)
-    assert got["takes_from"] == [team.alice] and got["can_message"] == []
+    assert got["takes_from"] == [team.alice] and got["can_message"] == [team.ids["reviewer"]]
     assert team.server.conn.execute("SELECT restricted FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0] == 1
     for who in ("bob", "carol"):  # a member and a viewer: alice's agents are not theirs to change
         other = team.app(who)

@@ -4,6 +4,8 @@ where it cannot be undone, and says a refusal in words (its reason and the serve
 
 from __future__ import annotations
 
+import asyncio
+
 from textual import work
 
 from ygg_server.client import Refused
@@ -31,7 +33,10 @@ class ManageActions:
         except Refused as e:
             self.notify(f"{refusal_sentence(e.reason)} {e.frame.get('detail', '')}".strip(), severity="error",
                         title=f"refused: {e.reason}")
-            return None
+        except (ConnectionError, asyncio.TimeoutError):
+            self.notify("The connection dropped before the server answered: look whether it was done, then try "
+                        "again.", severity="error", title="no answer")
+        return None
 
     async def _form(self, title: str, fields: list[Field], submit: str, why: str = "") -> dict | None:
         return await self.app.push_screen_wait(FormScreen(title, fields, submit, why))
@@ -103,11 +108,11 @@ class ManageActions:
     async def add_agent(self) -> None:
         """Seed 002: agents belong to a person, in every workspace of its owner unless pinned (seed 003 §19);
         its key is shown once, for `ygg-agent` or one's own program."""
-        s, ALL = self.store, "*"
-        places = [("every workspace of mine", ALL)] + [(f"only {w.name}", w.id) for w in s.workspaces.values()]
+        s, everywhere = self.store, "*"
+        places = [("every workspace of mine", everywhere)] + [(f"only {w.name}", w.id) for w in s.workspaces.values()]
         got = await self._form("New agent", [Field("name", "Name", placeholder="e.g. researcher", required=True),
-                                             Field("workspace", "In", ALL, choices=places)], "Create")
-        pinned = {"workspace": got["workspace"]} if got and got["workspace"] != ALL else {}
+                                             Field("workspace", "In", everywhere, choices=places)], "Create")
+        pinned = {"workspace": got["workspace"]} if got and got["workspace"] != everywhere else {}
         reply = got and await self._ask("add_agent", name=got["name"], **pinned)
         if reply:
             await self._members_changed(list(pinned.values()) or list(s.workspaces))
