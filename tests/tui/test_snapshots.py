@@ -8,6 +8,8 @@ Update them after a deliberate change with `pytest tests/tui/test_snapshots.py -
 import asyncio
 import time
 
+from textual.widgets import DataTable
+
 from ygg_tui.screens.operator import OperatorScreen
 
 from .conftest import SIZE, answer, open_topic, ready, wait_for
@@ -82,6 +84,10 @@ def test_operator_view(snap_compare, sync_team):
         main.messages.focus()
         await pilot.press("o")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, OperatorScreen) and pilot.app.screen.ready)
+        # a DataTable sizes its columns to their cells when idle: under load the shot could come first (in a
+        # textual-private flag, so this waits for exactly that and nothing longer)
+        await wait_for(pilot, lambda: not any(t._require_update_dimensions or t._new_rows
+                                              for t in pilot.app.screen.query(DataTable)), what="column widths")
         await pilot.pause(0.2)
 
     assert snap_compare(sync_team.app(), terminal_size=SIZE, run_before=before)
