@@ -367,12 +367,12 @@ class PgGateway(Gateway):
             self._spawn(self._people(people))
         topics = balances = messages = ()
         if msg.get("t") or msg.get("b"):  # (the workspaces followed here, once per news, not once per item)
-            followed = {ws for conns in self.conns.values() for c in conns for ws in c.follows}
+            followed = self.following.followed()
             if followed:
                 topics = [x for x in msg.get("t") or () if x[0] in followed]
                 balances = [tuple(x) for x in msg.get("b") or () if x[0] in followed]
         if msg.get("m"):
-            monitored = {ws for conns in self.conns.values() for c in conns for ws in c.monitors}
+            monitored = self.following.monitored()
             if monitored:
                 messages = [x for x in msg["m"] if x[0] in monitored]
         if topics or balances or messages:
@@ -409,7 +409,7 @@ class PgGateway(Gateway):
                 out.topics = [db.decode_topic(r[0]) for r in rows]
                 # who may see each (Gateway._readers): its conversation, read here when this node has not seen it
                 seen = self.engine.conversations
-                followed = {ws for conns in self.conns.values() for c in conns for ws in c.follows}
+                followed = self.following.followed()
                 unseen = sorted({t.conversation for t in out.topics if t.workspace in followed
                                  and t.conversation not in seen.get(t.workspace, {})})
                 if unseen:
@@ -433,11 +433,11 @@ class PgGateway(Gateway):
 
     def _presence(self, conn: Conn, online: bool) -> None:
         # who follows now is who is told (as the embedded gateway does at this moment)
-        targets = [c for conns in self.conns.values() for c in conns if c.follows & conn.workspaces]
+        targets = self.following.reaching(conn.workspaces)
         self._spawn(self._presence_db(conn.participant, conn.kind, conn.workspaces, online, targets))
 
     async def _presence_db(self, pid: str, kind: str, workspaces: frozenset[str], online: bool,
-                           targets: list[Conn]) -> None:
+                           targets: set[Conn]) -> None:
         """Record this node's part; tell everyone only on the first connection anywhere / the last one."""
         now = now_us()
         try:
@@ -464,7 +464,7 @@ class PgGateway(Gateway):
 
     def _tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
         if targets is None:
-            targets = [c for conns in self.conns.values() for c in conns]
+            targets = self.following.reaching(workspaces)
         for c in targets:
             for ws in c.follows & workspaces:
                 c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": pid, "online": online})

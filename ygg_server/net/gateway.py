@@ -27,6 +27,7 @@ from ..engine import Engine, Published
 from ..engine_process import WriterGone
 from ..store import sqlite as db
 from .inbox import Inbox, Item
+from .following import Following
 from .issuer import Issuer, elide
 from .transport import Deflate, HeardConnection, send_texts
 
@@ -187,6 +188,7 @@ class Gateway:
         self._loading: dict[str, asyncio.Future] = {}
         self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
         self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
+        self.following = Following()  # who follows and monitors which workspace here
         self._reader = self._connect()
         self._reader_lock = asyncio.Lock()
         self._admin = self._connect()  # management ops write here; the engine notices (data_version)
@@ -415,6 +417,7 @@ class Gateway:
             self._receives.pop(pid, None)
             self._presence(conn, False)
         if conn.follows:
+            self.following.drop(conn)
             self._events_wanted()
 
     def _allower(self, pid: str):
@@ -427,11 +430,10 @@ class Gateway:
     def _presence(self, conn: Conn, online: bool) -> None:
         """Tell those following a workspace that someone in it came or went (and the engine, for scoring)."""
         self.engine.present = frozenset(self.conns)  # replaced whole: the writer thread reads it as it is
-        for conns in self.conns.values():
-            for c in conns:
-                for ws in c.follows & conn.workspaces:
-                    c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": conn.participant,
-                            "online": online})
+        for c in self.following.reaching(conn.workspaces):
+            for ws in c.follows & conn.workspaces:
+                c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": conn.participant,
+                        "online": online})
 
     # --- frames ---
 
@@ -577,11 +579,11 @@ class Gateway:
         await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
         if not await self.read(queries.receives, ws, conn.participant):
             raise queries.Forbidden
-        if frame.get("monitor"):
-            if not await self.read(queries.monitors, ws, conn.participant):
-                return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
-            conn.monitors.add(ws)
-        conn.follows.add(ws)
+        if frame.get("monitor") and not await self.read(queries.monitors, ws, conn.participant):
+            return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
+        if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
+            return None
+        self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if frame.get("monitor") else set()))
         if not self.engine.events:  # the first follower: every batch after this answer carries the events
             self.engine.events = True
             self._events_on = self.engine.submit("sync")
@@ -591,14 +593,13 @@ class Gateway:
 
     async def _op_unsubscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
-        conn.monitors.discard(ws)
-        conn.follows.discard(ws)
+        self.following.set(conn, conn.follows - {ws}, conn.monitors - {ws})
         self._events_wanted()
         return {"op": "unsubscribed", "ref": ref, "workspace": ws}
 
     def _events_wanted(self) -> None:
         """Topic and balance events cost the writer process to hand over: only while someone follows."""
-        if self.engine.events and not any(c.follows for conns in self.conns.values() for c in conns):
+        if self.engine.events and not self.following:
             self.engine.events = False
 
     # --- management: what the admin CLI does, for a person whose role allows it ---
@@ -811,25 +812,22 @@ class Gateway:
 
     def _monitor(self, out: Published) -> None:
         """Every message stored, with its deliveries (none for one absorbed by system.ygg), to monitors."""
-        watchers = [c for conns in self.conns.values() for c in conns if c.monitors]
-        if not watchers:
+        watched = [m for m in out.messages if self.following.monitoring(m.workspace)]
+        if not watched:
             return
         sent: dict[int, list] = {}
         for x in out.deliveries:
             sent.setdefault(id(x.message), []).append({"to": x.recipient, "wake": x.wake, "reason": x.reason})
-        for m in out.messages:
-            frame = None
-            for c in watchers:
-                if m.workspace in c.monitors:
-                    frame = frame or {"op": "event", "kind": "message", "message": protocol.message_obj(m),
-                                      "deliveries": sent.get(id(m), [])}
-                    c.push(frame)
+        for m in watched:
+            frame = {"op": "event", "kind": "message", "message": protocol.message_obj(m),
+                     "deliveries": sent.get(id(m), [])}
+            for c in self.following.monitoring(m.workspace):
+                c.push(frame)
 
     def _events(self, out: Published) -> None:
-        followers = [c for conns in self.conns.values() for c in conns if c.follows]
-        if not followers:  # nobody subscribed: build no topic or balance frames
+        if not self.following:  # nobody subscribed: build no topic or balance frames
             return
-        followed = {ws for c in followers for ws in c.follows}
+        followed = self.following.followed()
         frames: dict[str, list[tuple[dict, object]]] = {}
         for t in out.topics:
             if t.workspace in followed:
@@ -839,9 +837,9 @@ class Gateway:
             if ws in followed:
                 frames.setdefault(ws, []).append(({"op": "event", "kind": "balance", "workspace": ws,
                                                    "account": account, "balance": bal}, None))
-        for c in followers:
-            for ws in c.follows:
-                for f, readers in frames.get(ws, ()):
+        for ws, fs in frames.items():
+            for c in self.following.followers(ws):
+                for f, readers in fs:
                     if readers is None or c.participant in readers or ws in c.monitors:
                         c.push(f)
 
@@ -885,8 +883,8 @@ class Gateway:
                 if c.follows:  # a client that follows workspaces is told of a new one (it may follow it too)
                     for ws in c.workspaces - before:
                         c.push({"op": "event", "kind": "workspace_added", "workspace": ws})
-                c.follows = {ws for ws in c.follows if ws in self._receives[pid]}
-                c.monitors = {ws for ws in c.monitors if ws in c.follows and mine[ws][1]}
+                follows = {ws for ws in c.follows if ws in self._receives[pid]}
+                self.following.set(c, follows, {ws for ws in c.monitors if ws in follows and mine[ws][1]})
         self._events_wanted()
 
     async def _sweeper(self) -> None:

@@ -1,0 +1,64 @@
+"""Who follows which workspace on this node, indexed by workspace.
+
+A connection that subscribes to a workspace follows it (topic, balance and presence events) and, with the
+monitor permission, monitors it (every message). Each event goes to the connections of its workspace found
+here, so fanning a batch out, or telling of someone who came, costs what it reaches, not how many
+connections are open (a server of many small teams has many connections, few in any one workspace).
+`Conn.follows` and `Conn.monitors` are kept as each connection's own view; they change only through `set`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+_NONE: frozenset = frozenset()
+
+
+class Following:
+    def __init__(self) -> None:
+        self._follows: dict[str, set[Any]] = {}  # workspace -> the connections following it
+        self._monitors: dict[str, set[Any]] = {}  # workspace -> the connections monitoring it
+
+    def set(self, conn: Any, follows: set[str], monitors: set[str]) -> None:
+        """`conn` follows exactly `follows` and monitors exactly `monitors` from now on."""
+        _move(self._follows, conn, conn.follows, follows)
+        _move(self._monitors, conn, conn.monitors, monitors)
+        conn.follows, conn.monitors = follows, monitors
+
+    def drop(self, conn: Any) -> None:
+        """`conn` went: it follows nothing."""
+        self.set(conn, set(), set())
+
+    def followers(self, ws: str) -> Iterable[Any]:
+        return self._follows.get(ws, _NONE)
+
+    def monitoring(self, ws: str) -> Iterable[Any]:
+        return self._monitors.get(ws, _NONE)
+
+    def followed(self) -> Iterable[str]:
+        """Every workspace someone here follows."""
+        return self._follows.keys()
+
+    def monitored(self) -> Iterable[str]:
+        return self._monitors.keys()
+
+    def reaching(self, workspaces: Iterable[str]) -> set[Any]:
+        """The connections following any of `workspaces`."""
+        out: set[Any] = set()
+        for ws in workspaces:
+            out.update(self._follows.get(ws, ()))
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self._follows)
+
+
+def _move(index: dict[str, set[Any]], conn: Any, before: set[str], after: set[str]) -> None:
+    for ws in before - after:
+        conns = index.get(ws)
+        if conns is not None:
+            conns.discard(conn)
+            if not conns:
+                del index[ws]
+    for ws in after - before:
+        index.setdefault(ws, set()).add(conn)
