@@ -219,7 +219,14 @@ def server(args: argparse.Namespace) -> int:
     return run(args)
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"core": core, "server": server}
+def fanout(args: argparse.Namespace) -> int:
+    """Fan-out and presence with few and with many connections open: see `bench_fanout`."""
+    from .bench_fanout import fanout as run
+
+    return run(args)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"core": core, "server": server, "fanout": fanout}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -233,6 +240,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bench_server import add_arguments
 
     add_arguments(sub.add_parser("server", help="routed+persisted messages/s and latency of a real server, next to a raw relay"))
+    from . import bench_fanout
+
+    bench_fanout.add_arguments(sub.add_parser("fanout", help="fan-out and presence cost with few and many connections open"))
     return ap
 
 

@@ -90,7 +90,7 @@ class Engine:
         self._publish: Callable[[Published], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._data_version = None
-        self.present: frozenset[str] = frozenset()  # who is connected now (the gateway replaces it whole)
+        self.present: set[str] = set()  # who is connected now (`seen`; the writer thread only asks `in`)
         self.events = True  # hand over topic and balance events (on a thread they cost nothing to hand over)
         self._out = Published()  # the batch being decided: what a `_flush` writes goes out with it
         self._reset()
@@ -252,6 +252,10 @@ class Engine:
             _resolve(answers)
             if out is not None and self._publish:
                 self._loop.call_soon_threadsafe(self._publish, out)
+
+    def seen(self, pid: str, online: bool) -> None:
+        """The gateway's word that `pid` came (its first connection) or went (its last)."""
+        (self.present.add if online else self.present.discard)(pid)
 
     def idle_seconds(self) -> float:
         """How long the writer may wait for a command before a topic's timer is due (at most 0.1 s)."""

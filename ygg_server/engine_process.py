@@ -145,7 +145,7 @@ class WriterFailed(RuntimeError):
 class EngineProcess:
     def __init__(self, path):
         self.path = path
-        self._present: frozenset[str] = frozenset()
+        self._present: set[str] = set()
         self._events = False
         self._seq = 0
         self._waiting: dict[int, asyncio.Future] = {}
@@ -218,14 +218,23 @@ class EngineProcess:
 
     @property
     def present(self) -> frozenset[str]:
-        return self._present
+        return frozenset(self._present)
 
     @present.setter
     def present(self, who: frozenset[str]) -> None:
         came, went = who - self._present, self._present - who
-        self._present = who
+        self._present = set(who)
         if came or went:
             self._queue(("present", list(came), list(went)))
+
+    def seen(self, pid: str, online: bool) -> None:
+        """The gateway's word that `pid` came (its first connection) or went (its last): it crosses as such."""
+        if online and pid not in self._present:
+            self._present.add(pid)
+            self._queue(("present", [pid], []))
+        elif not online and pid in self._present:
+            self._present.discard(pid)
+            self._queue(("present", [], [pid]))
 
     def submit(self, kind: str, *args) -> asyncio.Future:
         fut = self._loop.create_future()
@@ -394,7 +403,11 @@ class _Reader:
                     todo.append(_Command(kind, tuple(args), seq, None))
                 elif item[0] == "present":
                     _, came, went = item
-                    engine.present = frozenset(came) if went is None else engine.present.difference(went).union(came)
+                    if went is None:  # everyone, as a new writer starts
+                        engine.present = set(came)
+                    else:
+                        engine.present.difference_update(went)
+                        engine.present.update(came)
                 else:  # ["events", on]
                     engine.events = item[1]
 

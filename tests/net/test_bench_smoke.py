@@ -17,3 +17,11 @@ def test_bench_server_runs_both_servers_and_every_message_wakes(capsys):
             assert r["p99_ms"] >= r["p50_ms"] > 0
     assert summary["throughput_ratio"] > 0 and summary["p99_ratio"] > 0
     assert "throughput ygg/relay" in out and "messages persisted" in out
+
+
+def test_bench_fanout_runs_with_few_and_many_connections(capsys):
+    from ygg_server import bench
+
+    assert bench.main(["fanout", "--few", "3", "--many", "30", "--rounds", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "publish a batch" in out and "someone comes" in out and "30" in out

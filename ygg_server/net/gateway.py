@@ -429,7 +429,7 @@ class Gateway:
 
     def _presence(self, conn: Conn, online: bool) -> None:
         """Tell those following a workspace that someone in it came or went (and the engine, for scoring)."""
-        self.engine.present = frozenset(self.conns)  # replaced whole: the writer thread reads it as it is
+        self.engine.seen(conn.participant, online)
         for c in self.following.reaching(conn.workspaces):
             for ws in c.follows & conn.workspaces:
                 c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": conn.participant,
