@@ -244,8 +244,11 @@ def _may_leave(conn: sqlite3.Connection, kind: str, where: str, pid: str) -> Non
     mine = conn.execute(f"SELECT role FROM {table} WHERE {col} = ? AND {who} = ?", (where, pid)).fetchone()
     if mine is None:
         raise AdminError(f"unknown_{kind}", f"that person is not in this {word}")
-    owners = conn.execute(f"SELECT count(*) FROM {table} WHERE {col} = ? AND role = 'owner'", (where,)).fetchone()[0]
-    if mine[0] == Role.OWNER and owners <= 1:
+    # PostgreSQL: the owners' rows locked, so a leave another connection has written but not committed is
+    # waited for and counted (SQLite's BEGIN IMMEDIATE already lets one writer at a time judge)
+    lock = "" if isinstance(conn, sqlite3.Connection) else " FOR UPDATE"
+    owners = conn.execute(f"SELECT {who} FROM {table} WHERE {col} = ? AND role = 'owner'{lock}", (where,)).fetchall()
+    if mine[0] == Role.OWNER and len(owners) <= 1:
         raise AdminError("last_owner", f"the {word}'s last owner cannot leave it")
 
 

@@ -501,3 +501,39 @@ async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_gener
         if ev.get("kind") == "topic":
             break
     assert ev["topic"]["id"] == sent["message"]["topic"]
+
+
+def test_two_owners_leaving_at_once_through_two_connections_leave_one_owner(pg_url):
+    """docs/protocol.md, `leave_workspace`: "its last owner cannot leave it (`last_owner`: delete it instead)";
+    seed 003 §66: the owner keeps "deleting the workspace". On PostgreSQL two nodes (or a node and the admin CLI)
+    judge leaves at once: while one owner's leave is written but not committed, the other's must wait for it and
+    then be refused, not both see two owners and leave none."""
+    import threading
+
+    a, b = pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    try:
+        alice = admin.add_person(a, "alice", PW)["id"]
+        admin.add_person(a, "carol", PW)
+        ws = admin.add_workspace(a, "team", "alice")["id"]
+        admin.add_member(a, ws, "carol", "owner")
+        out: list = []
+
+        def carol_leaves():
+            try:
+                out.append(admin.leave_workspace(b, ws, "carol"))
+            except admin.AdminError as e:
+                out.append(e.code)
+
+        a.execute("BEGIN")  # alice's leave, judged and written on another connection, not committed yet
+        a.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ?", (ws, alice))
+        t = threading.Thread(target=carol_leaves)
+        t.start()
+        t.join(0.5)
+        a.execute("COMMIT")
+        t.join(10)
+        assert out == ["last_owner"], out
+        owners = a.execute("SELECT participant FROM memberships WHERE workspace = ? AND role = 'owner'", (ws,)).fetchall()
+        assert len(owners) == 1, "a workspace keeps an owner"
+    finally:
+        a.close()
+        b.close()
