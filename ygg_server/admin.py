@@ -42,8 +42,9 @@ DEFAULT_PLAN = "team"  # a self-hosted server is licensed; `set-plan ORG free` a
 # --- lookups ---
 
 def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
-    h = handle_or_id.removeprefix("@")
-    row = conn.execute("SELECT id FROM people WHERE handle = ? OR id = ?", (h, handle_or_id)).fetchone()
+    """A person by id, else by handle (a handle may spell another person's id: it never stands for them)."""
+    row = conn.execute("SELECT id FROM people WHERE id = ?", (handle_or_id,)).fetchone() or \
+        conn.execute("SELECT id FROM people WHERE handle = ?", (handle_or_id.removeprefix("@"),)).fetchone()
     if not row:
         raise AdminError("unknown_person", f"no person {handle_or_id!r}")
     return row[0]

@@ -202,3 +202,17 @@ async def test_a_workspace_named_after_another_ones_id_does_not_get_in_its_owner
     r = await bob.request("delete_workspace", workspace=b["ws"])
     assert (r["op"], r.get("id")) == ("delete_workspace", b["ws"]), r
     assert decoy in [w["id"] for w in (await alice.call("list_workspaces"))["workspaces"]], "hers is untouched"
+
+
+async def test_a_person_whose_handle_spells_another_ones_id_never_acts_for_them(team):
+    """docs/protocol.md, `leave_workspace`: "a person in the workspace, for themselves". A handle is letters, digits,
+    '-', '_' and '.', so one may spell another person's id (ids show in list_members). Bob's ops name him by his
+    id: they stay his (a person was looked up by handle or id alike, and the one whose handle is bob's id was
+    found first: bob's leave was refused as not in the workspace, his new workspace was owned by the other)."""
+    bob = await team.person("bob")
+    bob_id = (await bob.call("whoami"))["id"]
+    team.admin(admin.add_person, bob_id, PW)
+    made = await bob.call("create_workspace", name="bobs")
+    assert made["id"] in [w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]], "his own"
+    out = await bob.call("leave_workspace", workspace=team.ws)
+    assert out["id"] == bob_id and team.ws not in [w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]]
