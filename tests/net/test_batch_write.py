@@ -223,12 +223,13 @@ def test_deliveries_stored_before_migration_8_get_their_messages_seq(tmp_path):
         for stmt in db._statements(sql):
             c.execute(stmt)
         c.execute(f"PRAGMA user_version={i}")
-    for i in range(3):
-        c.execute("""INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
-                     VALUES (?, 'ws', 'c', NULL, 'a', 'inform', 'x', x'', 0)""", (f"m{i}",))
+    for i in range(3):  # seqs 10, 17, 24; deliveries in another order (a seq never equals a delivery's id)
+        c.execute("""INSERT INTO messages (seq, id, workspace, conversation, topic, author, type, text, body, created_at)
+                     VALUES (?, ?, 'ws', 'c', NULL, 'a', 'inform', 'x', x'', 0)""", (10 + 7 * i, f"m{i}"))
+    for i in (2, 0, 2, 1):
         c.execute("INSERT INTO deliveries (message, recipient, wake) VALUES (?, 'r', 1)", (f"m{i}",))
     c.close()
     db.connect(path).close()
-    assert rows(path, "SELECT d.message_seq, m.seq FROM deliveries d JOIN messages m ON m.id = d.message") == \
-        [(1, 1), (2, 2), (3, 3)]
+    assert rows(path, "SELECT message, message_seq FROM deliveries ORDER BY id") == \
+        [("m2", 24), ("m0", 10), ("m2", 24), ("m1", 17)]
     assert rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'deliveries_message'") == [(0,)]

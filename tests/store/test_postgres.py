@@ -331,6 +331,33 @@ async def test_nodes_migrate_one_at_a_time(pg_url):
             await c.close()
 
 
+
+async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_url):
+    """Migration 5 (SQLite's 8): each delivery stored before it points at its own message's seq afterwards, and
+    the index on the message id gives way to one on message_seq."""
+    c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
+    by_seq = next(i for i, m in enumerate(pg.MIGRATIONS) if "message_seq" in m)
+    later = pg.MIGRATIONS[by_seq:]
+    try:
+        del pg.MIGRATIONS[by_seq:]
+        try:
+            await pg.migrate(c)
+        finally:
+            pg.MIGRATIONS.extend(later)
+        for i in range(3):  # seqs 10, 17, 24; deliveries in another order (a seq never equals a delivery's id)
+            await c.execute("INSERT INTO messages (seq, id, workspace, conversation, author, type, text, body, created_at) "
+                            "VALUES ($1, $2, 'ws', 'c', 'a', 'inform', 'x', ''::bytea, 0)", 10 + 7 * i, f"m{i}")
+        for i in (2, 0, 2, 1):
+            await c.execute("INSERT INTO deliveries (message, recipient, wake) VALUES ($1, 'r', 1)", f"m{i}")
+        assert await pg.migrate(c) == len(pg.MIGRATIONS)
+        got = [tuple(r) for r in await c.fetch("SELECT message, message_seq FROM deliveries ORDER BY id")]
+        assert got == [("m2", 24), ("m0", 10), ("m2", 24), ("m1", 17)]
+        indexes = {r[0] for r in await c.fetch(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'deliveries' AND schemaname = current_schema()")}
+        assert "deliveries_message_seq" in indexes and "deliveries_message" not in indexes
+    finally:
+        await c.close()
+
 async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, while_held=None) -> str:
     """Alice sends in a topic another node's transaction holds, then in a new topic; bob sends in a new one: the
     three in one batch (`before()` runs just before it). Bob's is answered at once; alice's two wait for the
