@@ -319,7 +319,7 @@ def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> d
 
 def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None) -> dict:
     """An agent of `owner`: in all their workspaces, or pinned to one; its API key is shown once."""
-    if not name or "@" in name or name.startswith(("group:", "human.", "dm:", "capability:")) or name == "system.ygg":
+    if not name or "@" in name or name.startswith(("group:", "human.", "agent.", "dm:", "capability:")) or name == "system.ygg":
         raise AdminError("bad_name", "an agent's name has no '@' and no reserved prefix")
     now = now_us()
     key, key_id, key_hash = auth.new_api_key()

@@ -216,3 +216,15 @@ async def test_a_person_whose_handle_spells_another_ones_id_never_acts_for_them(
     assert made["id"] in [w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]], "his own"
     out = await bob.call("leave_workspace", workspace=team.ws)
     assert out["id"] == bob_id and team.ws not in [w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]]
+
+
+async def test_an_agents_name_never_spells_another_participants_id(team):
+    """docs/protocol.md: a recipient is named by "an id", a name or a handle. Ids show in list_members, and an agent's
+    name is its owner's to choose: bob may not name his agent after alice's researcher's id (it was allowed, and as
+    the workspace's members happened to load, a send to that id there was refused as ambiguous between the two)."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    members = {m["name"]: m["id"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+    r = await bob.request("add_agent", name=members["researcher"])
+    assert r.get("code") == "bad_name", r
+    r = await alice.send(workspace=team.ws, topic="new", title="By id", to=[members["researcher"]], text="hi")
+    assert r["op"] == "sent", r
