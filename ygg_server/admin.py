@@ -32,6 +32,9 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+ID_PREFIXES = ("human.", "agent.", "system.")  # participant ids begin so: never a handle's or an agent name's start
+
+
 def person_id() -> str:
     return f"human.{uuid.uuid4().hex}"
 
@@ -124,8 +127,10 @@ def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: b
 
 def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str = DEFAULT_PLAN) -> dict:
     """A person, their own organization, and their one personal workspace (seed 002, seed 003 §65)."""
-    if not handle or not handle.replace("_", "").replace("-", "").replace(".", "").isalnum():
-        raise AdminError("bad_handle", "a handle is letters, digits, '-', '_' and '.'")
+    if not handle or not handle.replace("_", "").replace("-", "").replace(".", "").isalnum() \
+            or handle.startswith(ID_PREFIXES):
+        raise AdminError("bad_handle", "a handle is letters, digits, '-', '_' and '.', and does not begin as an id "
+                                       f"does ({', '.join(ID_PREFIXES)})")
     if plan not in PLANS:
         raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
     now = now_us()
@@ -319,7 +324,7 @@ def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> d
 
 def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None) -> dict:
     """An agent of `owner`: in all their workspaces, or pinned to one; its API key is shown once."""
-    if not name or "@" in name or name.startswith(("group:", "human.", "agent.", "dm:", "capability:")) or name == "system.ygg":
+    if not name or "@" in name or name.startswith(("group:", "dm:", "capability:", *ID_PREFIXES)):
         raise AdminError("bad_name", "an agent's name has no '@' and no reserved prefix")
     now = now_us()
     key, key_id, key_hash = auth.new_api_key()

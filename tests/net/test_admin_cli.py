@@ -99,6 +99,9 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     # errors: JSON too, exit code 1
     for args, code in (
         (("add-person", "alice", "--password", PW), "handle_taken"),
+        (("add-person", "human." + alice["id"][6:9], "--password", PW), "bad_handle"),  # spells ids: never a handle
+        (("add-person", "agent.x", "--password", PW), "bad_handle"),
+        (("add-agent", "agent.x", "--owner", "alice"), "bad_name"),
         (("add-agent", "researcher", "--owner", "alice"), "name_taken"),
         (("add-agent", "x", "--owner", "nobody"), "unknown_person"),
         (("add-member", "no-such-ws", "bob"), "unknown_workspace"),

@@ -206,12 +206,16 @@ async def test_a_workspace_named_after_another_ones_id_does_not_get_in_its_owner
 
 async def test_a_person_whose_handle_spells_another_ones_id_never_acts_for_them(team):
     """docs/protocol.md, `leave_workspace`: "a person in the workspace, for themselves". A handle is letters, digits,
-    '-', '_' and '.', so one may spell another person's id (ids show in list_members). Bob's ops name him by his
-    id: they stay his (a person was looked up by handle or id alike, and the one whose handle is bob's id was
-    found first: bob's leave was refused as not in the workspace, his new workspace was owned by the other)."""
+    '-', '_' and '.', so one stored before handles were kept from beginning as ids do may spell another person's
+    id (ids show in list_members). Bob's ops name him by his id: they stay his (a person was looked up by handle
+    or id alike, and the one whose handle is bob's id was found first: bob's leave was refused as not in the
+    workspace, his new workspace was owned by the other)."""
     bob = await team.person("bob")
     bob_id = (await bob.call("whoami"))["id"]
-    team.admin(admin.add_person, bob_id, PW)
+    with pytest.raises(admin.AdminError, match="does not begin as an id"):
+        team.admin(admin.add_person, bob_id, PW)
+    team.conn.execute("INSERT INTO people (id, handle, password_hash, created_at) VALUES (?, ?, 'x', 0)",
+                      ("human.decoy", bob_id))  # as stored before that rule
     made = await bob.call("create_workspace", name="bobs")
     assert made["id"] in [w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]], "his own"
     out = await bob.call("leave_workspace", workspace=team.ws)
