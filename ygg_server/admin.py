@@ -14,7 +14,8 @@ import uuid
 import msgspec
 
 from . import auth, reach
-from .core import PLANS, POOL, Conversation, ConversationKind, Role, View, fund as core_fund, general_id, plan_of
+from .core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
+                   general_id, plan_of)
 from .store import sqlite as db
 
 
@@ -368,23 +369,26 @@ def set_plan(conn: sqlite3.Connection, org_ref: str, plan: str, licensed: int | 
 
 
 def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[str]) -> dict:
-    """A group of a workspace's agents (and people), addressed as `group:<name>`."""
-    if not name or ":" in name or "@" in name:
-        raise AdminError("bad_name", "a group's name has no ':' and no '@'")
+    """Seed 000: "Agents can be gathered in groups (group:<name>) to address several at once". A group of a
+    workspace's agents (and people), addressed as `group:<name>`; named again, its members are replaced (so
+    members are added and removed). Members are written as in a send's `to` (`Directory.resolve`): someone
+    of another workspace is unknown there exactly as a made-up name is (`unknown_member`)."""
+    if not isinstance(name, str) or not name or ":" in name or "@" in name or "," in name or name != name.strip():
+        raise AdminError("bad_name", "a group's name has no ':', '@', ',' or surrounding spaces")
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
+        raise AdminError("empty_group", "a group has at least one member: agents, @people or group:s of the workspace")
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
-        ids = []
-        for m in members:
-            pid = person(conn, m) if m.startswith("@") else agent(conn, m)
-            if not conn.execute("SELECT 1 FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone():
-                raise AdminError("unknown_member", f"{m} is not in that workspace")
-            ids.append(pid)
+        found = db.load_directory(conn, ws).resolve(tuple(members))
+        if isinstance(found, Unresolved) or SYSTEM in found:
+            raise AdminError("unknown_member", found.detail if isinstance(found, Unresolved) else "system.ygg is in no group")
+        ids = sorted(set(found))
         conn.execute(
             """INSERT INTO groups (workspace, name, members) VALUES (?,?,?)
                ON CONFLICT (workspace, name) DO UPDATE SET members = excluded.members""",
-            (ws, name, msgspec.json.encode(sorted(set(ids))).decode()),
+            (ws, name, msgspec.json.encode(ids).decode()),
         )
-    return {"id": f"group:{name}", "workspace": ws, "members": sorted(set(ids))}
+    return {"id": f"group:{name}", "workspace": ws, "name": name, "members": ids}
 
 
 def role_in(conn: sqlite3.Connection, ws: str, pid: str) -> str | None:
@@ -392,12 +396,36 @@ def role_in(conn: sqlite3.Connection, ws: str, pid: str) -> str | None:
     return row[0] if row else None
 
 
+def own_agent(conn: sqlite3.Connection, owner: str, ref: str) -> str | None:
+    """The id of `owner`'s agent (not revoked) named `ref` (its id or its name); None for anyone else's, as for
+    one that does not exist."""
+    row = conn.execute("SELECT id FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
+                       (owner, ref, ref)).fetchone()
+    return row[0] if row else None
+
+
 def revoke_agent(conn: sqlite3.Connection, ref: str) -> dict:
+    """An agent retired (or its key leaked): its key is refused from now on, its sessions end, so its open
+    connections close (the gateway's rescan); it is counted against no plan. Its messages stay."""
     with db.Tx(conn):
         aid = agent(conn, ref)
         conn.execute("UPDATE agents SET revoked = 1 WHERE id = ?", (aid,))
         conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
     return {"id": aid, "revoked": True}
+
+
+def rotate_key(conn: sqlite3.Connection, ref: str) -> dict:
+    """A new API key for an agent, shown once, as any API-key page does: the old key is refused from now on and
+    the sessions it opened end (open connections close; they sign in again with the new key)."""
+    key, key_id, key_hash = auth.new_api_key()
+    with db.Tx(conn):
+        aid = agent(conn, ref)
+        name, revoked = conn.execute("SELECT name, revoked FROM agents WHERE id = ?", (aid,)).fetchone()
+        if revoked:
+            raise AdminError("unknown_agent", f"{name} is revoked: make a new agent")
+        conn.execute("UPDATE agents SET key_id = ?, key_hash = ? WHERE id = ?", (key_id, key_hash, aid))
+        conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
+    return {"id": aid, "name": name, "api_key": key}
 
 
 def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws: str | None = None,

@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("members", nargs="+", help="agents (name, name@owner, id) and @people")
     x = asub.add_parser("revoke-agent")
     x.add_argument("agent")
+    x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
+    x.add_argument("agent")
 
     b = sub.add_parser("bench", help="benchmarks: see `ygg-server bench --help`")
     b.add_argument("rest", nargs=argparse.REMAINDER)
@@ -175,6 +177,8 @@ def run_admin(args) -> int:
             out = admin.add_group(conn, args.workspace, args.name, args.members)
         elif act == "set-plan":
             out = admin.set_plan(conn, args.org, args.plan, args.licensed)
+        elif act == "rotate-key":
+            out = admin.rotate_key(conn, args.agent)
         else:
             out = admin.revoke_agent(conn, args.agent)
     except admin.AdminError as e:

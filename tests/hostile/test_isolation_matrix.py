@@ -100,6 +100,12 @@ CASES: list[tuple[str, dict]] = [
     *[("set_permissions", {"workspace": A, "agent": "researcher", k: [x]})
       for k in ("can_message", "takes_from") for x in ("$agent", "$agent_name@$handle", "@$handle", "group:$group_name")],
     *[("history", {"workspace": A, "conversation": "general", "before": m}) for m in ("$message", "$dm_message")],
+    # an agent's key (its owner's only), groups (a workspace's owners and admins)
+    *[(op, {"agent": x}) for op in ("revoke_agent", "rotate_key") for x in ("$agent", "$agent_name")],
+    ("add_group", {"workspace": "$ws", "name": "probe", "members": ["researcher"]}),
+    ("add_group", {"workspace": "$ws", "name": "$group_name", "members": ["$agent"]}),
+    *[("add_group", {"workspace": A, "name": "probe", "members": ["researcher", x]})
+      for x in ("$agent", "$agent_name", "$agent_name@$handle", "@$handle", "$person", "group:$group_name")],
     # directives: another's persona, another workspace's rulebook, its assignment scores (docs/protocol.md)
     *[("get_persona", {"agent": x}) for x in ("$agent", "$agent_name")],
     *[("set_persona", {"agent": x, "text": "Taken over. " * 10, "why": "probe"}) for x in ("$agent", "$agent_name")],
@@ -179,6 +185,9 @@ def b_rows(team) -> tuple:
         c.execute("SELECT count(*) FROM ledger WHERE workspace = ? OR account = ?", (b["ws"], b["agent"])).fetchone(),
         c.execute("SELECT agent, version, text FROM personas WHERE agent = ? ORDER BY 2", (b["agent"],)).fetchall(),
         c.execute("SELECT * FROM rulebooks WHERE workspace IN (?, ?) ORDER BY 1", (b["ws"], b["personal"])).fetchall(),
+        c.execute("SELECT revoked, key_id, key_hash FROM agents WHERE id = ?", (b["agent"],)).fetchall(),
+        c.execute("SELECT count(*) FROM sessions WHERE participant = ?", (b["agent"],)).fetchone(),
+        c.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY 1", (b["ws"],)).fetchall(),
     )
 
 

@@ -74,7 +74,10 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
     assert (await cli(d, "set-plan", "bob", "team"))["plan"] == "team"
     licensed = await cli(d, "set-plan", "bob", "team", "--licensed", "6000")
     assert (licensed["licensed"], licensed["messages_per_month"], licensed["agents"]) == (6000, 6000, 60)
+    rotated = await cli(d, "rotate-key", "homebody")
+    assert rotated["id"] == pinned["id"] and rotated["api_key"].startswith("yggk_") and rotated["api_key"] != pinned["api_key"]
     assert (await cli(d, "revoke-agent", "homebody"))["id"] == pinned["id"]
+    assert (await cli(d, "rotate-key", "homebody", ok=False))["error"] == "unknown_agent", "revoked: make a new agent"
     carol = await cli(d, "add-person", "carol", "--password", PW)
     joined = await cli(d, "add-org-member", "alice", "carol", "--role", "admin")  # ORG by its owner's handle
     assert joined["id"] == carol["id"] and joined["role"] == "admin" and joined["org"] == ws["org"]

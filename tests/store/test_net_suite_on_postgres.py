@@ -8,6 +8,7 @@ SQLite or the embedded engine's internals stay in tests/net only (listed in SQLI
 import pytest
 
 from tests.net.test_assign import *  # noqa: F401,F403
+from tests.net.test_agent_keys import *  # noqa: F401,F403
 from tests.net.test_basics import *  # noqa: F401,F403
 from tests.net.test_delivery import *  # noqa: F401,F403
 from tests.net.test_directives import test_a_direct_conversation_that_grows_into_a_party_shows_in_the_next_directive  # noqa: F401,E501

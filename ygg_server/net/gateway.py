@@ -742,6 +742,42 @@ class Gateway:
         out = await self.manage(admin.add_agent, name, conn.participant, ws)
         return {"op": "add_agent", "ref": ref, **out}
 
+    async def _op_revoke_agent(self, conn: Conn, ref, frame) -> dict:
+        """Seed 002: agents belong to a person; its owner retires one (or a leaked key): its key is refused from
+        now on and its open connections close (`_rescan`, on every node)."""
+        aid = await self._own_agent(conn, frame)
+        return {"op": "revoke_agent", "ref": ref, **await self.manage(admin.revoke_agent, aid)}
+
+    async def _op_rotate_key(self, conn: Conn, ref, frame) -> dict:
+        """A new key for one's own agent, shown once; the old key is refused at once and the sessions it opened
+        end, so its open connections close and sign in again with the new key."""
+        aid = await self._own_agent(conn, frame)
+        return {"op": "rotate_key", "ref": ref, **await self.manage(admin.rotate_key, aid)}
+
+    async def _own_agent(self, conn: Conn, frame) -> str:
+        """The id of the connection's person's agent `frame["agent"]` (id or name); another's, or a revoked one,
+        is answered as one that does not exist (`not_found`)."""
+        self._person_only(conn)
+        agent = frame.get("agent")
+        if not isinstance(agent, str):
+            raise ValueError(f"{frame['op']} needs agent (an id, or a name of yours)")
+        aid = await self.read(admin.own_agent, conn.participant, agent)
+        if aid is None:
+            raise queries.NotFound
+        return aid
+
+    async def _op_add_group(self, conn: Conn, ref, frame) -> dict:
+        """Seed 000: "Agents can be gathered in groups (group:<name>) to address several at once": a workspace's
+        owners and admins make a group, or name its members anew (adding and removing them)."""
+        self._person_only(conn)
+        ws, name, members = frame.get("workspace"), frame.get("name"), frame.get("members")
+        if not isinstance(ws, str) or not isinstance(name, str) or not isinstance(members, list):
+            return protocol.error(ref, "bad_frame", "add_group needs workspace, name and members (a list)")
+        if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
+            return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
+        out = await self.manage(admin.add_group, ws, name, members)
+        return {"op": "add_group", "ref": ref, **out}
+
     async def _op_set_budget(self, conn: Conn, ref, frame) -> dict:
         ws, topic, budget = frame.get("workspace"), frame.get("topic"), frame.get("budget")
         if not isinstance(ws, str) or not isinstance(topic, str):
