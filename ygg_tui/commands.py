@@ -1,6 +1,7 @@
 """The command palette (ctrl+p): open any conversation, start a topic or a direct conversation,
 fund, search, the operator view, the needs_human queue, themes, help; and managing (seed 002): new
-organizations, workspaces and agents, inviting people, restricting, agents' permissions, leaving, deleting."""
+organizations, workspaces and agents, inviting people, restricting, agents' permissions, leaving, deleting,
+an agent's key (a new one, or revoked), a topic's budget, a workspace's groups."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def _managing(store, main, w) -> list[tuple[str, object, str]]:
                     "open it to every member of its organization") if w.restricted else
                    (f"Restrict workspace {w.name}", partial(main.set_restricted, w.id, True),
                     "only the organization's owner and admins and people added to it"))
+    if w.role in ("owner", "admin"):
+        out.append((f"Groups of {w.name}", partial(main.edit_groups, w.id),
+                    "make a group (group:name), add or remove its members"))
     for m in w.members.values():
         if m["kind"] == "agent" and w.can_fund(m["id"], store.my_id):
             out.append((f"Permissions of {store.name(m['id'])} in {w.name}", partial(main.set_permissions, w.id, m["id"]),
@@ -57,6 +61,16 @@ class YggCommands(Provider):
             name = store.org_names.get(org, "")
             out.append((f"Leave the organization {name} ({', '.join(names)})".replace("  ", " "),
                         partial(main.leave_org, org), "you and your agents leave its workspaces"))
+        for agent, name in sorted(main.my_agents().items(), key=lambda a: a[1]):
+            out.append((f"New API key for {name}", partial(main.rotate_key, agent),
+                        "shown once; the old key stops working at once"))
+            out.append((f"Revoke agent {name}", partial(main.revoke_agent, agent),
+                        "retired, or its key leaked: its key stops working, its connections close"))
+        topic = main.budget_topic()
+        if topic is not None:
+            budget = "none" if topic.get("budget") is None else f"{topic['budget']} credits left"
+            out.append((f"Budget of this topic ({topic.get('title') or 'untitled'})",
+                        partial(main.set_budget, topic["id"]), f"now: {budget}; what its agents may still spend"))
         for t in store.needs_human():
             out.append((f"Needs a person: {t.get('title') or '(untitled)'}",
                         partial(main.open_conversation, t["conversation"], t["id"]), "answer to resume it"))

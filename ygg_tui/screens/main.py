@@ -223,6 +223,9 @@ class MainScreen(ManageActions, Screen):
             t.append(" › ", "dim")
             t.append(topic.get("title") or "(untitled)", "bold")
             t.append(f"  [{status}]", "red bold" if status == "needs_human" else "dim")
+            if topic.get("budget") is not None:
+                t.append(f"  budget {topic['budget']} cr", "yellow" if "budget" in (topic.get("unfunded") or {}).values()
+                         else "dim")
         elif self.key and self.topic is None and not self.composer.new_topic:
             t.append(" › notices outside any topic", "italic")
         th = s.threads.get(self.key or "")

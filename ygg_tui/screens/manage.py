@@ -116,9 +116,40 @@ class ManageActions:
         reply = got and await self._ask("add_agent", name=got["name"], **pinned)
         if reply:
             await self._members_changed(list(pinned.values()) or list(s.workspaces))
-            await self.app.push_screen_wait(ShownOnce(
-                f"The API key of {reply['name']}", reply["api_key"], "Shown this once: keep it now (c copies it). "
-                f"Run it with: YGG_KEY=… ygg-agent run --name {reply['name']} --api-key-env YGG_KEY (docs/agents.md)."))
+            await self._show_key(reply)
+
+    async def _show_key(self, reply: dict, why: str = "") -> None:
+        """A new API key (`add_agent`, `rotate_key`), shown this once."""
+        await self.app.push_screen_wait(ShownOnce(
+            f"The API key of {reply['name']}", reply["api_key"], f"{why}Shown this once: keep it now (c copies it). "
+            f"Run it with: YGG_KEY=… ygg-agent run --name {reply['name']} --api-key-env YGG_KEY (docs/agents.md)."))
+
+    def my_agents(self) -> dict[str, str]:
+        """This person's agents in the workspaces they reach: id -> name (seed 002: "Agents belong to a person")."""
+        me = self.store.me.get("handle")
+        return {m["id"]: m["name"] for w in self.store.workspaces.values() for m in w.members.values()
+                if m["kind"] == "agent" and m.get("person") == me}
+
+    @work(group="manage", exit_on_error=False)
+    async def revoke_agent(self, agent: str) -> None:
+        """Retire one's agent, or stop a leaked key: refused from now on, its open connections closed."""
+        name = self.store.name(agent)
+        if await self._sure(f"Revoke the agent {name}?", "Its key stops working at once and its open connections "
+                            "close; it leaves every workspace. Its messages stay, and so does its name (a new agent "
+                            "needs another). This cannot be undone.", "Revoke"):
+            if await self._ask("revoke_agent", agent=agent):
+                self.notify(f"Revoked {name}: its key no longer works.")
+                await self._members_changed([w.id for w in self.store.workspaces.values() if agent in w.members])
+
+    @work(group="manage", exit_on_error=False)
+    async def rotate_key(self, agent: str) -> None:
+        """A new API key for one's agent, as any API-key page: the old key stops at once."""
+        name = self.store.name(agent)
+        if await self._sure(f"A new API key for {name}?", "Its current key stops working at once and the "
+                            "connections it opened close; give the agent the new key to connect again.", "New key"):
+            reply = await self._ask("rotate_key", agent=agent)
+            if reply:
+                await self._show_key(reply, "The old key no longer works. ")
 
     @work(group="manage", exit_on_error=False)
     async def add_member(self, ws: str) -> None:
@@ -206,3 +237,64 @@ class ManageActions:
             self.workspace = self.conversation = self.topic = self.key = None
             self._open_default()
         self.refresh_all()
+
+    # --- a topic's budget, a workspace's groups ---
+
+    def budget_topic(self) -> dict | None:
+        """The topic on screen, if this person may set its budget (the server's check, docs/protocol.md: a person
+        in the topic who is not a viewer, or the workspace's owner or admin)."""
+        t = self.store.topics.get(self.topic or "")
+        w = self.store.workspaces.get(t.get("workspace", "")) if t else None
+        if w is None or not (w.role in ("owner", "admin") or (w.role != "viewer" and self.store.my_id in t.get("members", {}))):
+            return None
+        return t
+
+    @work(group="manage", exit_on_error=False)
+    async def set_budget(self, topic: str) -> None:
+        """Seed 000: "The agent (or the topic's budget) is out of credits": the credits a topic may still spend,
+        whoever pays; raised or removed, each agent it stopped is woken to resend."""
+        t = self.store.topics[topic]
+        now = t.get("budget")
+        got = await self._form(f"Budget of {t.get('title') or 'this topic'}",
+                               [Field("budget", "Credits it may still spend (empty: no budget)",
+                                      "" if now is None else str(now), placeholder="e.g. 200")], "Set",
+                               "Agents' messages here stop when it runs out, even with credits in their wallets.")
+        if got is None:
+            return
+        try:
+            budget = int(got["budget"]) if got["budget"] else None
+        except ValueError:
+            self.notify("A budget is a whole number of credits; leave it empty for none.", severity="error",
+                        title="not a number")
+            return
+        reply = await self._ask("set_budget", workspace=t["workspace"], topic=topic, budget=budget)
+        if reply:
+            t["budget"] = reply["budget"]
+            self.notify(f"{t.get('title') or 'The topic'}: " + ("no budget." if budget is None else f"budget {budget} credits."))
+            self.refresh_all()
+
+    @work(group="manage", exit_on_error=False)
+    async def edit_groups(self, ws: str) -> None:
+        """Seed 000: "Agents can be gathered in groups (group:<name>) to address several at once": a workspace's
+        owners and admins make one, or add and remove members (each group's list, as written in a send's `to`)."""
+        w = self.store.workspaces[ws]
+        groups = await self._ask("list_groups", workspace=ws)
+        if groups is None:
+            return
+        shown = {f"g{i}": (g["name"], ", ".join(sorted(self._ref(w, p) for p in g["members"]))) for i, g in enumerate(groups["groups"])}
+        fields = [Field(k, f"group:{name}", members, placeholder=WHO) for k, (name, members) in shown.items()]
+        fields += [Field("new", "New group: its name", placeholder="e.g. reviewers"),
+                   Field("new_members", "Its members", placeholder=WHO)]
+        got = await self._form(f"Groups of {w.name}", fields, "Save", "Address a group as group:NAME; change a list "
+                               "to add or remove members.")
+        if got is None:
+            return
+        changed = [(name, got[k]) for k, (name, members) in shown.items() if got[k] != members]
+        if got["new"]:
+            changed.append((got["new"], got["new_members"]))
+        if not changed:
+            self.notify("Nothing changed.", timeout=2)
+        for name, members in changed:
+            if await self._ask("add_group", workspace=ws, name=name,
+                               members=[r.strip() for r in members.split(",") if r.strip()]):
+                self.notify(f"Saved group:{name} in {w.name}.")

@@ -1,0 +1,107 @@
+"""More managing from the TUI's command palette: an agent's API key (a new one, or revoked), a topic's budget and a
+workspace's groups, each through a y/n or a small form, against the real server; refusals said in words."""
+
+import json
+
+import websockets
+
+from ygg_server.core import general_id
+
+from ygg_tui.screens.dialogs import FormScreen, ShownOnce
+
+from .conftest import SIZE, open_topic, ready, wait_for
+from .test_manage import _palette
+from .test_manage_forms import fill, titles, told
+
+
+async def rejected(url: str, key: str) -> bool:
+    async with websockets.connect(url) as ws:
+        await ws.send(json.dumps({"op": "auth", "ref": 1, "api_key": key}))
+        return json.loads(await ws.recv()).get("code") == "unauthenticated"
+
+
+async def test_an_owner_gets_a_new_key_for_an_agent_and_revokes_another(team):
+    """Seed 002: "Agents belong to a person" with "one key each": a new key is shown once and the old one stops at
+    once, its connection closed; a revoked agent's key stops and it leaves the workspace. Only the owner may."""
+    old = await websockets.connect(team.url)
+    await old.send(json.dumps({"op": "auth", "ref": 1, "api_key": team.keys["researcher"]}))
+    assert json.loads(await old.recv())["op"] == "session"
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "new api key for researcher")
+        await pilot.press("y")
+        shown = await wait_for(pilot, lambda: isinstance(app.screen, ShownOnce) and app.screen, what="the new key")
+        key = shown.secret
+        assert key.startswith("yggk_") and key != team.keys["researcher"]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: old.close_code == 1008, what="the old key's connection closed")
+        await _palette(pilot, "revoke agent reviewer")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: told(app, "Revoked reviewer"), what="revoked")
+        await wait_for(pilot, lambda: team.ids["reviewer"] not in app.store.workspaces[team.ws].members,
+                       what="reviewer gone from team")
+        assert not [t for t in titles(app) if "reviewer" in t and t.startswith(("Revoke agent", "New API key"))]
+    assert await rejected(team.url, team.keys["researcher"]) and await rejected(team.url, team.keys["reviewer"])
+    assert not await rejected(team.url, key), "the new key works"
+    bob = team.app("bob")  # alice's agents are not his
+    async with bob.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert not [t for t in titles(bob) if t.startswith(("Revoke agent", "New API key"))]
+
+
+async def test_a_person_in_the_topic_sets_its_budget_and_hears_a_refusal_in_words(team):
+    """Seed 000: `credits_exhausted`: "The agent (or the topic's budget) is out of credits"; docs/protocol.md,
+    `set_budget`: "a person in the topic, or an owner/admin" (a viewer is not offered it)."""
+    alice = await team.person("alice")
+    sent = await open_topic(team, alice, "researcher", "Spend little", "look into it")
+    topic = sent["message"]["topic"]
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.open_conversation(general_id(team.ws), topic)
+        await wait_for(pilot, lambda: main.topic == topic, what="the topic open")
+        await _palette(pilot, "budget of this topic", FormScreen)
+        await fill(pilot, budget="50")
+        await wait_for(pilot, lambda: told(app, "budget 50 credits"), what="set")
+        assert "budget 50 cr" in str(main.query_one("#topic-title").render())
+        await _palette(pilot, "budget of this topic", FormScreen)
+        assert app.screen.query_one("#f-budget").value == "50", "the form opens with the budget left"
+        await fill(pilot, budget="-5")
+        await wait_for(pilot, lambda: told(app, "A whole number of credits, please"), what="the refusal in words")
+    assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["budget"] == 50
+    viewer = team.app("carol")
+    async with viewer.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.open_conversation(general_id(team.ws), topic)
+        await wait_for(pilot, lambda: main.topic == topic, what="the topic open")
+        assert not [t for t in titles(viewer) if t.startswith("Budget of this topic")]
+
+
+async def test_an_owner_makes_a_group_and_changes_its_members(team):
+    """Seed 000: "Agents can be gathered in groups (group:<name>) to address several at once"; a member is not
+    offered it (seed 003 §66: "Admins manage everything in it")."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "groups of team", FormScreen)
+        await fill(pilot, new="pair", new_members="researcher, reviewer")
+        await wait_for(pilot, lambda: told(app, "Saved group:pair in team."), what="made")
+        await _palette(pilot, "groups of team", FormScreen)
+        assert app.screen.query_one("#f-g0").value == "researcher@alice, reviewer@alice"
+        await fill(pilot, g0="researcher@alice")
+        await wait_for(pilot, lambda: told(app, "Saved group:pair in team.") and len(app._notifications) > 1,
+                       what="reviewer removed")
+        await _palette(pilot, "groups of team", FormScreen)
+        await fill(pilot, g0="researcher@alice, ghost")
+        await wait_for(pilot, lambda: told(app, "Name agents, @handles or groups of this workspace"),
+                       what="the refusal in words")
+    alice = await team.person("alice")
+    assert (await alice.call("list_groups", workspace=team.ws))["groups"] == [
+        {"name": "pair", "members": [team.ids["researcher"]]}]
+    r = await alice.send(workspace=team.ws, topic="new", title="Pair", to=["group:pair"], text="to the pair")
+    assert [d["to"] for d in r["deliveries"] if d["wake"]] == [team.ids["researcher"]]
+    bob = team.app("bob")
+    async with bob.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert "Groups of team" not in titles(bob) and "Groups of bob (personal)" in titles(bob), "his own only"
