@@ -64,13 +64,14 @@ class Session:
         return row["name"]
 
     async def load_workspace(self, ws: str) -> None:
-        members, convs, topics, paused, balances, presence, _ = await asyncio.gather(
+        members, convs, topics, paused, balances, presence, groups, _ = await asyncio.gather(
             self.call("list_members", workspace=ws),
             self.call("list_conversations", workspace=ws),
             self.call("list_topics", workspace=ws),
             self.call("list_topics", workspace=ws, status="paused"),
             self.call("balances", workspace=ws),
             self.call("presence", workspace=ws),
+            self.call("list_groups", workspace=ws),
             self.call("subscribe", workspace=ws, monitor=ws in self.monitoring),
         )
         s = self.store
@@ -80,6 +81,7 @@ class Session:
         s.set_topics(topics["topics"])
         s.set_balances(ws, balances)
         s.set_presence(ws, presence["online"])
+        s.set_groups(ws, groups["groups"])
 
     async def reload_members(self, ws: str) -> None:
         """After a management op: who is in the workspace now, with roles and permissions."""

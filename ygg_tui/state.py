@@ -85,6 +85,7 @@ class Workspace:
     presence: dict[str, bool] = field(default_factory=dict)
     monitor: bool = False
     restricted: bool = False
+    groups: dict[str, list[str]] = field(default_factory=dict)  # group name -> member ids (list_groups, add_group)
 
     @property
     def can_fund_pool(self) -> bool:
@@ -212,10 +213,14 @@ class Store:
         return None
 
     def group_names(self, ws: str) -> list[str]:
+        """The workspace's groups: those listed (a new one as soon as it is made), and any group conversation."""
         w = self.workspaces.get(ws)
         if not w:
             return []
-        return sorted(c["name"] for c in w.conversations.values() if c.get("kind") == "group")
+        return sorted(set(w.groups) | {c["name"] for c in w.conversations.values() if c.get("kind") == "group"})
+
+    def set_groups(self, ws: str, groups: list[dict]) -> None:
+        self.workspaces[ws].groups = {g["name"]: g["members"] for g in groups}
 
     # --- loading ---
 

@@ -86,11 +86,12 @@ async def test_an_owner_makes_a_group_and_changes_its_members(team):
         await ready(pilot)
         await _palette(pilot, "groups of team", FormScreen)
         await fill(pilot, new="pair", new_members="researcher, reviewer")
-        await wait_for(pilot, lambda: told(app, "Saved group:pair in team."), what="made")
+        await wait_for(pilot, lambda: told(app, "Saved group:pair in team"), what="made")
+        assert app.store.group_names(team.ws) == ["pair"], "the composer offers group:pair at once"
         await _palette(pilot, "groups of team", FormScreen)
         assert app.screen.query_one("#f-g0").value == "researcher@alice, reviewer@alice"
         await fill(pilot, g0="researcher@alice")
-        await wait_for(pilot, lambda: told(app, "Saved group:pair in team.") and len(app._notifications) > 1,
+        await wait_for(pilot, lambda: app.store.workspaces[team.ws].groups["pair"] == [team.ids["researcher"]],
                        what="reviewer removed")
         await _palette(pilot, "groups of team", FormScreen)
         await fill(pilot, g0="researcher@alice, ghost")
@@ -104,4 +105,5 @@ async def test_an_owner_makes_a_group_and_changes_its_members(team):
     bob = team.app("bob")
     async with bob.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        assert bob.store.group_names(team.ws) == ["pair"], "known from sign-in (list_groups)"
         assert "Groups of team" not in titles(bob) and "Groups of bob (personal)" in titles(bob), "his own only"

@@ -281,6 +281,7 @@ class ManageActions:
         groups = await self._ask("list_groups", workspace=ws)
         if groups is None:
             return
+        self.store.set_groups(ws, groups["groups"])
         shown = {f"g{i}": (g["name"], ", ".join(sorted(self._ref(w, p) for p in g["members"]))) for i, g in enumerate(groups["groups"])}
         fields = [Field(k, f"group:{name}", members, placeholder=WHO) for k, (name, members) in shown.items()]
         fields += [Field("new", "New group: its name", placeholder="e.g. reviewers"),
@@ -295,6 +296,8 @@ class ManageActions:
         if not changed:
             self.notify("Nothing changed.", timeout=2)
         for name, members in changed:
-            if await self._ask("add_group", workspace=ws, name=name,
-                               members=[r.strip() for r in members.split(",") if r.strip()]):
-                self.notify(f"Saved group:{name} in {w.name}.")
+            reply = await self._ask("add_group", workspace=ws, name=name,
+                                    members=[r.strip() for r in members.split(",") if r.strip()])
+            if reply:
+                w.groups[reply["name"]] = reply["members"]
+                self.notify(f"Saved group:{name} in {w.name}: write to it as group:{name}.")
