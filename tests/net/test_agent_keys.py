@@ -126,3 +126,22 @@ async def test_the_cli_rotates_a_key_as_the_socket_does(team):
     with pytest.raises(admin.AdminError) as e:
         team.admin(admin.rotate_key, out["id"])
     assert e.value.code == "unknown_agent"
+
+
+async def test_a_member_added_to_a_group_joins_its_conversation_when_next_addressed(team):
+    """docs/rules.md: "A direct or group conversation grows to include everyone who writes in it or is addressed
+    in it": a group's conversation, once written in, takes a newly added member at the next message to the group."""
+    alice = await team.person("alice")
+    ids = {a["name"]: a["id"] for a in (await alice.call("list_agents", workspace=team.ws))["agents"]}
+    await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher"])
+    first = await alice.send(workspace=team.ws, conversation="group:crew", topic="new", title="Crew",
+                             to=["group:crew"], text="one")
+    assert first["op"] == "sent" and {d["to"] for d in first["deliveries"] if d["wake"]} == {ids["researcher"]}
+    await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher", "reviewer"])
+    second = await alice.send(workspace=team.ws, conversation="group:crew", topic=first["message"]["topic"],
+                              to=["group:crew"], text="two")
+    assert second["op"] == "sent" and {d["to"] for d in second["deliveries"] if d["wake"]} == {ids["researcher"],
+                                                                                              ids["reviewer"]}
+    conv = next(c for c in (await alice.call("list_conversations", workspace=team.ws))["conversations"]
+                if c["kind"] == "group" and c["name"] == "crew")
+    assert ids["reviewer"] in conv["members"]
