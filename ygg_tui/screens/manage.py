@@ -1,6 +1,7 @@
 """What a person manages from the command palette (seed 002; seed 003 §65-66): organizations, workspaces,
-who is in them, agents' permissions, leaving and deleting. Each asks with a small form, or a yes or no
-where it cannot be undone, and says a refusal in words (its reason and the server's detail)."""
+who is in them, agents' permissions and keys, leaving and deleting, a topic's budget, a workspace's groups.
+Each asks with a small form, or a yes or no where it cannot be undone, and says a refusal in words (its
+reason and the server's detail)."""
 
 from __future__ import annotations
 
@@ -245,9 +246,10 @@ class ManageActions:
         in the topic who is not a viewer, or the workspace's owner or admin)."""
         t = self.store.topics.get(self.topic or "")
         w = self.store.workspaces.get(t.get("workspace", "")) if t else None
-        if w is None or not (w.role in ("owner", "admin") or (w.role != "viewer" and self.store.my_id in t.get("members", {}))):
+        if w is None:
             return None
-        return t
+        in_it = w.role != "viewer" and self.store.my_id in t.get("members", {})
+        return t if w.role in ("owner", "admin") or in_it else None
 
     @work(group="manage", exit_on_error=False)
     async def set_budget(self, topic: str) -> None:
@@ -270,7 +272,8 @@ class ManageActions:
         reply = await self._ask("set_budget", workspace=t["workspace"], topic=topic, budget=budget)
         if reply:
             t["budget"] = reply["budget"]
-            self.notify(f"{t.get('title') or 'The topic'}: " + ("no budget." if budget is None else f"budget {budget} credits."))
+            said = "no budget." if budget is None else f"budget {budget} credits."
+            self.notify(f"{t.get('title') or 'The topic'}: {said}")
             self.refresh_all()
 
     @work(group="manage", exit_on_error=False)
@@ -282,7 +285,8 @@ class ManageActions:
         if groups is None:
             return
         self.store.set_groups(ws, groups["groups"])
-        shown = {f"g{i}": (g["name"], ", ".join(sorted(self._ref(w, p) for p in g["members"]))) for i, g in enumerate(groups["groups"])}
+        shown = {f"g{i}": (g["name"], ", ".join(sorted(self._ref(w, p) for p in g["members"])))
+                 for i, g in enumerate(groups["groups"])}
         fields = [Field(k, f"group:{name}", members, placeholder=WHO) for k, (name, members) in shown.items()]
         fields += [Field("new", "New group: its name", placeholder="e.g. reviewers"),
                    Field("new_members", "Its members", placeholder=WHO)]
