@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from . import protocol
-from .core import PLANS, POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
+from .core import POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
 from .core import assign as core_assign
 from .core.lifecycle import unfunded
 from .store import sqlite as db
@@ -56,7 +56,7 @@ def monitors(conn: sqlite3.Connection, ws: Any, pid: str) -> bool:
 def _history_floor(conn: sqlite3.Connection, ws: str) -> int:
     """Seed 002: history past the plan's window is neither shown nor searchable."""
     row = conn.execute("SELECT o.plan FROM workspaces w JOIN orgs o ON o.id = w.org WHERE w.id = ?", (ws,)).fetchone()
-    days = PLANS.get(row[0], PLANS["team"]).history_days if row else 90
+    days = plan_of(row[0]).history_days if row else 90
     return time.time_ns() // 1000 - days * 86_400_000_000
 
 
@@ -301,8 +301,7 @@ def list_orgs(conn, pid: str, f: dict) -> dict:
         p = plan_of(plan, licensed)
         used = None
         if p.messages_per_month is not None:
-            got = conn.execute("SELECT count FROM usage WHERE org = ? AND month = ?", (oid, month)).fetchone()
-            used = got[0] if got else 0
+            used = db.usage(conn, oid, month)
         out.append({"id": oid, "name": name, "role": role, "plan": plan, "licensed": licensed,
                     "messages_per_month": p.messages_per_month, "agents": p.agents, "workspaces": p.workspaces,
                     "history_days": p.history_days, "messages_this_month": used})

@@ -199,6 +199,31 @@ async def test_team_plan_is_as_licensed(team):
     assert own["messages_per_month"] is None and own["messages_this_month"] is None and own["agents"] is None
 
 
+async def test_the_months_count_shown_is_the_one_the_plan_limit_counts(team):
+    """Seed 002: "A message to several agents counts once per recipient. The monthly count resets on the 1st
+    (UTC)." list_orgs' `messages_this_month` is the count the limit is checked against, with the messages sent
+    while the plan was not metered (on PostgreSQL each node counts those on its own row)."""
+    alice = await team.person("alice")
+    ok = await alice.send(workspace=team.ws, topic="new", title="Count", type="inform", to=["researcher"], text="1")
+    assert ok["op"] == "sent", ok
+    topic = ok["message"]["topic"]
+    for text in ("2", "3"):
+        r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text=text)
+        assert r["op"] == "sent", r
+
+    async def shown():
+        (own,) = [o for o in (await alice.call("list_orgs"))["orgs"] if o["role"] == "owner"]
+        return own["messages_this_month"]
+
+    team.admin(admin.set_plan, "alice", "team", 4)  # metered now: room for one more message
+    assert await shown() == 3
+    r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="4")
+    assert r["op"] == "sent", r
+    r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="5")
+    assert r["op"] == "refused" and r["reason"] == "plan_limit", r
+    assert await shown() == 4
+
+
 async def test_history_past_the_plans_window_is_not_searchable(team):
     """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
     reaches_into_engine(team)

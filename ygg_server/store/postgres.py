@@ -347,6 +347,11 @@ _OVERRIDES_RAW = {
     """SELECT state FROM topics WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0)""":
         """SELECT state FROM topics WHERE status = 'paused'
            OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0) ORDER BY id FOR UPDATE""",
+    # sqlite.usage: a month's messages of an organization are its shared row plus every node's row
+    # (`usage_nodes`, where each node counts an unmetered plan's), as the engine's limit check adds them
+    """SELECT count FROM usage WHERE org = ? AND month = ?""":
+        """SELECT coalesce((SELECT count FROM usage WHERE org = $1 AND month = $2), 0)::bigint
+           + (SELECT coalesce(sum(count), 0)::bigint FROM usage_nodes WHERE org = $1 AND month = $2)""",
     # queries.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), a phrase
     """SELECT m.body FROM messages_fts f CROSS JOIN messages m ON m.seq = f.rowid
            WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
