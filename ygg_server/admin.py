@@ -160,7 +160,8 @@ def _licence(plan: str, licensed) -> int | None:
 
 def _one_free(conn: sqlite3.Connection, owner: str, org: str | None = None) -> None:
     """Seed 002: "Each person gets one Free organization": refused `free_org_limit` when `owner` already owns
-    a Free organization (other than `org`)."""
+    a Free organization (other than `org`). Checked, then inserted: a person's checks take turns (two nodes)."""
+    db.serialized(conn, "free-org:" + owner)
     row = conn.execute("SELECT id FROM orgs WHERE owner = ? AND plan = 'free' AND id != ? LIMIT 1",
                        (owner, org or "")).fetchone()
     if row is not None:

@@ -4,7 +4,7 @@ Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) 
 on a sqlite3-shaped connection (SQLite, or PostgreSQL's adapter); the writes run on
 the gateway's management connection, so the engine and every node see them at once.
 Each write reads and writes its document in one transaction, serialized per document
-(`_serialized`), so writes through several nodes at once neither fail nor lose a merge.
+(`store.sqlite.serialized`), so writes through several nodes at once neither fail nor lose a merge.
 
 - `get_persona` / `set_persona`: the agent itself, or its owner. A write that would
   shrink a long persona to less than half is refused `persona_shrink` (seed 003 §57);
@@ -34,17 +34,6 @@ def _now() -> int:
 
 def _refused(reason: str, detail: str) -> dict:
     return {"op": "refused", "reason": reason, "detail": detail}
-
-
-def _serialized(conn: sqlite3.Connection, key: str) -> None:
-    """Inside a transaction: the writes of one document take turns from here to the COMMIT.
-
-    A write reads the document, then writes what it decided from it (the next persona version, a
-    rulebook merged with the stored one). SQLite's BEGIN IMMEDIATE already takes the one write lock;
-    on PostgreSQL two nodes read in parallel, so there an advisory lock on the document is taken
-    first (its reads then see what the write before it committed)."""
-    if getattr(conn, "dialect", "sqlite") == "postgres":
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
 
 # --- personas ---
@@ -85,7 +74,7 @@ def get_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
 def set_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
     agent = _agent_for(conn, who, frame)
     with db.Tx(conn):
-        _serialized(conn, "persona:" + agent)
+        db.serialized(conn, "persona:" + agent)
         return _set_persona(conn, who, agent, frame)
 
 
@@ -148,7 +137,7 @@ def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
         return _refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
                         "or null for all defaults")
     with db.Tx(conn):
-        _serialized(conn, "rulebook:" + cid)
+        db.serialized(conn, "rulebook:" + cid)
         return _merge_rulebook(conn, who, ws, cid, change)
 
 

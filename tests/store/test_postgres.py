@@ -10,6 +10,8 @@ import asyncio
 import inspect
 import json
 import sqlite3
+import threading
+import time
 
 import asyncpg
 import pytest
@@ -564,3 +566,61 @@ def test_two_owners_leaving_at_once_through_two_connections_leave_one_owner(pg_u
     finally:
         a.close()
         b.close()
+
+
+class _HeldAtCommit:
+    """A connection whose transaction stops just before its COMMIT until `go` is set: another node's
+    transaction caught between its checks and its commit."""
+
+    def __init__(self, conn):
+        self.conn, self.at_commit, self.go = conn, threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+    def execute(self, sql, params=()):
+        if sql.lstrip().upper().startswith("COMMIT"):
+            self.at_commit.set()
+            self.go.wait(10)
+        return self.conn.execute(sql, params)
+
+
+def _until_waiting_or_done(watcher, thread: threading.Thread, timeout: float = 10) -> None:
+    """Until `thread` is done or some session of this database waits for a lock (the other's)."""
+    end = time.monotonic() + timeout
+    while thread.is_alive() and time.monotonic() < end:
+        if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock'").fetchone()[0]:
+            return
+        time.sleep(0.02)
+
+
+def test_two_nodes_never_give_a_person_a_second_free_organization(pg_url):
+    """Seed 002: "Each person gets one Free organization." Checked, then inserted: two create_org for one
+    person through two nodes at once (two connections, READ COMMITTED) take turns, so the second sees the
+    first one's organization and is refused free_org_limit."""
+    a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    try:
+        carol = admin.add_person(a, "carol", PW)["id"]  # her own organization is on Team (the default)
+        held, got = _HeldAtCommit(a), {}
+
+        def create(conn, name):
+            try:
+                got[name] = admin.add_org(conn, name, "carol", "free")["plan"]
+            except admin.AdminError as e:
+                got[name] = e.code
+
+        first = threading.Thread(target=create, args=(held, "One"))
+        first.start()
+        assert held.at_commit.wait(10)
+        second = threading.Thread(target=create, args=(b, "Two"))
+        second.start()
+        _until_waiting_or_done(watcher, second)
+        held.go.set()
+        first.join(10)
+        second.join(10)
+        assert got == {"One": "free", "Two": "free_org_limit"}, got
+        assert watcher.execute("SELECT count(*) FROM orgs WHERE owner = ? AND plan = 'free'", (carol,)).fetchone()[0] == 1
+    finally:
+        for c in (a, b, watcher):
+            c.close()

@@ -195,6 +195,17 @@ class Tx:
         return False
 
 
+def serialized(conn: sqlite3.Connection, key: str) -> None:
+    """Inside a `Tx`: the transactions that call this with `key` take turns from here to their COMMIT.
+
+    For a write that reads, then writes what it decided from what it read (the next persona version, a
+    rulebook merged with the stored one, a person's one Free organization). SQLite's BEGIN IMMEDIATE already
+    takes the one write lock; on PostgreSQL (its sqlite3-shaped adapter) two nodes read in parallel, so
+    there an advisory lock on `key` is taken first (the reads after it see what the turn before committed)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
+
+
 # --- loading what the core judges against ---
 
 def _ids(raw: str | None) -> frozenset[str] | None:
