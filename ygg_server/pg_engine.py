@@ -162,6 +162,7 @@ class PgEngine:
         self._deferred: list[_Command] = []  # sends left for the next batch (see _batch), oldest first
         self.present: frozenset[str] = frozenset()  # who is connected to this node (the gateway replaces it whole)
         self.node_timeout = 4 * min(max(lease / 3, 0.2), 5.0)  # a node silent this long is gone (PgGateway's)
+        self.presence_timeout = protocol.PRESENCE_TIMEOUT  # an agent silent this long is offline (PgGateway's)
         self._next_poll = 0.0
         self._after: tuple = ((), {}, {})
         self._lock_general = False  # the next attempt locks General (the last was _Contended)
@@ -570,10 +571,9 @@ class PgEngine:
             return {}
         ids = sorted(agents)
         present = self.present
-        online = set(present) | {r[0] for r in await self.conn.fetch(
-            """SELECT DISTINCT p.participant FROM presence p JOIN nodes n ON n.id = p.node
-               WHERE p.participant = ANY($1::text[]) AND n.heartbeat_at > $2""",
-            [a for a in ids if a not in present], self.clock() - int(self.node_timeout * 1e6))}
+        online = set(present) | await pg.present_elsewhere(  # every live node's, this one's too ("": none left out)
+            self.conn, [a for a in ids if a not in present], "", self.clock(), self.node_timeout,
+            self.presence_timeout)
         return await self._cold(db.fitness, ids, online.__contains__)
 
     async def _load(self, sends: list[tuple[_Command, str, dict]], month: str) -> _Work:

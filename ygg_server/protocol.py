@@ -20,6 +20,7 @@ from .core.party import PartyView, roster_obj
 
 MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
 MAX_TEXT = 200_000  # characters in one message
+PRESENCE_TIMEOUT = 180.0  # seconds: an agent silent this long (no frame, no pong) counts as offline (issue 3)
 
 
 class BadFrame(Exception):

@@ -18,6 +18,7 @@ import pytest
 
 from ygg_server import admin, queries
 from ygg_server.core import general_id
+from ygg_server.net.gateway import Limits
 from ygg_server.store import postgres as pg
 from ygg_server.store import sqlite as db
 from ygg_server.store.schema import MIGRATIONS
@@ -486,6 +487,35 @@ async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_an
     r = await alice.request("set_setting", workspace=ws, key="assign.weights", value={"online": 0, "load": 50})
     assert r["op"] == "set_setting", r
     assert (await ask("Second"))["scores"][0]["name"] == "nova"
+
+
+async def test_assignment_on_one_node_scores_an_agent_silent_on_another_as_offline(server):
+    """Issue 3: "an agent counts as offline after a few minutes of silence" (`presence_timeout`), in the scoring
+    on PostgreSQL too (seed 003 §14's online part): pike is connected to node B and says nothing; node A, whose
+    presence_timeout is 1 s here, shows it offline in `presence` and scores it offline, as on SQLite."""
+    from tests.net.test_party import setup_party
+
+    from .conftest import make_gateway
+
+    ws, cid, _, keys = await setup_party(server)
+    scorer = make_gateway(server.store, server.database, Limits(auth_timeout=5.0, presence_timeout=1.0))
+    await scorer.start("127.0.0.1", 0)
+    server.extra.append(scorer)
+    alice = await server.person("alice", url=f"ws://127.0.0.1:{scorer.port}/")
+    for name in ("pike", "nova"):
+        r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])
+        assert r["op"] == "set_profile", r
+    pike = await server.client(api_key=keys["pike"])  # on node B (the fixture's), silent from here on
+    await pike.request("ping")
+    await asyncio.sleep(1.5)
+    assert (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]) is False
+    assert server.conn.execute("SELECT count(*) FROM presence WHERE participant = ?", (pike.me["id"],)).fetchone()[0]
+    sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                            to=["capability:translation"], text="translate this")
+    assert sent["op"] == "sent", sent
+    scores = sent["message"]["assignment"]["scores"]
+    online = {s["name"]: p["value"] for s in scores for p in s["parts"] if p["name"] == "online"}
+    assert online == {"pike": 0.0, "nova": 0.0}, scores
 
 
 async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(server, pg_url):

@@ -243,6 +243,7 @@ class PgGateway(Gateway):
         self._dirs: dict[str, Any] = {}  # workspace -> Directory, for party views; dropped by every rescan
         self.beat = min(max(engine.lease / 3, 0.2), 5.0)  # heartbeat, lease renewal, expired-lease sweep
         self.node_timeout = engine.node_timeout = 4 * self.beat  # a node silent this long is gone
+        engine.presence_timeout = self.limits.presence_timeout  # an agent silent this long is offline (scoring)
         self._tasks: set[asyncio.Task] = set()
         engine.on_notify = self._remote
 
@@ -449,10 +450,7 @@ class PgGateway(Gateway):
                         self.engine.node, pid, kind, now)
                 else:
                     await c.execute("DELETE FROM presence WHERE node = $1 AND participant = $2", self.engine.node, pid)
-                elsewhere = await c.fetchval(
-                    """SELECT count(*) FROM presence p JOIN nodes n ON n.id = p.node
-                       WHERE p.participant = $1 AND p.node != $2 AND n.heartbeat_at > $3""",
-                    pid, self.engine.node, now - int(self.node_timeout * 1e6))
+                elsewhere = await self._elsewhere(c, [pid], now)
                 if (pid in self.conns) != online or elsewhere:
                     return  # it came back (or went) meanwhile, or it is still connected to another node
                 await c.execute("SELECT pg_notify($1, $2)", pg.CHANNEL, msgspec.json.encode(
@@ -461,6 +459,11 @@ class PgGateway(Gateway):
             log.exception("presence of %s not recorded", pid)
             return
         self._tell_presence(pid, workspaces, online, targets)
+
+    async def _elsewhere(self, c, ids: list[str], now: int) -> set[str]:
+        """Those of `ids` online through another node (an agent silent there for presence_timeout is not)."""
+        return await pg.present_elsewhere(c, ids, self.engine.node, now, self.node_timeout,
+                                          self.limits.presence_timeout)
 
     def _tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
         if targets is None:
@@ -474,13 +477,7 @@ class PgGateway(Gateway):
         ids = [m["id"] for m in members]
         now = now_us()
         async with self.engine.pool.acquire() as c:
-            rows = await c.fetch(
-                """SELECT DISTINCT p.participant FROM presence p JOIN nodes n ON n.id = p.node
-                   WHERE p.participant = ANY($1::text[]) AND p.node != $2 AND n.heartbeat_at > $3
-                   AND (p.kind != 'agent' OR p.last_seen >= $4)""",
-                ids, self.engine.node, now - int(self.node_timeout * 1e6),
-                now - int(self.limits.presence_timeout * 1e6))
-        elsewhere = {r[0] for r in rows}
+            elsewhere = await self._elsewhere(c, ids, now)
         return {"op": "presence", "ref": ref, "online": {i: self.online(i) or i in elsewhere for i in ids}}
 
     # --- the heartbeat: this node lives, its leases hold, expired leases are claimed again ---

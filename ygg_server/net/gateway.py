@@ -47,7 +47,7 @@ class Limits:
     auth_timeout: float = 10.0  # seconds to authenticate after the upgrade
     open_timeout: float = 10.0  # seconds for the opening handshake
     idle_timeout: float = 600.0  # seconds without a frame before we close
-    presence_timeout: float = 180.0  # an agent silent this long (no frame, no pong) counts as offline
+    presence_timeout: float = protocol.PRESENCE_TIMEOUT  # an agent silent this long (no frame, no pong): offline
     ping_interval: float = 20.0  # keepalive: a ping every this many seconds; its pong counts as being heard from
     ping_timeout: float = 20.0  # a ping unanswered this long closes the connection (1011): a dead socket goes offline
     close_timeout: float = 10.0  # a closing handshake the other end does not finish is cut off after this

@@ -330,6 +330,24 @@ LEFT JOIN conversations c ON c.id = m.conversation ORDER BY x.id
 """
 RELEASE_DELIVERIES = DELIVERIES.release("carrier = NULL")
 RENEW_DELIVERIES = DELIVERIES.renew()
+# Who of $1 is connected to a live node (a heartbeat after $3) other than $2; an agent only if heard from
+# after $4 (issue 3: "an agent counts as offline after a few minutes of silence", Limits.presence_timeout).
+PRESENT_ELSEWHERE = """
+SELECT DISTINCT p.participant FROM presence p JOIN nodes n ON n.id = p.node
+WHERE p.participant = ANY($1::text[]) AND p.node != $2 AND n.heartbeat_at > $3
+AND (p.kind != 'agent' OR p.last_seen >= $4)
+"""
+
+
+async def present_elsewhere(conn: asyncpg.Connection, ids: Iterable[str], node: str, now: int,
+                            node_timeout: float, presence_timeout: float) -> set[str]:
+    """Those of `ids` online through a live node other than `node` ("": any), at `now` (microseconds); the
+    timeouts are in seconds: how long a node, an agent, may be silent."""
+    rows = await conn.fetch(PRESENT_ELSEWHERE, list(ids), node, now - int(node_timeout * 1e6),
+                            now - int(presence_timeout * 1e6))
+    return {r[0] for r in rows}
+
+
 # Acks ($2 ids of $3 recipients, at $1): the rows locked in id order, as renewals and releases lock them;
 # RETURNING what this statement acked (not what was acked before).
 ACK_DELIVERIES = """
