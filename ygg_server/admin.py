@@ -295,16 +295,20 @@ WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "group
 def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     """Delete a workspace and everything in it (seed 003 §66: "deleting the workspace" is its owner's); a
     personal one "can never be deleted" (seed 003 §65: `personal_workspace`). Its memberships go with it, so
-    open sockets lose it as on any revocation: nothing more of it is delivered, followed or accepted."""
+    open sockets lose it as on any revocation: nothing more of it is delivered, followed or accepted.
+
+    Its own row goes first: on PostgreSQL a batch of sends holds the rows of its workspaces (`FOR KEY SHARE`,
+    pg_engine._LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
+    batch that comes meanwhile waits for the delete and finds the workspace gone."""
     with db.Tx(conn):
         ws = workspace(conn, ws_ref)
         _not_personal(conn, ws, "a personal workspace can never be deleted")
+        conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
             db.unindex_workspace(conn, ws)
         conn.execute("DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE workspace = ?)", (ws,))
         for table in WORKSPACE_TABLES:
             conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))
-        conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
     return {"id": ws, "deleted": True}
 
 

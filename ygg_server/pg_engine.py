@@ -583,11 +583,13 @@ class PgEngine:
             convs, topics, agents, pools, idem, limited, opening = set(), set(), set(), set(), [], set(), set()
             waited = set()  # topics of sends left by an earlier batch: waited for, not skipped
             shared, locked = set(), set()  # General conversations: read without a lock / locked (a person writes)
+            spaces = set()  # the workspaces written in: held against a delete (admin.delete_workspace)
             for cmd, author, f in sends:
                 ws = f["workspace"]
                 d = self._directory(ws)
                 if author not in d.memberships:
                     continue
+                spaces.add(ws)
                 cid = _conversation_id(d, f.get("conversation", "general"), author)
                 if cid is not None:  # General too: its party counters move with agents' messages
                     convs.add(cid)
@@ -613,11 +615,15 @@ class PgEngine:
             shared = set() if self._lock_general else shared - locked
             rows = await self.conn.fetch(
                 _LOAD, sorted(convs - shared), sorted(topics - waited), sorted(agents), sorted(pools),
-                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month, sorted(shared), sorted(waited))
+                [a for a, _ in idem], [c for _, c in idem], sorted(limited), month, sorted(shared), sorted(waited),
+                sorted(spaces))
             snap = _Snapshot()
+            held = set()
             for kind, a, b, c, x, y, n, blob in rows:
                 if kind == "v":
                     snap.version = n
+                elif kind == "s":
+                    held.add(a)
                 elif kind == "t":
                     snap.topics[a] = db.decode_topic(blob)
                 elif kind == "c":
@@ -635,6 +641,9 @@ class PgEngine:
             if snap.version != self._version:
                 self._reset(snap.version)
                 continue  # someone changed the directory: load it again, lock again (a superset)
+            if spaces - held:  # deleted while this waited for its row (the version above was read before)
+                self._reset(await self.conn.fetchval("SELECT value FROM meta WHERE key = 'config'"))
+                continue
             snap.shared = shared & set(snap.convs)
             for a in agents:
                 snap.wallets.setdefault(a, None)
@@ -1108,13 +1117,16 @@ async def _fetch_conversations(conn: asyncpg.Connection, ids: list[str]) -> dict
     return {r[0]: db.conversation(*r) for r in rows}
 
 
-# One statement loads a batch: the config version, then (locking, in this order) conversations (General
-# included: its party counters move with agents' messages),
+# One statement loads a batch: the config version, then (locking, in this order) the workspaces (`FOR KEY
+# SHARE`: admin.delete_workspace deletes a workspace's row first, so it waits for a batch writing there, and a
+# batch finds a workspace deleted meanwhile missing), conversations (General included: its party counters
+# move with agents' messages),
 # topics, agent wallets, limited plans' shared usage rows; then, unlocked, pools, the other usage
 # rows and the idempotency replies. UNION ALL runs its parts in order, so the lock order holds.
 # Agents with no wallet row yet are serialized by an advisory lock on their id instead.
 _LOAD = """
 WITH v AS (SELECT value FROM meta WHERE key = 'config'),
+s AS (SELECT id FROM workspaces WHERE id = ANY($11::text[]) ORDER BY id FOR KEY SHARE),
 c AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($1::text[])
       ORDER BY id FOR UPDATE),
 g AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($9::text[])),
@@ -1131,6 +1143,7 @@ p AS (SELECT workspace, balance FROM wallets WHERE account = 'pool' AND workspac
 i AS (SELECT participant, client_id, reply FROM idempotency
       WHERE (participant, client_id) IN (SELECT * FROM unnest($5::text[], $6::text[])))
 SELECT 'v', NULL, NULL, NULL, NULL, NULL, value, NULL::bytea FROM v
+UNION ALL SELECT 's', id, NULL, NULL, NULL, NULL, NULL, NULL FROM s
 UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM c
 UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party, 'UTF8') FROM g
 UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM tw

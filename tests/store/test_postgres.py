@@ -654,3 +654,80 @@ def test_two_nodes_never_give_a_person_a_second_free_organization(pg_url):
     finally:
         for c in (a, b, watcher):
             c.close()
+
+
+def _left_of(conn, ws: str, message_ids: list[str]) -> dict[str, int]:
+    """What remains of a deleted workspace: rows of its messages, their deliveries, its topics, conversations."""
+    out = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE workspace = ?", (ws,)).fetchone()[0]
+           for t in ("messages", "topics", "conversations", "memberships")}
+    out["deliveries"] = sum(conn.execute("SELECT count(*) FROM deliveries WHERE message = ?", (m,)).fetchone()[0]
+                            for m in message_ids)
+    return {k: n for k, n in out.items() if n}
+
+
+async def _until_waiting_or_done_async(watcher, task, timeout: float = 10) -> None:
+    end = time.monotonic() + timeout
+    while not task.done() and time.monotonic() < end:
+        if watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock'").fetchone()[0]:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def test_a_workspace_deleted_while_a_batch_writes_in_it_leaves_nothing_behind(server, pg_url):
+    """admin.delete_workspace: "Delete a workspace and everything in it". On PostgreSQL a batch of sends and the
+    delete (another node's connection) may run at once, in either order: the delete waits for a batch that
+    holds the workspace, and a batch that comes during a delete waits for it and is refused (the workspace is
+    gone); either way no message, delivery or topic of the workspace is left behind."""
+    server.admin(admin.add_person, "alice", PW)
+    one = server.admin(admin.add_workspace, "one", "alice")["id"]
+    two = server.admin(admin.add_workspace, "two", "alice")["id"]
+    server.admin(admin.add_agent, "helper", "alice")
+    alice = await server.person("alice")
+
+    async def before(ws):
+        return (await alice.send(workspace=ws, topic="new", title="Before", to=["helper"], text="0"))["message"]["id"]
+
+    sent = [await before(one)]
+    other, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    engine, write = server.gw.engine, server.gw.engine._write
+    loaded, release = asyncio.Event(), asyncio.Event()
+
+    async def held_write(w, now, out):  # the batch, its rows loaded and locked, waits here before writing
+        if w.decisions and not release.is_set():
+            loaded.set()
+            await release.wait()
+        return await write(w, now, out)
+
+    try:
+        # the batch first: it holds workspace one while the delete starts
+        engine._write = held_write
+        send = asyncio.ensure_future(alice.send(workspace=one, topic="new", title="During", to=["helper"], text="1"))
+        await asyncio.wait_for(loaded.wait(), 10)
+        delete = asyncio.ensure_future(asyncio.to_thread(admin.delete_workspace, other, one))
+        await _until_waiting_or_done_async(watcher, delete)
+        release.set()
+        reply = await asyncio.wait_for(send, 10)
+        assert reply["op"] == "sent", reply
+        assert (await asyncio.wait_for(delete, 10))["deleted"]
+        assert _left_of(watcher, one, [sent[0], reply["message"]["id"]]) == {}
+        engine._write = write
+
+        # the delete first: a batch in workspace two comes while it is not yet committed (this node has seen
+        # every change before it: the version the batch reads first is not the delete's)
+        sent.append(await before(two))
+        held = _HeldAtCommit(other)
+        delete = asyncio.ensure_future(asyncio.to_thread(admin.delete_workspace, held, two))
+        assert await asyncio.to_thread(held.at_commit.wait, 10)
+        send = asyncio.ensure_future(alice.send(workspace=two, topic="new", title="During", to=["helper"], text="2"))
+        await _until_waiting_or_done_async(watcher, send)
+        held.go.set()
+        assert (await asyncio.wait_for(delete, 10))["deleted"]
+        reply = await asyncio.wait_for(send, 10)
+        assert reply["op"] == "refused" and reply["reason"] == "unknown_workspace", reply
+        assert _left_of(watcher, two, [sent[1]]) == {}
+    finally:
+        engine._write = write
+        release.set()
+        other.close()
+        watcher.close()
