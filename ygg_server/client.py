@@ -30,6 +30,9 @@ ws_log = logging.getLogger("ygg.client.websockets")  # frames carry the key: nev
 ws_log.setLevel(logging.INFO)
 
 
+RENEW = "resub:"  # the ref of a subscription renewed after a reconnect, before the workspace id
+
+
 class Refused(Exception):
     def __init__(self, frame: dict):
         super().__init__(f"{frame.get('reason') or frame.get('code')}: {frame.get('detail', '')}")
@@ -56,6 +59,7 @@ class Client:
         self._events: asyncio.Queue[dict] = asyncio.Queue()
         self._acked: set[int] = set()
         self._subscriptions: dict[str, bool] = {}  # workspace -> monitor, renewed after a reconnect
+        self._renewing: set[asyncio.Task] = set()
         self._stable: OrderedDict[str, list] = OrderedDict()  # directive version -> its stable blocks
         self._ws = None
         self._task: asyncio.Task | None = None
@@ -103,9 +107,8 @@ class Client:
                     session = await self._hello(ws)
                     delay = 0.1
                     self.me, self.token = session["me"], session["token"]
-                    for ws_id, monitor in self._subscriptions.items():
-                        await ws.send(json.dumps({"op": "subscribe", "ref": f"resub:{ws_id}",
-                                                  "workspace": ws_id, "monitor": monitor}))
+                    for ws_id, monitor in list(self._subscriptions.items()):
+                        await self._renew(ws, ws_id, monitor)
                     self.connected.set()
                     if self._first and not self._first.done():
                         self._first.set_result(session)
@@ -164,12 +167,41 @@ class Client:
             if frame.get("kind") == "workspace_gone":  # not to be renewed after a reconnect
                 self._subscriptions.pop(frame.get("workspace"), None)
             self._events.put_nowait(frame)
+        elif isinstance(frame.get("ref"), str) and frame["ref"].startswith(RENEW):
+            self._renewed(frame)
         elif "ref" in frame and frame["ref"] in self._waiting:
             fut = self._waiting.pop(frame["ref"])
             if not fut.done():
                 fut.set_result(frame)
         elif op == "error":
             log.warning("server error: %s", frame)
+
+    @staticmethod
+    async def _renew(ws, workspace: str, monitor: bool) -> None:
+        try:
+            await ws.send(json.dumps({"op": "subscribe", "ref": RENEW + workspace, "workspace": workspace,
+                                      "monitor": monitor}))
+        except websockets.ConnectionClosed:
+            pass  # renewed at the next connection
+
+    def _renewed(self, frame: dict) -> None:
+        """The answer to a subscription renewed after a reconnect. Refused `not_found`: the workspace went (or
+        is no longer ours) while we were away: dropped, not asked again at every reconnect. Refused `forbidden`:
+        followed again without monitor if it had it (monitor taken away meanwhile), else dropped (receive)."""
+        ws_id = frame["ref"][len(RENEW):]
+        if frame.get("op") != "error" or ws_id not in self._subscriptions:
+            return
+        code = frame.get("code")
+        if code == "forbidden" and self._subscriptions[ws_id] and self._ws is not None:
+            self._subscriptions[ws_id] = False
+            task = asyncio.ensure_future(self._renew(self._ws, ws_id, False))
+            self._renewing.add(task)
+            task.add_done_callback(self._renewing.discard)
+        elif code in ("not_found", "forbidden"):
+            del self._subscriptions[ws_id]
+            log.info("subscription to %s dropped: %s", ws_id, frame.get("detail") or code)
+        else:
+            log.warning("subscription to %s not renewed: %s", ws_id, frame)
 
     def _restore(self, d: dict) -> None:
         """A directive's stable blocks come once per connection and version (docs/protocol.md, "Directives"):

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from ygg_server import admin
+from ygg_server import admin, permissions
 
 
 async def _event(client, kind, timeout=5):
@@ -126,6 +126,61 @@ async def test_a_follower_is_told_when_a_workspace_is_no_longer_theirs(team):
     ev = await _event(bob, "workspace_gone", timeout=3)
     assert ev["workspace"] == team.ws
     assert team.ws not in bob._subscriptions, "not renewed after a reconnect"
+
+
+async def _away(client, while_away) -> None:
+    """`client` loses its connection, `while_away()` runs, then it reconnects (renewing its subscriptions)."""
+    url, before = client.url, client.reconnects
+    client.url = "ws://127.0.0.1:1/"  # nothing listens there: it keeps trying
+    await client._ws.close()
+    while_away()
+    client.url = url
+    for _ in range(200):
+        if client.connected.is_set() and client.reconnects > before:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("did not reconnect")
+
+
+async def test_a_subscription_whose_workspace_went_while_away_is_dropped_not_renewed(team, caplog):
+    """docs/protocol.md: "The client library renews its subscriptions after a reconnect." One whose workspace
+    went while the client was away is answered not_found: dropped then, not asked again (and logged as a
+    server error) at every reconnect after. One whose monitor was taken away meanwhile follows on without it."""
+    lab = team.admin(admin.add_workspace, "lab", "alice")["id"]
+    team.admin(admin.add_member, lab, "bob")
+    bob = await team.person("bob")
+    await bob.subscribe(team.ws)
+    await bob.subscribe(lab)
+    await _away(bob, lambda: team.admin(admin.delete_workspace, team.ws))
+    for _ in range(100):
+        if team.ws not in bob._subscriptions:
+            break
+        await asyncio.sleep(0.05)
+    assert bob._subscriptions == {lab: False}
+    caplog.clear()
+    await _away(bob, lambda: None)
+    assert (await bob.call("unsubscribe", workspace=lab))["op"] == "unsubscribed"  # (the renewal was answered)
+    assert "server error" not in caplog.text and "not renewed" not in caplog.text, caplog.text
+
+
+async def test_a_monitor_subscription_whose_monitor_went_while_away_follows_on_without_it(team):
+    """docs/protocol.md: "The client library renews its subscriptions after a reconnect." An agent that
+    monitored a workspace and lost the monitor permission while away is refused `forbidden` for a monitor
+    subscription: the library follows the workspace on without monitor (topic events still come)."""
+    alice = await team.person("alice")
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)
+    researcher = await team.client(api_key=team.keys["researcher"])
+    assert (await researcher.subscribe(team.ws, monitor=True))["monitor"] is True
+    await _away(researcher, lambda: team.admin(permissions.set_permissions, team.ws, "researcher", {"monitor": False}))
+    for _ in range(100):
+        if researcher._subscriptions == {team.ws: False}:
+            break
+        await asyncio.sleep(0.05)
+    assert researcher._subscriptions == {team.ws: False}
+    sent = await alice.send(workspace=team.ws, topic="new", title="Still followed", to=["reviewer"], text="hi")
+    assert sent["op"] == "sent", sent
+    ev = await _event(researcher, "topic")
+    assert ev["topic"]["title"] == "Still followed"
 
 
 async def test_a_follower_is_told_of_a_workspace_it_now_reaches(team):
