@@ -166,6 +166,11 @@ class Client:
         elif op == "event":
             if frame.get("kind") == "workspace_gone":  # not to be renewed after a reconnect
                 self._subscriptions.pop(frame.get("workspace"), None)
+            elif frame.get("kind") == "subscription" and frame.get("workspace") in self._subscriptions:
+                if frame.get("following"):  # renewed as it is now
+                    self._subscriptions[frame["workspace"]] = bool(frame.get("monitor"))
+                else:
+                    del self._subscriptions[frame["workspace"]]
             self._events.put_nowait(frame)
         elif isinstance(frame.get("ref"), str) and frame["ref"].startswith(RENEW):
             self._renewed(frame)

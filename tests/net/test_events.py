@@ -183,6 +183,27 @@ async def test_a_monitor_subscription_whose_monitor_went_while_away_follows_on_w
     assert ev["topic"]["title"] == "Still followed"
 
 
+async def test_a_follower_whose_monitor_or_receive_is_taken_away_is_told(team):
+    """docs/protocol.md: `{"op":"event","kind":"subscription","workspace":…,"following":…,"monitor":…,"reason":…}`
+    tells a subscriber that its following of a workspace it is still in narrowed: monitor taken away
+    (`no_monitor`: topic events still come, messages no more) or receive (`no_receive`: nothing more of it
+    follows). Seed 002: "receive lets it call check_inbox, subscribe and search_messages"; "Monitor: set by a
+    workspace admin, lets the agent search and follow every message in the workspace"."""
+    alice = await team.person("alice")
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)
+    researcher = await team.client(api_key=team.keys["researcher"])
+    assert (await researcher.subscribe(team.ws, monitor=True))["monitor"] is True
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=False)
+    ev = await _event(researcher, "subscription", timeout=3)
+    assert ev == {"op": "event", "kind": "subscription", "workspace": team.ws, "following": True, "monitor": False,
+                  "reason": "no_monitor"}, ev
+    assert researcher._subscriptions == {team.ws: False}, "renewed without monitor after a reconnect"
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", receive=False)
+    ev = await _event(researcher, "subscription", timeout=3)
+    assert (ev["following"], ev["monitor"], ev["reason"]) == (False, False, "no_receive"), ev
+    assert researcher._subscriptions == {}, "not renewed after a reconnect"
+
+
 async def test_a_follower_is_told_of_a_workspace_it_now_reaches(team):
     """docs/protocol.md: `workspace_added` tells a connection that follows a workspace that it reaches a new one."""
     bob = await team.person("bob")

@@ -920,7 +920,12 @@ class Gateway:
                     for ws in c.workspaces - before:
                         c.push({"op": "event", "kind": "workspace_added", "workspace": ws})
                 follows = {ws for ws in c.follows if ws in self._receives[pid]}
-                self.following.set(c, follows, {ws for ws in c.monitors if ws in follows and mine[ws][1]})
+                monitors = {ws for ws in c.monitors if ws in follows and mine[ws][1]}
+                for ws in sorted((c.follows - follows) & c.workspaces):  # still theirs, no longer received
+                    c.push(_narrowed(ws, False, "no_receive"))
+                for ws in sorted((c.monitors - monitors) & follows):
+                    c.push(_narrowed(ws, True, "no_monitor"))
+                self.following.set(c, follows, monitors)
         self._events_wanted()
 
     async def _sweeper(self) -> None:
@@ -989,6 +994,13 @@ class _Password:
         if not auth.check_password(self.row[1] if self.row else None, self.password):
             return None
         return self.row[0], Kind.HUMAN.value, self.handle, None, auth.PERSON_SESSION
+
+
+def _narrowed(ws: str, following: bool, reason: str) -> dict:
+    """The event telling a subscriber that its following of `ws` (still its workspace) narrowed: monitor taken
+    away (it follows on without it), or receive (nothing more of it follows)."""
+    return {"op": "event", "kind": "subscription", "workspace": ws, "following": following, "monitor": False,
+            "reason": reason}
 
 
 def _access(conn: sqlite3.Connection, pids: list[str]) -> dict[str, dict[str, tuple[bool, bool]]]:
