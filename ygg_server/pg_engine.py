@@ -906,6 +906,16 @@ class PgEngine:
         await pg.run_captured(self.conn, cap)
         return token, expires
 
+    async def _hold(self, workspaces: set[Any], skip: bool = False) -> set[str]:
+        """These workspaces' rows held till the COMMIT against a delete, as _LOAD holds a batch's (first in the
+        lock order: admin.delete_workspace deletes the row first): those still there. A command outside a batch
+        calls it before `_fresh`, which then sees a delete it waited for. `skip`: not waiting for a workspace a
+        delete holds (what it would write there is being deleted)."""
+        rows = await self.conn.fetch(
+            "SELECT id FROM workspaces WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE"
+            + (" SKIP LOCKED" if skip else ""), sorted(w for w in workspaces if isinstance(w, str)))
+        return {r[0] for r in rows}
+
     async def _fresh(self, workspaces: set[str]) -> None:
         """The caches as of now (for the commands outside a batch): drop them if the config moved."""
         version = await self.conn.fetchval("SELECT value FROM meta WHERE key = 'config'")
@@ -915,6 +925,7 @@ class PgEngine:
 
     async def _do_fund(self, funder: str, ws: str, account: str, amount: Any, ref: Any) -> tuple[dict, Published]:
         out = Published()
+        await self._hold({ws})
         await self._fresh({ws})
         directory = self._directory(ws)
         if funder not in directory.memberships:
@@ -960,6 +971,7 @@ class PgEngine:
 
     async def _do_set_budget(self, who: str, ws: str, topic_id: str, budget: Any, ref: Any) -> tuple[dict, Published]:
         out = Published()
+        await self._hold({ws})
         await self._fresh({ws})
         directory = self._directory(ws)
         row = await self.conn.fetchrow("SELECT state FROM topics WHERE id = $1 FOR UPDATE", topic_id) \
@@ -987,6 +999,7 @@ class PgEngine:
         target, bad = protocol.party_target(frame)
         if bad is not None:
             return bad, out
+        await self._hold({ws})
         await self._fresh({ws})
         directory = self._directory(ws)
         if who not in directory.memberships:
@@ -1028,6 +1041,9 @@ class PgEngine:
         rows = await self.conn.fetch(
             "SELECT id, workspace, state FROM topics WHERE next_due <= $1 ORDER BY next_due LIMIT 200 "
             "FOR UPDATE SKIP LOCKED", now)
+        if rows:  # (after the topics: a workspace a delete holds is skipped, not waited for, so no deadlock)
+            held = await self._hold({r[1] for r in rows}, skip=True)
+            rows = [r for r in rows if r[1] in held]
         if not rows:
             return out
         await self._fresh({r[1] for r in rows})

@@ -731,3 +731,31 @@ async def test_a_workspace_deleted_while_a_batch_writes_in_it_leaves_nothing_beh
         release.set()
         other.close()
         watcher.close()
+
+
+async def test_a_funding_during_a_workspace_delete_waits_for_it_and_leaves_nothing_behind(server, pg_url):
+    """admin.delete_workspace: "Delete a workspace and everything in it". Funding a workspace's pool on
+    PostgreSQL is its own transaction: one that comes while another node deletes the workspace waits for the
+    delete and is refused (the workspace is gone), leaving no wallet or ledger row of it behind."""
+    server.admin(admin.add_person, "alice", PW)
+    ws = server.admin(admin.add_workspace, "gone", "alice")["id"]
+    alice = await server.person("alice")
+    assert (await alice.request("fund", workspace=ws, pool=True, amount=5))["op"] == "funded"
+    other, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    try:
+        held = _HeldAtCommit(other)
+        delete = asyncio.ensure_future(asyncio.to_thread(admin.delete_workspace, held, ws))
+        assert await asyncio.to_thread(held.at_commit.wait, 10)
+        fund = asyncio.ensure_future(alice.request("fund", workspace=ws, pool=True, amount=7))
+        await _until_waiting_or_done_async(watcher, fund)
+        held.go.set()
+        assert (await asyncio.wait_for(delete, 10))["deleted"]
+        reply = await asyncio.wait_for(fund, 10)
+        assert reply["op"] == "refused" and reply["reason"] == "unknown_workspace", reply
+        left = {t: watcher.execute(f"SELECT count(*) FROM {t} WHERE workspace = ?", (ws,)).fetchone()[0]
+                for t in ("wallets", "ledger")}
+        assert left == {"wallets": 0, "ledger": 0}, left
+    finally:
+        held.go.set()
+        other.close()
+        watcher.close()
