@@ -213,3 +213,46 @@ async def test_a_follower_is_told_of_a_workspace_it_now_reaches(team):
     ev = await _event(bob, "workspace_added", timeout=3)
     assert ev["workspace"] == lab
     assert (await bob.subscribe(lab))["op"] == "subscribed"
+
+
+async def _quiet(client, kind) -> None:
+    """Nothing of `kind` came to `client`: a round trip first, so what was pushed before it has arrived."""
+    await client.call("ping")
+    assert [ev for ev in client.pending_events() if ev.get("kind") == kind] == []
+
+
+async def test_followers_are_told_who_joins_and_who_leaves_a_workspace(team):
+    """docs/protocol.md: `members` tells the connections following a workspace who joined it and who left it (a
+    person leaving or added, an agent made or revoked); not a member who does not follow it, nor a follower of
+    another workspace."""
+    pw = "pw-" + "x" * 8
+    for handle in ("carol", "dave"):
+        team.admin(admin.add_person, handle, pw)
+    team.admin(admin.add_member, team.ws, "dave")  # in the workspace, not following it
+    lab = team.admin(admin.add_workspace, "lab", "carol")["id"]
+    alice, bob, carol, dave = [await team.person(h) for h in ("alice", "bob", "carol", "dave")]
+    await alice.subscribe(team.ws)
+    await carol.subscribe(lab)  # follows another workspace
+    bob_id = bob.me["id"]
+
+    await bob.call("leave_workspace", workspace=team.ws)
+    ev = await _event(alice, "members", timeout=3)
+    assert ev == {"op": "event", "kind": "members", "workspace": team.ws, "joined": [], "left": [bob_id]}
+
+    nova = await alice.call("add_agent", name="nova")  # in every workspace of alice's: team among them
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [nova["id"]], [])
+
+    await alice.call("add_member", workspace=team.ws, handle="bob")
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["joined"], ev["left"]) == ([bob_id], [])
+
+    team.admin(admin.revoke_agent, nova["id"])  # by the operator: a revoked agent is no longer listed
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["joined"], ev["left"]) == ([], [nova["id"]])
+    ids = {m["id"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+    assert bob_id in ids and nova["id"] not in ids, "the event says what list_members lists"
+
+    for other in (carol, dave):
+        await _quiet(other, "members")
+    await _quiet(alice, "members")  # once each: nothing more for changes already told

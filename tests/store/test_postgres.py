@@ -562,6 +562,32 @@ async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_gener
     assert ev["topic"]["id"] == sent["message"]["topic"]
 
 
+async def test_followers_on_another_node_are_told_who_left_and_who_joined(server):
+    """docs/protocol.md's `members`: every node rescans after a membership changes, so a follower connected to
+    node B hears of someone leaving through node A, and of an agent made there."""
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    server.admin(admin.add_person, "bob", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    server.admin(admin.add_member, ws, "bob")
+    alice = await server.person("alice", url=f"ws://127.0.0.1:{other.port}/")
+    await alice.subscribe(ws)
+    bob = await server.person("bob")  # on node A
+
+    async def members():
+        while True:
+            ev = await alice.next_event(timeout=10)
+            if ev.get("kind") == "members":
+                return ev
+
+    await bob.call("leave_workspace", workspace=ws)
+    ev = await members()
+    assert (ev["workspace"], ev["joined"], ev["left"]) == (ws, [], [bob.me["id"]])
+    made = server.admin(admin.add_agent, "helper", "alice")  # by the operator (the admin CLI's connection)
+    ev = await members()
+    assert (ev["workspace"], ev["joined"], ev["left"]) == (ws, [made["id"]], [])
+
+
 def test_two_owners_leaving_at_once_through_two_connections_leave_one_owner(pg_url):
     """docs/protocol.md, `leave_workspace`: "its last owner cannot leave it (`last_owner`: delete it instead)";
     seed 003 §66: the owner keeps "deleting the workspace". On PostgreSQL two nodes (or a node and the admin CLI)

@@ -5,6 +5,8 @@ monitor permission, monitors it (every message). Each event goes to the connecti
 here, so fanning a batch out, or telling of someone who came, costs what it reaches, not how many
 connections are open (a server of many small teams has many connections, few in any one workspace).
 `Conn.follows` and `Conn.monitors` are kept as each connection's own view; they change only through `set`.
+Who is in each followed workspace, as last read, is kept here too (`moved`), so its followers can be told
+who joined and who left; it is forgotten with the workspace's last follower.
 """
 
 from __future__ import annotations
@@ -18,16 +20,35 @@ class Following:
     def __init__(self) -> None:
         self._follows: dict[str, set[Any]] = {}  # workspace -> the connections following it
         self._monitors: dict[str, set[Any]] = {}  # workspace -> the connections monitoring it
+        self._members: dict[str, frozenset[str]] = {}  # followed workspace -> its members, as last read
 
     def set(self, conn: Any, follows: set[str], monitors: set[str]) -> None:
         """`conn` follows exactly `follows` and monitors exactly `monitors` from now on."""
         _move(self._follows, conn, conn.follows, follows)
         _move(self._monitors, conn, conn.monitors, monitors)
+        for ws in conn.follows - follows:
+            if ws not in self._follows:
+                self._members.pop(ws, None)
         conn.follows, conn.monitors = follows, monitors
 
     def drop(self, conn: Any) -> None:
         """`conn` went: it follows nothing."""
         self.set(conn, set(), set())
+
+    def know(self, ws: str, members: frozenset[str]) -> None:
+        """Who is in `ws`, read as a connection began to follow it (kept if it was known already)."""
+        if ws in self._follows:
+            self._members.setdefault(ws, members)
+
+    def moved(self, ws: str, members: frozenset[str]) -> tuple[list[str], list[str]] | None:
+        """`members` are in followed `ws` now: (joined, left) since they were last read, or None (the same,
+        or not known before: nothing to tell)."""
+        if ws not in self._follows:
+            return None
+        before, self._members[ws] = self._members.get(ws), members
+        if before is None or before == members:
+            return None
+        return sorted(members - before), sorted(before - members)
 
     def followers(self, ws: str) -> Iterable[Any]:
         return self._follows.get(ws, _NONE)

@@ -576,7 +576,7 @@ class Gateway:
 
     async def _op_subscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
-        await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
+        listed = await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
         if not await self.read(queries.receives, ws, conn.participant):
             raise queries.Forbidden
         if frame.get("monitor") and not await self.read(queries.monitors, ws, conn.participant):
@@ -584,6 +584,7 @@ class Gateway:
         if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
             return None
         self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if frame.get("monitor") else set()))
+        self.following.know(ws, frozenset(m["id"] for m in listed["members"]))  # what `members` events tell against
         if not self.engine.events:  # the first follower: every batch after this answer carries the events
             self.engine.events = True
             self._events_on = self.engine.submit("sync")
@@ -927,6 +928,20 @@ class Gateway:
                     c.push(_narrowed(ws, True, "no_monitor"))
                 self.following.set(c, follows, monitors)
         self._events_wanted()
+        await self._members_moved()
+
+    async def _members_moved(self) -> None:
+        """Who is in each workspace followed here, read again: its followers are told who joined and who left
+        since the last read (`members`): someone added or gone, an agent made or revoked, a restriction."""
+        followed = list(self.following.followed())
+        if not followed:
+            return
+        for ws, members in (await self.read(_members, followed)).items():
+            moved = self.following.moved(ws, members) if members else None  # (none: deleted; workspace_gone says)
+            if moved is not None:
+                ev = {"op": "event", "kind": "members", "workspace": ws, "joined": moved[0], "left": moved[1]}
+                for c in self.following.followers(ws):
+                    c.push(ev)
 
     async def _sweeper(self) -> None:
         swept = time.monotonic()
@@ -1003,18 +1018,33 @@ def _narrowed(ws: str, following: bool, reason: str) -> dict:
             "reason": reason}
 
 
+def _chunks(conn: sqlite3.Connection, sql: str, keys: list[str], size: int = 500):
+    """The rows of `sql` (its `{}`: the marks of an IN list) for `keys`, a chunk of them at a time."""
+    for i in range(0, len(keys), size):
+        chunk = keys[i:i + size]
+        yield from conn.execute(sql.format(",".join("?" * len(chunk))), chunk)
+
+
 def _access(conn: sqlite3.Connection, pids: list[str]) -> dict[str, dict[str, tuple[bool, bool]]]:
     """For each participant, its workspaces: {workspace: (receive, monitors)}; nothing for a revoked agent."""
     out: dict[str, dict[str, tuple[bool, bool]]] = {p: {} for p in pids}
-    for i in range(0, len(pids), 500):
-        chunk = pids[i:i + 500]
-        rows = conn.execute(
-            f"""SELECT m.participant, m.workspace, m.receive, m.monitor OR m.role IN ('owner', 'admin')
-                FROM memberships m LEFT JOIN agents a ON a.id = m.participant
-                WHERE m.participant IN ({",".join("?" * len(chunk))}) AND coalesce(a.revoked, 0) = 0""", chunk)
-        for pid, ws, receive, monitor in rows:
-            out[pid][ws] = (bool(receive), bool(monitor))
+    rows = _chunks(conn, """SELECT m.participant, m.workspace, m.receive, m.monitor OR m.role IN ('owner', 'admin')
+                            FROM memberships m LEFT JOIN agents a ON a.id = m.participant
+                            WHERE m.participant IN ({}) AND coalesce(a.revoked, 0) = 0""", pids)
+    for pid, ws, receive, monitor in rows:
+        out[pid][ws] = (bool(receive), bool(monitor))
     return out
+
+
+def _members(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, frozenset[str]]:
+    """For each workspace, who is in it, as `list_members` lists them (a revoked agent is not)."""
+    out: dict[str, set[str]] = {ws: set() for ws in workspaces}
+    rows = _chunks(conn, """SELECT m.workspace, m.participant FROM memberships m
+                            LEFT JOIN agents a ON a.id = m.participant
+                            WHERE m.workspace IN ({}) AND coalesce(a.revoked, 0) = 0""", workspaces)
+    for ws, pid in rows:
+        out[ws].add(pid)
+    return {ws: frozenset(ids) for ws, ids in out.items()}
 
 
 def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
