@@ -171,6 +171,8 @@ class YggApp(App):
                 self.pop_screen()
         for ws in ch.added:
             self.run_worker(self._workspace_added(ws), group="workspaces", exit_on_error=False)
+        for ws, (joined, left) in ch.members.items():
+            self.run_worker(self._members_moved(ws, joined, left), group="members", exit_on_error=False)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:
@@ -181,6 +183,23 @@ class YggApp(App):
         if name is not None and self.main is not None:
             self.main.refresh_all()
             self.notify(f"You now reach the workspace {name}.", title="new workspace")
+
+    async def _members_moved(self, ws: str, joined: list[str], left: list[str]) -> None:
+        """`members`: who left is gone from the list already (Store.apply_event); who joined is read with their
+        names and roles; a notice says who came and who went, as a chat says "bob left #team"."""
+        if joined:
+            try:
+                await self.session.reload_members(ws)
+            except (Refused, ConnectionError, asyncio.TimeoutError, KeyError):  # (the workspace went meanwhile)
+                return
+        w, main = self.store.workspaces.get(ws), self.main
+        if w is None or main is None:
+            return
+        main._dirty.add("participants")
+        main._schedule()
+        for ids, verb in ((joined, "joined"), (left, "left")):
+            if ids:
+                self.notify(f"{', '.join(self.store.name(p) for p in ids)} {verb} {w.name}.", title="members")
 
     async def _presence(self) -> None:
         if self.session is None or self.main is None or not self.connected:

@@ -124,10 +124,11 @@ class Change:
     unknown_conversations: set[str] = field(default_factory=set)  # workspaces to ask again
     gone: dict[str, str] = field(default_factory=dict)  # workspaces no longer this person's (forgotten): id -> name
     added: set[str] = field(default_factory=set)  # workspaces this person now reaches, to load
+    members: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # workspace -> (joined, left)
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
-                    or self.monitor or self.unknown_conversations or self.gone or self.added)
+                    or self.monitor or self.unknown_conversations or self.gone or self.added or self.members)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -140,6 +141,10 @@ class Change:
         self.unknown_conversations |= other.unknown_conversations
         self.gone.update(other.gone)
         self.added |= other.added
+        for ws, (joined, left) in other.members.items():
+            j, lf = self.members.setdefault(ws, ([], []))
+            j += joined
+            lf += left
 
 
 class Store:
@@ -419,6 +424,14 @@ class Store:
                 return Change()
             self.forget_workspaces([w.id])
             return Change(gone={w.id: w.name})
+        if kind == "members":  # who left goes now; who joined comes with list_members (App: reload_members)
+            w = self.workspaces.get(frame["workspace"])
+            if w is None:
+                return Change()
+            for pid in frame.get("left") or ():
+                w.members.pop(pid, None)
+                w.presence.pop(pid, None)
+            return Change(members={w.id: (list(frame.get("joined") or ()), list(frame.get("left") or ()))})
         if kind == "message":
             ch = Change()
             msg = frame["message"]

@@ -119,3 +119,24 @@ async def test_presence_and_live_balances(team):
         reply = await alice2.call("fund", workspace=team.ws, agent="reviewer", amount=5)
         assert reply["balance"] == 1005
         await wait_for(pilot, lambda: "reviewer  1005" in str(panel.render()), what="funded balance")
+
+
+async def test_who_joins_and_leaves_shows_live_in_the_member_list(team):
+    """docs/protocol.md's `members`: bob leaves the workspace alice is looking at, and alice makes an agent there
+    elsewhere: the right panel and @-completion follow at once, and a notice says who came and who went."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        panel = main.query_one(ParticipantsPanel)
+        assert "@bob" in str(panel.render()) and ("@bob", "member") in main._candidates()
+        bob = await team.person("bob")
+        await bob.call("leave_workspace", workspace=team.ws)
+        await wait_for(pilot, lambda: "@bob" not in str(panel.render()), what="bob gone from the panel", timeout=5)
+        assert team.bob not in app.store.workspaces[team.ws].members
+        assert all(name != "@bob" for name, _ in main._candidates())
+        await wait_for(pilot, lambda: any(n.message == "@bob left team." for n in app._notifications), what="told")
+        nova = team.server.admin(admin.add_agent, "nova", "alice", team.ws)
+        await wait_for(pilot, lambda: "nova" in str(panel.render()), what="nova in the panel", timeout=5)
+        assert ("@nova", "agent") in main._candidates()
+        assert app.store.workspaces[team.ws].members[nova["id"]]["name"] == "nova"
+        await wait_for(pilot, lambda: any(n.message == "nova joined team." for n in app._notifications), what="told")

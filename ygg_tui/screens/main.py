@@ -276,6 +276,8 @@ class MainScreen(ManageActions, Screen):
             self._dirty |= {"sidebar", "topics"}
         if ch.balances:
             self._dirty |= {"participants", "sidebar"}
+        if ch.members:  # (who left is gone from the list; who joined comes with App._members_moved)
+            self._dirty.add("participants")
         if ch.conversations:
             self._dirty.add("sidebar")
         for ws in ch.unknown_conversations:
