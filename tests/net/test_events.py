@@ -256,3 +256,18 @@ async def test_followers_are_told_who_joins_and_who_leaves_a_workspace(team):
     for other in (carol, dave):
         await _quiet(other, "members")
     await _quiet(alice, "members")  # once each: nothing more for changes already told
+
+
+async def test_followers_are_told_of_whom_the_organization_brings_and_a_restriction_shuts_out(team):
+    """docs/protocol.md's `members`: someone invited into the organization reaches its open workspaces (joined);
+    restricting one leaves out the people not added to it directly (left)."""
+    team.admin(admin.add_person, "erin", "pw-" + "x" * 8)
+    alice = await team.person("alice")
+    org = next(w["org"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["id"] == team.ws)
+    await alice.subscribe(team.ws)
+    erin = (await alice.call("add_org_member", org=org, handle="erin"))["id"]
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [erin], [])
+    await alice.call("set_restricted", workspace=team.ws, restricted=True)
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [], [erin])

@@ -30,6 +30,25 @@ def test_the_index_follows_each_connections_own_sets():
     assert not f and not list(f.followed()) and not list(f.monitored())
 
 
+def test_who_is_in_a_followed_workspace_is_kept_until_its_last_follower_goes():
+    """`members` events tell each change once, against what was last read; a workspace nobody follows any more
+    is forgotten, so following it again starts from what is read then."""
+    f, a, b = Following(), _Conn(), _Conn()
+    assert f.moved("w1", frozenset({"x"})) is None, "not followed: nothing kept"
+    f.set(a, {"w1"}, set())
+    f.know("w1", frozenset({"x", "y"}))
+    f.set(b, {"w1"}, set())
+    f.know("w1", frozenset({"x"}))  # (read before a change the next rescan tells: the first read stays)
+    assert f.moved("w1", frozenset({"x", "y"})) is None, "the same: nothing to tell"
+    assert f.moved("w1", frozenset({"x", "z"})) == (["z"], ["y"])
+    assert f.moved("w1", frozenset({"x", "z"})) is None, "told once"
+    f.set(a, set(), set())
+    assert f.moved("w1", frozenset({"x"})) == ([], ["z"]), "kept while b follows"
+    f.drop(b)
+    f.set(a, {"w1"}, set())
+    assert f.moved("w1", frozenset({"q"})) is None, "forgotten with the last follower: a new first read"
+
+
 async def test_events_reach_the_followers_of_their_workspace_and_a_closed_connection_leaves_nothing(team):
     lab = team.admin(admin.add_workspace, "lab", "bob")["id"]
     alice = await team.person("alice")
