@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from ygg_server import admin
@@ -71,3 +73,17 @@ async def team(server):
         server.admin(admin.fund, name, 1000)
     server.ws, server.keys, server.alice = ws, keys, a["id"]
     return server
+
+
+def migrated_before(path, marker: str) -> sqlite3.Connection:
+    """A database at `path` as an older server left it: the migrations before the first one whose SQL holds
+    `marker`. Returns a connection to it in autocommit mode."""
+    from ygg_server.store import schema
+
+    c = sqlite3.connect(path, isolation_level=None)
+    upto = next(i for i, m in enumerate(schema.MIGRATIONS) if marker in m)
+    for i, sql in enumerate(schema.MIGRATIONS[:upto], start=1):
+        for stmt in db._statements(sql):
+            c.execute(stmt)
+        c.execute(f"PRAGMA user_version={i}")
+    return c

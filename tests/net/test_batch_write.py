@@ -14,8 +14,9 @@ import pytest
 
 from ygg_server import admin
 from ygg_server.engine import Engine, Published, _Command
-from ygg_server.store import schema
 from ygg_server.store import sqlite as db
+
+from .conftest import migrated_before
 
 engine_module = importlib.import_module("ygg_server.engine")
 
@@ -217,12 +218,7 @@ async def test_each_delivery_of_a_batch_points_at_its_messages_seq(world):
 
 def test_deliveries_stored_before_migration_8_get_their_messages_seq(tmp_path):
     path = db.db_path(tmp_path)
-    c = sqlite3.connect(path, isolation_level=None)
-    by_seq = next(i for i, m in enumerate(schema.MIGRATIONS) if "message_seq" in m)
-    for i, sql in enumerate(schema.MIGRATIONS[:by_seq], start=1):
-        for stmt in db._statements(sql):
-            c.execute(stmt)
-        c.execute(f"PRAGMA user_version={i}")
+    c = migrated_before(path, "message_seq")
     for i in range(3):  # seqs 10, 17, 24; deliveries in another order (a seq never equals a delivery's id)
         c.execute("""INSERT INTO messages (seq, id, workspace, conversation, topic, author, type, text, body, created_at)
                      VALUES (?, ?, 'ws', 'c', NULL, 'a', 'inform', 'x', x'', 0)""", (10 + 7 * i, f"m{i}"))

@@ -11,8 +11,9 @@ import sqlite3
 
 from ygg_server import admin, engine as engine_module
 from ygg_server.engine import Engine, now_us
-from ygg_server.store import schema
 from ygg_server.store import sqlite as db
+
+from .conftest import migrated_before
 
 DAY = 86_400_000_000
 
@@ -129,12 +130,7 @@ def test_a_database_indexed_by_the_old_trigger_keeps_its_index(tmp_path):
     """docs/architecture.md: "The writer does not index each message as it is stored": the migration that drops
     the per-row trigger makes the messages it indexed the index's watermark."""
     path = db.db_path(tmp_path)
-    c = sqlite3.connect(path, isolation_level=None)
-    chunked = next(i for i, m in enumerate(schema.MIGRATIONS) if "DROP TRIGGER messages_fts_insert" in m)
-    for i, sql in enumerate(schema.MIGRATIONS[:chunked], start=1):
-        for stmt in db._statements(sql):
-            c.execute(stmt)
-        c.execute(f"PRAGMA user_version={i}")
+    c = migrated_before(path, "DROP TRIGGER messages_fts_insert")
     for i in range(3):
         c.execute("""INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
                      VALUES (?, 'ws', 'c', NULL, 'a', 'inform', ?, x'', 0)""", (f"m{i}", f"old words {i}"))
