@@ -242,7 +242,7 @@ async def serving(tmp_path, **limits):
 
 async def test_presence_online_offline_and_silent_agents(tmp_path):
     """Seed 003: "the registry ... tracks who is reachable, and an agent counts as offline when nothing has been heard from it for the last few minutes"."""
-    async with serving(tmp_path, presence_timeout=0.8) as s:
+    async with serving(tmp_path, presence_timeout=0.8, session_sweep=0.2) as s:
         s.admin(admin.add_person, "alice", PW)
         s.admin(admin.add_person, "bob", PW)
         ws = s.admin(admin.add_workspace, "team", "alice")["id"]
@@ -257,11 +257,15 @@ async def test_presence_online_offline_and_silent_agents(tmp_path):
 
         assert await online() == {ids["alice"]: True, ids["bob"]: False, ids["researcher"]: True,
                                   ids["reviewer"]: False}
-        await asyncio.sleep(1.0)  # the agent says nothing
+        assert ids["researcher"] in s.gw.engine.present
+        await asyncio.sleep(1.2)  # the agent says nothing
         now = await online()
         assert now[ids["researcher"]] is False and now[ids["alice"]] is True, "people stay online while connected"
+        assert ids["researcher"] not in s.gw.engine.present, "the engine scores it offline too (assignment)"
         await researcher.call("ping")  # heard from again
         assert (await online())[ids["researcher"]] is True
+        await asyncio.sleep(0.4)
+        assert ids["researcher"] in s.gw.engine.present
         await researcher.close()
         assert (await online())[ids["researcher"]] is False
         err = await alice.request("presence", workspace="no-such-workspace")

@@ -432,6 +432,9 @@ class PgGateway(Gateway):
 
     # --- presence across nodes ---
 
+    def _silences(self) -> None:
+        """(Scoring reads presence rows, with the silence rule: postgres.present_elsewhere.)"""
+
     def _presence(self, conn: Conn, online: bool) -> None:
         # who follows now is who is told (as the embedded gateway does at this moment)
         targets = self.following.reaching(conn.workspaces)

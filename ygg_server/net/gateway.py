@@ -959,6 +959,15 @@ class Gateway:
                     if c.expires_at <= now:
                         c.push(protocol.error(None, "unauthenticated", "the session expired; authenticate again"))
                         asyncio.ensure_future(self._close(c, 1008, "session expired"))
+            self._silences()
+
+    def _silences(self) -> None:
+        """Seed 003 §26: an agent "counts as offline when nothing has been heard from it" for presence_timeout,
+        connected or not: the engine scores it so (as `presence` answers), and online again once heard from."""
+        horizon = time.monotonic() - self.limits.presence_timeout
+        for pid, conns in self.conns.items():
+            if conns and conns[0].kind == Kind.AGENT:
+                self.engine.seen(pid, any(c.last_seen >= horizon for c in conns))
 
 
 def _guarded(guard: threading.Lock, fn, conn, *args):
