@@ -166,13 +166,13 @@ class YggApp(App):
         if not ch:
             return
         if self.operator is not None and self.operator.workspace in ch.gone:
-            op, self.operator = self.operator, None  # (no monitor to turn off: the workspace is gone)
-            if self.screen is op:
-                self.pop_screen()
+            self._close_operator()  # (no monitor to turn off: the workspace is gone)
         for ws in ch.added:
             self.run_worker(self._workspace_added(ws), group="workspaces", exit_on_error=False)
         for ws, (joined, left) in ch.members.items():
             self.run_worker(self._members_moved(ws, joined, left), group="members", exit_on_error=False)
+        for ws, why in ch.narrowed.items():
+            self._narrowed(ws, why)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:
@@ -183,6 +183,21 @@ class YggApp(App):
         if name is not None and self.main is not None:
             self.main.refresh_all()
             self.notify(f"You now reach the workspace {name}.", title="new workspace")
+
+    def _close_operator(self) -> None:
+        op, self.operator = self.operator, None
+        if self.screen is op:
+            self.pop_screen()
+
+    def _narrowed(self, ws: str, why: str) -> None:
+        """`subscription`: this person may no longer monitor the workspace, or no longer receive from it; an
+        operator view of it closes, and the notice says why."""
+        name = self.store.workspaces[ws].name
+        if self.operator is not None and self.operator.workspace == ws:
+            self._close_operator()  # (its monitor is off already: the server narrowed it)
+        said = {"no_monitor": f"You no longer monitor {name}: its messages stop here; its topics still show.",
+                "no_receive": f"You no longer receive from {name}: nothing more of it comes here."}
+        self.notify(said.get(why, f"You follow less of {name} now."), title="permissions", severity="warning")
 
     async def _members_moved(self, ws: str, joined: list[str], left: list[str]) -> None:
         """`members`: who left is gone from the list already (Store.apply_event); who joined is read with their

@@ -125,10 +125,12 @@ class Change:
     gone: dict[str, str] = field(default_factory=dict)  # workspaces no longer this person's (forgotten): id -> name
     added: set[str] = field(default_factory=set)  # workspaces this person now reaches, to load
     members: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # workspace -> (joined, left)
+    narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
-                    or self.monitor or self.unknown_conversations or self.gone or self.added or self.members)
+                    or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
+                    or self.narrowed)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -145,6 +147,7 @@ class Change:
             j, lf = self.members.setdefault(ws, ([], []))
             j += joined
             lf += left
+        self.narrowed.update(other.narrowed)
 
 
 class Store:
@@ -424,6 +427,9 @@ class Store:
                 return Change()
             self.forget_workspaces([w.id])
             return Change(gone={w.id: w.name})
+        if kind == "subscription":  # monitor or receive taken away, the membership kept (App: said, operator closed)
+            w = self.workspaces.get(frame["workspace"])
+            return Change(narrowed={w.id: frame.get("reason") or ""}) if w is not None else Change()
         if kind == "members":  # who left goes now; who joined comes with list_members (App: reload_members)
             w = self.workspaces.get(frame["workspace"])
             if w is None:

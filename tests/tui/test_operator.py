@@ -64,3 +64,21 @@ async def test_operator_needs_the_monitor_permission(team):
         await pilot.press("o")
         await wait_for(pilot, lambda: any("monitor permission" in n.message for n in app._notifications))
         assert not isinstance(app.screen, OperatorScreen)
+
+
+async def test_an_operator_whose_monitor_is_taken_away_is_told_and_the_view_closes(team):
+    """docs/protocol.md: `subscription` with `no_monitor` tells a follower its monitor went (an admin role
+    lowered); the TUI closes the operator view of that workspace and says why."""
+    from ygg_server import admin
+
+    team.server.admin(admin.add_member, team.ws, "bob", "admin")
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.messages.focus()
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, OperatorScreen) and app.screen.ready, what="operator")
+        team.server.admin(admin.add_member, team.ws, "bob", "member")
+        await wait_for(pilot, lambda: any("no longer monitor" in n.message for n in app._notifications),
+                       what="the notice")
+        await wait_for(pilot, lambda: app.screen is main and app.operator is None, what="the view closed")
