@@ -287,6 +287,25 @@ def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     return {"id": pid, "workspace": ws, "left": [ws]}
 
 
+def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
+    """A person joins, by themselves, a workspace their organization opens to them (as one joins a public
+    channel): back in one they left, with the role their organization membership gives and their agents
+    (`reach.join_workspace`). Already in it: answered as it is (`joined` false). Any other (another
+    organization's, a restricted one they are not an admin of, a personal one, their own too: never joined)
+    is `unknown_workspace`, as one that does not exist."""
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        pid = person(conn, handle)
+        personal = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None
+        mine = None if personal else role_in(conn, ws, pid)
+        if mine is not None:
+            return {"id": pid, "workspace": ws, "role": mine, "joined": False, "left_out": []}
+        left = None if personal else reach.join_workspace(conn, ws, pid, now_us())
+        if left is None:
+            raise AdminError("unknown_workspace", f"no workspace {ws_ref!r} open to {handle}")
+        return {"id": pid, "workspace": ws, "role": role_in(conn, ws, pid), "joined": True, "left_out": left}
+
+
 # What a workspace holds, deleted with it (its messages' deliveries first, by message).
 WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "groups", "wallets", "ledger", "flags",
                     "rulebooks")

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from . import protocol
+from . import protocol, reach
 from .core import POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
 from .core import assign as core_assign
 from .core.lifecycle import unfunded
@@ -185,6 +185,12 @@ def list_workspaces(conn, pid: str, f: dict) -> dict:
     ]}
 
 
+def list_joinable(conn, pid: str, f: dict) -> dict:
+    """The workspaces the asker's organizations open to them that they are not in: what `join_workspace` takes."""
+    return {"workspaces": [{"id": i, "name": n, "org": o, "restricted": r}
+                           for i, n, o, r, _ in reach.joinable(conn, pid)]}
+
+
 def id_list(raw: str | None) -> list[str]:
     """A membership's can_message or takes_from column: the ids it names (empty: anyone, seed 002)."""
     return msgspec.json.decode(raw) if raw else []
@@ -347,6 +353,7 @@ def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozen
 QUERIES = {
     "list_groups": list_groups, "list_orgs": list_orgs,
     "history": history, "search_messages": search_messages, "list_workspaces": list_workspaces,
+    "list_joinable": list_joinable,
     "list_members": list_members, "list_agents": list_agents, "list_conversations": list_conversations,
     "list_topics": list_topics, "topic": topic, "balances": balances,
 }

@@ -29,6 +29,12 @@ def workspace_role(org_role: str) -> Role:
     return Role.ADMIN if org_role in ORG_ADMINS else Role.MEMBER
 
 
+def opens(restricted, org_role: str) -> bool:
+    """Seed 002: the organization opens a workspace to its member with `org_role` unless it is restricted,
+    and a restricted one to its owner and admins."""
+    return not restricted or org_role in ORG_ADMINS
+
+
 def add_direct(conn: sqlite3.Connection, ws: str, pid: str, role: Role, now: int) -> None:
     """`pid` added to `ws` itself: the row stays whatever its organization does."""
     conn.execute(
@@ -67,7 +73,7 @@ def open_workspace(conn: sqlite3.Connection, ws: str, now: int) -> list[str]:
         return []
     left: list[str] = []
     for pid, role in conn.execute("SELECT person, role FROM org_members WHERE org = ? ORDER BY person", (org,)).fetchall():
-        if restricted and role not in ORG_ADMINS:
+        if not opens(restricted, role):
             continue
         _add_through_org(conn, ws, pid, workspace_role(role), now)
         left += bring_agents(conn, ws, pid, now)
@@ -90,7 +96,7 @@ def open_org_to(conn: sqlite3.Connection, org: str, pid: str, role: str, now: in
     for ws, restricted in conn.execute(
             "SELECT id, restricted FROM workspaces WHERE org = ? AND personal_of IS NULL ORDER BY created_at",
             (org,)).fetchall():
-        if restricted and role not in ORG_ADMINS:
+        if not opens(restricted, role):
             _leave(conn, ws, pid)
             continue
         _add_through_org(conn, ws, pid, workspace_role(role), now)
@@ -110,6 +116,29 @@ def leave_workspace(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
     """`pid` left `ws` itself (as one leaves a channel): its membership goes, direct or through the
     organization, with its agents' there."""
     return _leave(conn, ws, pid, direct_too=True)
+
+
+def joinable(conn: sqlite3.Connection, pid: str, ws: str | None = None) -> list[tuple[str, str, str, bool, str]]:
+    """The workspaces `pid`'s organizations open to it that it is not in (left, or never reached): (id, name,
+    org, restricted, its organization role), oldest first; only `ws` if given. Never a personal one."""
+    rows = conn.execute(
+        """SELECT w.id, w.name, w.org, w.restricted, o.role FROM workspaces w
+           JOIN org_members o ON o.org = w.org AND o.person = ?
+           WHERE w.personal_of IS NULL"""
+        + ("" if ws is None else " AND w.id = ?") +
+        """ AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.workspace = w.id AND m.participant = ?)
+           ORDER BY w.created_at, w.id""", (pid, *(() if ws is None else (ws,)), pid)).fetchall()
+    return [(i, n, o, bool(r), role) for i, n, o, r, role in rows if opens(r, role)]
+
+
+def join_workspace(conn: sqlite3.Connection, ws: str, pid: str, now: int) -> list[str] | None:
+    """`pid` joins `ws` by itself, as through its organization when it opened `ws` to it, with its agents;
+    return the agents the plan left out, or None: its organizations do not open `ws` to it (or it is in)."""
+    found = joinable(conn, pid, ws)
+    if not found:
+        return None
+    _add_through_org(conn, ws, pid, workspace_role(found[0][4]), now)
+    return bring_agents(conn, ws, pid, now)
 
 
 def agents_in_org(conn: sqlite3.Connection, org: str) -> int:

@@ -93,6 +93,7 @@ CASES: list[tuple[str, dict]] = [
     *[("set_restricted", {"workspace": w, "restricted": r}) for w in ("$ws", "$personal") for r in (True, False)],
     ("leave_org", {"org": "$org"}),
     *[("leave_workspace", {"workspace": w}) for w in ("$ws", "$personal")],
+    *[("join_workspace", {"workspace": w}) for w in ("$ws", "$personal")],
     *[("delete_workspace", {"workspace": w}) for w in ("$ws", "$personal")],
     ("set_permissions", {"workspace": "$ws", "agent": "$agent", "send": False}),
     *[("set_permissions", {"workspace": A, "agent": x, "monitor": True})

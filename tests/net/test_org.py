@@ -581,3 +581,55 @@ async def test_a_person_leaves_one_workspace_as_one_leaves_a_channel(team):
     assert set(await workspaces_of(laptop)) >= {"team", "ops"}
     assert (await laptop.call("leave_workspace", workspace=ops))["left"] == [ops]
     assert "ops" not in await workspaces_of(laptop) and "team" in await workspaces_of(laptop)
+
+
+async def test_a_person_joins_an_open_workspace_of_their_organization_by_themselves(team):
+    """docs/protocol.md, `list_joinable` and `join_workspace`: a member of an organization gets back, by
+    themselves, into a workspace of it they left (as one joins a public channel), with the role the organization
+    gives and their agents; seed 002: "A restricted workspace is open only to the organization's admins and the
+    people added to it directly" (so, like another organization's, a personal one or a made-up id: `not_found`);
+    their other connections are told (`workspace_added`)."""
+    from tests.net.test_events import _event
+
+    team.admin(admin.add_agent, "scout", "bob")
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    alice, phone, laptop, carol = [await team.person(h) for h in ("alice", "bob", "bob", "carol")]
+    org = (await alice.call("list_orgs"))["orgs"][0]["id"]
+    await alice.call("add_org_member", org=org, handle="bob")
+    ops = (await alice.call("create_workspace", name="ops"))["id"]
+    secret = (await alice.call("create_workspace", name="secret", restricted=True))["id"]
+    theirs = (await carol.call("create_workspace", name="theirs"))["id"]
+    carols_home = [w["id"] for w in (await carol.call("list_workspaces"))["workspaces"] if w["personal"]][0]
+    home = [w["id"] for w in (await laptop.call("list_workspaces"))["workspaces"] if w["personal"]][0]
+    assert (await laptop.call("list_joinable"))["workspaces"] == [], "he is in all that is open to him"
+    assert (await laptop.call("leave_workspace", workspace=ops))["left"] == [ops]
+    assert (await laptop.call("list_joinable"))["workspaces"] == [
+        {"id": ops, "name": "ops", "org": org, "restricted": False}]
+    await phone.subscribe(team.ws)  # a connection that follows a workspace is told of one it reaches anew
+
+    out = await laptop.call("join_workspace", workspace=ops)
+    assert {k: out[k] for k in ("workspace", "role", "joined", "left_out")} == \
+        {"workspace": ops, "role": "member", "joined": True, "left_out": []}
+    assert (await _event(phone, "workspace_added", timeout=3))["workspace"] == ops
+    assert (await workspaces_of(laptop))["ops"] == "member"
+    names = {m["name"] for m in (await laptop.call("list_members", workspace=ops))["members"]}
+    assert {"bob", "scout"} <= names, "his agent came back with him"
+    assert (await laptop.call("list_joinable"))["workspaces"] == []
+    again = await laptop.call("join_workspace", workspace=ops)
+    assert again["joined"] is False and again["role"] == "member", "already in: answered as it is"
+    assert (await laptop.call("join_workspace", workspace=team.ws))["joined"] is False
+
+    made_up = await laptop.request("join_workspace", workspace="00000000-0000-4000-8000-000000000000")
+    assert made_up["code"] == "not_found"
+    for hidden in (secret, theirs, carols_home, home):
+        refused = await laptop.request("join_workspace", workspace=hidden)
+        assert {**refused, "ref": 0} == {**made_up, "ref": 0}, hidden
+    assert "secret" not in await workspaces_of(laptop) and "theirs" not in await workspaces_of(laptop)
+    agent = await team.client(api_key=team.admin(admin.add_agent, "probe", "bob")["api_key"])
+    assert (await agent.request("join_workspace", workspace=ops))["code"] == "forbidden", "a person's, not an agent's"
+    assert (await agent.call("list_joinable"))["workspaces"] == []
+
+    await alice.call("add_org_member", org=org, handle="bob", role="admin")  # an org admin reaches restricted ones
+    await laptop.call("leave_workspace", workspace=secret)
+    assert [w["id"] for w in (await laptop.call("list_joinable"))["workspaces"]] == [secret]
+    assert (await laptop.call("join_workspace", workspace=secret))["role"] == "admin"

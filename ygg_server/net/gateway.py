@@ -662,6 +662,21 @@ class Gateway:
         """A person leaves one workspace, as one leaves a channel (not a personal one, nor as its last owner)."""
         return await self._leave(conn, ref, frame, "workspace", admin.role_in, admin.leave_workspace)
 
+    async def _op_join_workspace(self, conn: Conn, ref, frame) -> dict:
+        """A person joins, by themselves, a workspace their organization opens to them (`list_joinable`); any
+        other is `not_found` exactly as a made-up id; their other connections get `workspace_added`."""
+        self._person_only(conn)
+        ws = frame.get("workspace")
+        if not isinstance(ws, str):
+            return protocol.error(ref, "bad_frame", "join_workspace needs workspace")
+        try:
+            out = await self.manage(admin.join_workspace, ws, conn.participant)
+        except admin.AdminError as e:
+            if e.code == "unknown_workspace":
+                raise queries.NotFound from None
+            raise
+        return {"op": "join_workspace", "ref": ref, **out}
+
     async def _leave(self, conn: Conn, ref, frame, field: str, role_of: Callable, leave: Callable) -> dict:
         """The connection's person leaves the organization or workspace `frame[field]` (`not_found` if not in it);
         their other connections lose what went as on any revocation (`workspace_gone`, `_refresh_access`)."""
