@@ -1,6 +1,7 @@
 """The command palette (ctrl+p): open any conversation, start a topic or a direct conversation,
 fund, search, the operator view, the needs_human queue, themes, help; and managing (seed 002): new
-organizations, workspaces and agents, inviting people, restricting, agents' permissions, leaving, deleting,
+organizations, workspaces and agents, inviting people, restricting, agents' permissions, leaving, joining
+an open workspace of one's organization again, deleting,
 an agent's key (a new one, or revoked), a topic's budget, a workspace's groups."""
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class YggCommands(Provider):
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
             out += _managing(store, main, w)
+        for ws, row in store.joinable.items():
+            out.append((f"Join workspace {row['name']}", partial(main.join_workspace, ws),
+                        "your organization opens it to you: you and your agents join it"))
         for org in sorted(store.orgs_run(), key=lambda o: store.org_names.get(o, o)):
             out.append((f"Invite a person to the organization {store.org_names.get(org, '')}",
                         partial(main.add_org_member, org), "they reach its workspaces that are not restricted"))

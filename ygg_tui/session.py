@@ -52,10 +52,20 @@ class Session:
             self.store.org_roles = {o["id"]: o["role"] for o in orgs}
         except Refused:  # a server without list_orgs: organizations go by their workspaces' names
             pass
+        await self.load_joinable()
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
+
+    async def load_joinable(self) -> None:
+        """The workspaces of one's organizations one could join by oneself (`list_joinable`)."""
+        try:
+            rows = (await self.call("list_joinable"))["workspaces"]
+        except Refused:  # a server without list_joinable: none offered
+            rows = []
+        self.store.joinable = {r["id"]: r for r in rows}
 
     async def add_workspace(self, ws: str) -> str | None:
         """A workspace this person now reaches (`workspace_added`): listed, loaded and followed; its name."""
+        self.store.joinable.pop(ws, None)
         row = next((r for r in (await self.call("list_workspaces"))["workspaces"] if r["id"] == ws), None)
         if row is None or ws in self.store.workspaces:
             return None

@@ -156,6 +156,7 @@ class Store:
         self.workspaces: dict[str, Workspace] = {}
         self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
         self.org_roles: dict[str, str] = {}  # organization id -> this person's role there (list_orgs)
+        self.joinable: dict[str, dict] = {}  # workspace id -> its row: one's organizations open it, one is not in
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
         self.kinds: dict[str, str] = {SYSTEM: "system"}
         self.topics: dict[str, dict] = {}

@@ -141,6 +141,32 @@ async def test_a_member_leaves_a_workspace_from_the_palette(team):
         assert not [t for t in titles(owner) if t.startswith("Leave workspace")], "the last owner stays"
 
 
+async def test_a_member_joins_again_from_the_palette_a_workspace_of_their_organization(team):
+    """docs/protocol.md, `list_joinable` and `join_workspace`: one who left an open workspace of their
+    organization gets back in by themselves, as one joins a public channel; a restricted one is not offered
+    (seed 002: "open only to the organization's admins and the people added to it directly")."""
+    org = team.server.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]
+    team.server.admin(admin.add_org_member, org, "bob")
+    team.server.admin(admin.add_workspace, "vault", "alice", True)
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert not [t for t in titles(app) if t.startswith("Join workspace")], "he is in all that is open to him"
+        await _palette(pilot, "leave workspace team")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: team.ws not in app.store.workspaces, what="team gone")
+        await wait_for(pilot, lambda: "Join workspace team" in titles(app), what="team offered")
+        assert [t for t in titles(app) if t.startswith("Join workspace")] == ["Join workspace team"], "not vault"
+        await _palette(pilot, "join workspace team", type(main))  # nothing to confirm: it is undone by leaving
+        await wait_for(pilot, lambda: team.ws in app.store.workspaces and app.store.workspaces[team.ws].conversations,
+                       what="team back, loaded")
+        await wait_for(pilot, lambda: told(app, "Joined the workspace team."), what="the notice")
+        assert not [t for t in titles(app) if t.startswith("Join workspace")]
+        assert app.store.workspaces[team.ws].role == "member"
+    bob = await team.person("bob")
+    assert team.ws in {w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]}
+
+
 async def test_a_person_makes_an_agent_and_is_shown_its_key_once(team):
     """Seed 002: agents belong to a person, names unique per owner, one key each; seed 003 §19: an agent is in
     every workspace of its owner unless pinned. The key works at once; a taken name is refused in words."""

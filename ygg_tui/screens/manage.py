@@ -1,5 +1,5 @@
 """What a person manages from the command palette (seed 002; seed 003 §65-66): organizations, workspaces,
-who is in them, agents' permissions and keys, leaving and deleting, a topic's budget, a workspace's groups.
+who is in them, agents' permissions and keys, leaving, joining an open workspace again and deleting, a topic's budget, a workspace's groups.
 Each asks with a small form, or a yes or no where it cannot be undone, and says a refusal in words (its
 reason and the server's detail)."""
 
@@ -216,6 +216,21 @@ class ManageActions:
                                    "someone adds you again.")
 
     @work(group="manage", exit_on_error=False)
+    async def join_workspace(self, ws: str) -> None:
+        """Join, by oneself, a workspace one's organization opens to one (`list_joinable`), as one joins a public
+        channel: one left, or never reached; one's agents come too."""
+        name = self.store.joinable.get(ws, {}).get("name", "")
+        reply = await self._ask("join_workspace", workspace=ws)
+        if reply is None:  # (no longer open to this person, say: the list is read again)
+            await self.app.session.load_joinable()
+            return
+        await self.app.session.add_workspace(ws)  # (or `workspace_added` did it first)
+        self.refresh_all()
+        if ws in self.store.workspaces:
+            self._open_default(ws)
+        self.notify(f"Joined the workspace {name}.")
+
+    @work(group="manage", exit_on_error=False)
     async def delete_workspace(self, ws: str) -> None:
         """Seed 003 §66: the owner keeps "deleting the workspace" (never a personal one, §65)."""
         await self._workspace_goes(ws, "delete_workspace", "Delete", "Deleted", "Everything in it goes, for "
@@ -233,6 +248,7 @@ class ManageActions:
             return
         gone = gone if gone is not None else reply.get("left", [])
         self.store.forget_workspaces(gone)
+        await self.app.session.load_joinable()  # (a workspace left may be joined again)
         self.notify(done)
         if self.workspace in gone:
             self.workspace = self.conversation = self.topic = self.key = None
