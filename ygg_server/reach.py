@@ -133,7 +133,15 @@ def joinable(conn: sqlite3.Connection, pid: str, ws: str | None = None) -> list[
 
 def join_workspace(conn: sqlite3.Connection, ws: str, pid: str, now: int) -> list[str] | None:
     """`pid` joins `ws` by itself, as through its organization when it opened `ws` to it, with its agents;
-    return the agents the plan left out, or None: its organizations do not open `ws` to it (or it is in)."""
+    return the agents the plan left out, or None: its organizations do not open `ws` to it (or it is in).
+
+    PostgreSQL: the workspace's row and `pid`'s organization membership are locked (`FOR SHARE`) before they
+    are judged, so a restriction, a demotion or a leave another connection has written but not committed is
+    waited for and judged after (else its rescan of the rows through the organization would miss this one);
+    SQLite's BEGIN IMMEDIATE already lets one writer at a time judge."""
+    if not isinstance(conn, sqlite3.Connection):
+        conn.execute("""SELECT 1 FROM workspaces w JOIN org_members o ON o.org = w.org AND o.person = ?
+                        WHERE w.id = ? FOR SHARE""", (pid, ws)).fetchall()
     found = joinable(conn, pid, ws)
     if not found:
         return None

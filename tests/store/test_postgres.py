@@ -785,3 +785,44 @@ async def test_a_funding_during_a_workspace_delete_waits_for_it_and_leaves_nothi
         held.go.set()
         other.close()
         watcher.close()
+
+
+def test_a_join_while_another_node_restricts_the_workspace_waits_and_is_refused(pg_url):
+    """docs/protocol.md, `join_workspace`: "a restricted one only as an organization owner or admin"; seed 002:
+    "A restricted workspace is open only to the organization's admins and the people added to it directly". A
+    restriction judged and written through one node, not committed yet, while bob joins through another: his
+    join waits for it and is refused, rather than slip in a row the restriction's sweep never saw."""
+    a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    try:
+        admin.add_person(a, "alice", PW)
+        bob = admin.add_person(a, "bob", PW)["id"]
+        ws = admin.add_workspace(a, "team", "alice")["id"]
+        org = a.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
+        admin.add_org_member(a, org, "bob")
+        admin.leave_workspace(a, ws, "bob")
+        held, got = _HeldAtCommit(a), {}
+
+        def restrict():
+            got["restrict"] = admin.set_restricted(held, ws, True)["restricted"]
+
+        def join():
+            try:
+                got["join"] = admin.join_workspace(b, ws, "bob")["joined"]
+            except admin.AdminError as e:
+                got["join"] = e.code
+
+        first = threading.Thread(target=restrict)
+        first.start()
+        assert held.at_commit.wait(10)
+        second = threading.Thread(target=join)
+        second.start()
+        _until_waiting_or_done(watcher, second)
+        held.go.set()
+        first.join(10)
+        second.join(10)
+        assert got == {"restrict": True, "join": "unknown_workspace"}, got
+        assert watcher.execute("SELECT count(*) FROM memberships WHERE workspace = ? AND participant = ?",
+                               (ws, bob)).fetchone()[0] == 0, "bob is not in the restricted workspace"
+    finally:
+        for c in (a, b, watcher):
+            c.close()
