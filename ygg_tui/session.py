@@ -32,6 +32,7 @@ class Session:
         self.store = store
         self.post = post
         self.monitoring: set[str] = set()
+        self._adding: dict[str, asyncio.Future] = {}  # workspace -> its load in progress (add_workspace)
         self._seen_reconnects = 0
         self.closed = False
 
@@ -66,12 +67,20 @@ class Session:
     async def add_workspace(self, ws: str) -> str | None:
         """A workspace this person now reaches (`workspace_added`): listed, loaded and followed; its name."""
         self.store.joinable.pop(ws, None)
-        row = next((r for r in (await self.call("list_workspaces"))["workspaces"] if r["id"] == ws), None)
-        if row is None or ws in self.store.workspaces:
+        if ws in self._adding:  # asked twice at once (an op's answer and its workspace_added event): one load,
+            await asyncio.shield(self._adding[ws])  # and the second caller returns once it is done
             return None
-        self.store.add_workspace(row)
-        await self.load_workspace(ws)
-        return row["name"]
+        done = self._adding[ws] = asyncio.get_running_loop().create_future()
+        try:
+            row = next((r for r in (await self.call("list_workspaces"))["workspaces"] if r["id"] == ws), None)
+            if row is None or ws in self.store.workspaces:
+                return None
+            self.store.add_workspace(row)
+            await self.load_workspace(ws)
+            return row["name"]
+        finally:
+            del self._adding[ws]
+            done.set_result(None)
 
     async def load_workspace(self, ws: str) -> None:
         members, convs, topics, paused, balances, presence, groups, _ = await asyncio.gather(

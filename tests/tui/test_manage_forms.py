@@ -2,12 +2,16 @@
 adding people, restricting, an agent's permissions and leaving a workspace, each through a small form or a
 yes/no, against the real server; refusals said in words."""
 
+import asyncio
+
 from textual.widgets import Checkbox, Input, Select
 
 from ygg_server import admin, permissions
 
 from ygg_tui.commands import YggCommands
 from ygg_tui.screens.dialogs import FormScreen
+
+from ygg_tui.widgets.participants import ParticipantsPanel
 
 from .conftest import PW, SIZE, ready, wait_for
 from .test_manage import _palette
@@ -59,6 +63,9 @@ async def test_a_person_creates_an_organization_and_a_restricted_workspace_in_it
                              what="lab in the sidebar")
         await wait_for(pilot, lambda: main.workspace == lab, what="lab open")
         assert "Lift the restriction on lab" in titles(app)
+        await wait_for(pilot, lambda: app.store.my_id in app.store.workspaces[lab].members, what="lab's members")
+        panel = main.query_one(ParticipantsPanel)
+        await wait_for(pilot, lambda: "@alice" in str(panel.render()), what="its owner in the panel")
         await _palette(pilot, "new organization", FormScreen)  # acme is her one Free organization
         await fill(pilot, name="beta")
         await wait_for(pilot, lambda: told(app, "Everyone owns one Free organization"), what="the refusal in words")
@@ -193,3 +200,25 @@ async def test_a_person_makes_an_agent_and_is_shown_its_key_once(team):
         assert {w["id"] for w in (await agent.call("list_workspaces"))["workspaces"]} == {team.ws}, "pinned to team"
     finally:
         await agent.close()
+
+
+async def test_a_workspace_added_twice_at_once_is_loaded_once_and_both_callers_see_it_loaded(team):
+    """The answer to create_workspace and its workspace_added event both add the workspace: the second
+    caller waits for the first one's load (it returned at once, and the screen showed an empty member list)."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        session = app.session
+        load = session.load_workspace
+
+        async def slow_load(ws):  # (a load that takes a while, as on a busy server)
+            await asyncio.sleep(0.3)
+            await load(ws)
+
+        session.load_workspace = slow_load
+        lab = team.server.admin(admin.add_workspace, "lab2", "alice")["id"]
+        first = asyncio.ensure_future(session.add_workspace(lab))
+        await asyncio.sleep(0.05)  # the first is loading
+        assert await session.add_workspace(lab) is None
+        assert app.store.my_id in app.store.workspaces[lab].members, "loaded by the time the second returns"
+        assert await first in ("lab2", None)
