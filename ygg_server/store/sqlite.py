@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 

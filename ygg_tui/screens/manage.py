@@ -1,6 +1,6 @@
 """What a person manages from the command palette (seed 002; seed 003 §65-66): organizations, workspaces,
-who is in them, agents' permissions and keys, leaving, joining an open workspace again and deleting, a topic's budget, a workspace's groups.
-Each asks with a small form, or a yes or no where it cannot be undone, and says a refusal in words (its
+who is in them, agents' permissions and keys, leaving, joining an open workspace again and deleting, a topic's
+budget, a workspace's groups. Each asks with a small form, or a yes or no where it cannot be undone, and says a refusal in words (its
 reason and the server's detail)."""
 
 from __future__ import annotations
