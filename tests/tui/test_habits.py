@@ -94,3 +94,32 @@ async def test_theme_and_keymap_from_config(team):
         # choosing a theme from the palette saves it in the config file
         app.set_theme("ygg-mono")
         assert 'theme = "ygg-mono"' in cfg.config_path.read_text()
+
+
+async def test_a_search_result_in_a_topic_not_loaded_yet_is_selected(team):
+    """Opening a result whose topic was never on screen: the topic loads and the cursor lands on the message
+    (its first page's arrival used to redraw the list and drop the cursor)."""
+    bob = await team.person("bob")
+    far = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Far away",
+                         type="inform", text="the kiwi is here")
+    for i in range(3):
+        await bob.send(workspace=team.ws, conversation="general", topic=far["message"]["topic"], type="inform",
+                       text=f"after {i}")
+    await bob.send(workspace=team.ws, conversation="general", topic="new", title="Recent", type="inform",
+                   text="newest topic")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert main.topic != far["message"]["topic"]
+        main.messages.focus()
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press(*"kiwi", "enter")
+        await wait_for(pilot, lambda: app.screen.found, what="search results")
+        await pilot.press("tab", "enter")
+        ml = main.messages
+        await wait_for(pilot, lambda: app.screen is main and main.topic == far["message"]["topic"], what="jumped")
+        await pilot.pause(0.5)  # (the topic's first page arrives meanwhile)
+        await wait_for(pilot, lambda: ml.selected and ml.selected["text"] == "the kiwi is here",
+                       what="the result selected")
+        assert app.focused is ml

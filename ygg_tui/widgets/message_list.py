@@ -183,14 +183,20 @@ class MessageList(ScrollView, can_focus=True):
         return len(self._msgs)
 
     def set_messages(self, msgs: Iterable[dict], key: str | None = None, more: bool = False) -> None:
-        """Show these messages (oldest first), scrolled to the newest."""
+        """Show these messages (oldest first), scrolled to the newest. The same thread drawn again (its first page
+        arriving, a reconnect's refresh) keeps the selected message selected and in view."""
+        keep = self.selected["id"] if key is not None and key == self.key and self.selected else None
         self.key, self.more = key, more
         self._msgs = list(msgs)
         self._cache.clear()
         self.cursor = -1
-        self._follow = True
         self._relayout()
-        self._to_end()
+        i = self._index.get(keep) if keep else None
+        if i is None:
+            self._to_end()
+        else:
+            self._follow = False
+            self.cursor = i
 
     def append(self, msgs: list[dict]) -> None:
         """Live messages at the bottom (already deduplicated by the store)."""
