@@ -123,3 +123,25 @@ async def test_a_search_result_in_a_topic_not_loaded_yet_is_selected(team):
         await wait_for(pilot, lambda: ml.selected and ml.selected["text"] == "the kiwi is here",
                        what="the result selected")
         assert app.focused is ml
+
+
+async def test_down_from_the_search_box_goes_to_the_results(team):
+    """The status line says "↓ then ⏎ to open": ↓ in the query moves to the results (it did nothing, and ⏎
+    searched again)."""
+    bob = await team.person("bob")
+    await bob.send(workspace=team.ws, conversation="general", topic="new", title="Fruit", type="inform",
+                   text="a ripe mango")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.messages.focus()
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press(*"mango", "enter")
+        await wait_text(pilot, "1 found", "↓ then ⏎ to open")
+        await pilot.press("down")
+        assert app.focused is app.screen.query_one("#results")
+        await pilot.press("enter")
+        ml = main.messages
+        await wait_for(pilot, lambda: app.screen is main and ml.selected and ml.selected["text"] == "a ripe mango",
+                       what="jumped to the result")

@@ -13,7 +13,7 @@ from textual.widgets.option_list import Option
 
 
 class SearchScreen(ModalScreen[dict | None]):
-    BINDINGS = [Binding("escape", "cancel", "Close")]
+    BINDINGS = [Binding("escape", "cancel", "Close"), Binding("down", "results", "Results", show=False)]
 
     def __init__(self, workspace: str, search, namer, conversation_name):
         super().__init__()
@@ -56,6 +56,12 @@ class SearchScreen(ModalScreen[dict | None]):
         status.update(f"{len(self.found)} found" + ("  (↓ then ⏎ to open)" if self.found else ""))
         if self.found:
             results.highlighted = 0
+
+    def action_results(self) -> None:
+        """↓ in the query goes down to the results, as the status line says."""
+        results = self.query_one("#results", OptionList)
+        if self.found and not results.has_focus:
+            results.focus()
 
     @on(OptionList.OptionSelected, "#results")
     def _open(self, event: OptionList.OptionSelected) -> None:
