@@ -25,6 +25,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "ygg.focus_topics": ("t", "Topics"),
     "ygg.focus_sidebar": ("c", "Conversations"),
     "ygg.focus_messages": ("m", "Messages"),
+    "ygg.people": ("p", "People and credits (a narrow screen hides them)"),
     "messages.down": ("j,down", "Next message"),
     "messages.up": ("k,up", "Previous message"),
     "messages.reply": ("r", "Reply"),

@@ -140,3 +140,33 @@ async def test_who_joins_and_leaves_shows_live_in_the_member_list(team):
         assert ("@nova", "agent") in main._candidates()
         assert app.store.workspaces[team.ws].members[nova["id"]]["name"] == "nova"
         await wait_for(pilot, lambda: any(n.message == "nova joined team." for n in app._notifications), what="told")
+
+
+async def test_a_narrow_terminal_gives_the_room_to_the_conversation(team):
+    """80x24: the people-and-credits column and the conversations left the messages 16 columns; now the column
+    steps aside (p shows it, and hides it again) and the operator view's credits take less room."""
+    app = team.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = await ready(pilot)
+        people = main.query_one(ParticipantsPanel)
+        assert not people.display
+        assert main.messages.size.width >= 45
+        main.messages.focus()
+        await pilot.press("p")
+        await pilot.pause()
+        assert people.display and people.size.width > 0
+        await wait_text(pilot, "Credits", "researcher")
+        await pilot.press("p")
+        await pilot.pause()
+        assert not people.display
+        await pilot.press("o")
+        await wait_for(pilot, lambda: app.operator is not None and app.screen is app.operator, what="operator view")
+        await pilot.pause()
+        assert app.operator.query_one("#op-left").size.width >= 45
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main, what="back")
+        # wide again: the column is there, and p is no key of this screen
+        await pilot.resize_terminal(150, 42)
+        await pilot.pause()
+        assert people.display and people.size.width > 0
+        assert "people" not in {b.binding.action for b in main.active_bindings.values()}

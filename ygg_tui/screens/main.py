@@ -29,6 +29,10 @@ from .search import SearchScreen
 
 
 class MainScreen(ManageActions, Screen):
+    # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
+    # messages 16 columns); `p` shows it again, and hides it.
+    NARROW = 120
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
     BINDINGS = [
         bind("ygg.next_unread", "next_unread"),
         bind("ygg.next_needs_human", "next_needs_human", "Needs person"),
@@ -41,6 +45,7 @@ class MainScreen(ManageActions, Screen):
         bind("ygg.focus_topics", "focus('topics')", show=False),
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
+        bind("ygg.people", "people", "People"),
     ]
 
     def __init__(self, store: Store, *, show_clock: bool = True):
@@ -345,6 +350,14 @@ class MainScreen(ManageActions, Screen):
 
     def action_focus(self, which: str) -> None:
         self.query_one(f"#{which}").focus()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "people":
+            return self.has_class("-narrow")  # (a wide screen always shows them)
+        return True
+
+    def action_people(self) -> None:
+        self.toggle_class("-people")
 
     def action_compose(self) -> None:
         self.composer.area.focus()

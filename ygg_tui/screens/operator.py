@@ -26,6 +26,7 @@ TYPES = ("request", "response", "inform", "notice")
 
 
 class OperatorScreen(Screen):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # as MainScreen's: credits take less room when narrow
     BINDINGS = [
         bind("operator.back", "back"),
         bind("operator.filter", "filters", "Filters"),
