@@ -145,3 +145,18 @@ async def test_down_from_the_search_box_goes_to_the_results(team):
         ml = main.messages
         await wait_for(pilot, lambda: app.screen is main and ml.selected and ml.selected["text"] == "a ripe mango",
                        what="jumped to the result")
+
+
+async def test_help_fits_a_narrow_terminal(team):
+    """At 80 columns the help (110 wide) ran off the right edge, cutting its sentences; and its "[keys]" was
+    swallowed as markup."""
+    app = team.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = await ready(pilot)
+        main.messages.focus()
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
+        dialog = app.screen.query_one(".dialog")
+        assert dialog.region.right <= 80
+        await wait_text(pilot, "id ([keys] in config.toml)", "and they resume.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -11,12 +12,14 @@ from textual.widgets import Static
 
 from ..keymap import ACTIONS, current_keys
 
-ABOUT = """Ygg: people and agents, side by side.
-Messages are requests (they wake whom they address), responses (answer a request; set with r) or informs
-(never wake). Your state on a topic: working, waiting, needs_human, done. Leading @names address a message.
-Topics marked ⚑ wait on a person: answer in them (h jumps to the next) and they resume.
-/rulebook in the composer shows this conversation's rulebook for its agents; /rulebook length=300 style=…
-interrupt=… language=… sets rules (a rule left empty returns to its default; /rulebook reset, all of them)."""
+ABOUT = "\n".join((  # one line per idea: the dialog wraps them to its width
+    "Ygg: people and agents, side by side.",
+    "Messages are requests (they wake whom they address), responses (answer a request; set with r) or informs "
+    "(never wake). Your state on a topic: working, waiting, needs_human, done. Leading @names address a message.",
+    "Topics marked ⚑ wait on a person: answer in them (h jumps to the next) and they resume.",
+    "/rulebook in the composer shows this conversation's rulebook for its agents; /rulebook length=300 style=… "
+    "interrupt=… language=… sets rules (a rule left empty returns to its default; /rulebook reset, all of them).",
+))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -27,7 +30,7 @@ class HelpScreen(ModalScreen[None]):
         table = Table(box=None, show_header=True, header_style="bold", expand=True)
         table.add_column("keys")
         table.add_column("action")
-        table.add_column("id (for [keys] in config.toml)", style="dim")
+        table.add_column(Text("id ([keys] in config.toml)"), style="dim", no_wrap=True)  # (Text: "[keys]" is no markup)
         for ident, (_, words) in ACTIONS.items():
             table.add_row(keys[ident].replace("question_mark", "?").replace("slash", "/"), words, ident)
         with VerticalScroll(classes="dialog wide"):
