@@ -188,3 +188,19 @@ async def test_the_text_leaves_at_once_and_comes_back_when_refused(team):
         _burst(app, ["enter", *"PS"])
         await wait_for(pilot, lambda: c.query_one("#refusal").display, what="the refusal")
         await wait_for(pilot, lambda: c.text == "@nobody hello\nPS", what="the refused text back in front")
+
+
+async def test_the_footer_offers_no_key_the_composer_types(team):
+    """In the composer "/" types a slash: the footer said "/ Search" all the same (Textual finds no character
+    for the key "slash"); it offers it again once the focus leaves the box."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert app.focused is main.composer.area
+        assert "slash" not in main.active_bindings
+        assert "question_mark" not in main.active_bindings and "f1" in main.active_bindings
+        await pilot.press("slash")
+        assert main.composer.text == "/"
+        main.messages.focus()
+        await pilot.pause()
+        assert main.active_bindings["slash"].binding.action == "search"

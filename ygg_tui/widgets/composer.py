@@ -26,6 +26,8 @@ from ..words import REFUSALS, STATE_MARK, refusal_sentence
 TYPES = ("request", "response", "inform")
 STATES = (None, "working", "waiting", "needs_human", "done")
 MENTION = re.compile(r"(?:^|(?<=\s))(@[\w.\-]*|group:[\w.\-]*)$")
+# Keys Textual names without finding their character again (`keys.key_to_character`): typed here all the same.
+TYPED = {"slash": "/", "plus": "+", "minus": "-", "at": "@", "backslash": "\\", "underscore": "_"}
 
 
 def leading_mentions(text: str) -> list[str]:
@@ -89,6 +91,11 @@ class ComposerArea(TextArea):
         composer = self._composer()
         if composer is not None:
             composer.cancel()
+
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
+        """A character key types here, so the screen's binding on it is no key here (the footer offered
+        "/ Search" while / typed a slash)."""
+        return super().check_consume_key(key, character or TYPED.get(key))
 
     async def _on_key(self, event: events.Key) -> None:
         composer = self._composer()
