@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import count
 
-from .words import topic_status
+from .words import printable, topic_status
 
 SYSTEM = "system.ygg"
 POOL = "pool"
@@ -204,7 +204,7 @@ class Store:
         if kind == "group":
             return f"group:{conv.get('name')}"
         if kind == "side":  # seed 003 §15: a task delegated from a direct conversation
-            return f"side: {conv.get('name')}"
+            return f"side: {printable(conv.get('name') or '', one_line=True)}"
         others = [p for p in conv.get("members", ()) if p != self.my_id]
         return ", ".join(self.name(p) for p in others) or self.name(self.my_id)
 
@@ -299,6 +299,8 @@ class Store:
     # --- topics ---
 
     def apply_topic(self, t: dict) -> Change:
+        if t.get("title"):  # (a title is drawn in many places: made safe once, here)
+            t = {**t, "title": printable(t["title"], one_line=True)}
         ch = Change(topics={t["id"]})
         old = self.topics.get(t["id"])
         self.topics[t["id"]] = t

@@ -170,3 +170,20 @@ async def test_a_narrow_terminal_gives_the_room_to_the_conversation(team):
         await pilot.pause()
         assert people.display and people.size.width > 0
         assert "people" not in {b.binding.action for b in main.active_bindings.values()}
+
+
+async def test_control_characters_someone_wrote_are_drawn_harmless(team):
+    """A message (or a topic title) with an escape sequence, a carriage return or a tab went to the terminal as it
+    was: another person's message could clear the screen, recolour it or retitle the window. They are drawn as
+    their visible pictures now, line endings as lines, tabs as spaces."""
+    bob = await team.person("bob")
+    await bob.send(workspace=team.ws, conversation="general", topic="new", title="Sneaky\x1b[2J title\nsecond",
+                   type="inform", text="before\x1b[2J\x1b[31mred\x1b]0;pwned\x07 tab\there\r\nnext line\rlast")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        screen = await wait_text(pilot, "before␛[2J␛[31mred␛]0;pwned␇ tab    here", "next line", "last",
+                                 "Sneaky␛[2J title second")
+        assert not any(ord(ch) < 32 and ch != "\n" or 0x7F <= ord(ch) < 0xA0 for ch in screen), repr(screen)
+        ml = main.messages
+        assert ml._heights == [1 + 3]  # the head, then three lines

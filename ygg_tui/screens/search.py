@@ -11,6 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from ..words import printable
+
 
 class SearchScreen(ModalScreen[dict | None]):
     BINDINGS = [Binding("escape", "cancel", "Close"), Binding("down", "results", "Results", show=False)]
@@ -49,7 +51,7 @@ class SearchScreen(ModalScreen[dict | None]):
         results = self.query_one("#results", OptionList)
         results.clear_options()
         for i, m in enumerate(self.found):
-            line = (m.get("text") or "").replace("\n", " ")[:90]
+            line = printable(m.get("text") or "", one_line=True)[:90]
             results.add_option(Option(Text.assemble((self.namer(m.get("author")), "bold"),
                                                     (f"  {self.conversation_name(m.get('conversation'))}  ", "dim"),
                                                     line), id=str(i)))

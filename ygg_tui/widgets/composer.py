@@ -21,7 +21,7 @@ from textual.widgets.option_list import Option
 
 from ..keymap import bind
 from ..messages import Submit
-from ..words import REFUSALS, STATE_MARK, refusal_sentence
+from ..words import REFUSALS, STATE_MARK, printable, refusal_sentence
 
 TYPES = ("request", "response", "inform")
 STATES = (None, "working", "waiting", "needs_human", "done")
@@ -202,7 +202,7 @@ class Composer(Vertical):
         bar = self.query_one("#reply-bar", Static)
         if self.reply_to:
             m = self.reply_to
-            first = (m.get("text") or "").splitlines()[0][:60] if m.get("text") else ""
+            first = printable(m.get("text") or "").split("\n")[0][:60]
             bar.update(Text.assemble(("↳ replying to ", "dim"), (self.namer(m.get("author", "")), "bold"),
                                      (f": {first}", "dim"), ("   esc cancels", "dim italic")))
             bar.display = True

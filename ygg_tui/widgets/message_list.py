@@ -28,7 +28,7 @@ from textual.strip import Strip
 
 from ..keymap import bind
 from ..messages import LoadOlder, ReplyTo
-from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
+from ..words import NOTICE_WORDS, STATE_MARK, assignment_line, printable
 
 SYSTEM = "system.ygg"
 INDENT = 2
@@ -254,7 +254,7 @@ class MessageList(ScrollView, can_focus=True):
         return max(self.scrollable_content_region.width - INDENT, 8)
 
     def _height(self, m: dict, width: int) -> int:
-        text = m.get("text") or ""
+        text = printable(m.get("text") or "")
         if "\n" not in text and len(text) <= width and text.isascii():
             return 2 if text else 1
         return 1 + count_lines(text, width) if text else 1
@@ -381,7 +381,7 @@ class MessageList(ScrollView, can_focus=True):
         fill = text_style if notice else base
         head_strip = Strip(segs).crop(0, width).extend_cell_length(width, fill)
         out = [head_strip]
-        text = m.get("text") or ""
+        text = printable(m.get("text") or "")
         if text:
             for line in wrap(text, width - INDENT):
                 out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
