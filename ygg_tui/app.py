@@ -23,6 +23,7 @@ from .messages import ConnectionChanged, Delivered, Evented, SignedIn
 from .session import Session
 from .state import Change, Store
 from .themes import load_themes
+from .words import printable
 
 
 class YggApp(App):
@@ -51,6 +52,14 @@ class YggApp(App):
         self.connected = False
         self.ready = asyncio.Event()
         self.keymap_overrides = dict(self.config.keys)
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Every notice as plain text (screens' `notify` comes here too): they name workspaces, topics and people
+        as they were named ("Q[1]", "x [/draft]"), which Textual read as markup (a stray closing tag stopped the
+        app)."""
+        super().notify(printable(message), title=printable(title, one_line=True), severity=severity, timeout=timeout,
+                       markup=False)
 
     # --- starting ---
 

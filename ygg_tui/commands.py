@@ -9,6 +9,8 @@ from __future__ import annotations
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
 
 def _managing(store, main, w) -> list[tuple[str, object, str]]:
@@ -97,11 +99,21 @@ class YggCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, cb, help in self._commands():
-            yield DiscoveryHit(title, cb, help=help)
+            yield DiscoveryHit(Content(title), cb, text=title, help=help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, cb, help in self._commands():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), cb, help=help)
+                yield Hit(score, _highlight(matcher, title), cb, text=title, help=help)
+
+
+def _highlight(matcher: Matcher, title: str) -> Content:
+    """`Matcher.highlight` without reading the title as markup: names people chose ("Q[1]", "x [/draft]") are
+    shown as they are (a stray closing tag stopped the app as the palette opened)."""
+    content = Content(title)
+    for offset in matcher.fuzzy_search.match(matcher.query, title)[1]:
+        if not title[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content

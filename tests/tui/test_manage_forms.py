@@ -222,3 +222,40 @@ async def test_a_workspace_added_twice_at_once_is_loaded_once_and_both_callers_s
         assert await session.add_workspace(lab) is None
         assert app.store.my_id in app.store.workspaces[lab].members, "loaded by the time the second returns"
         assert await first in ("lab2", None)
+
+
+async def test_names_that_look_like_markup_are_shown_as_they_are(team):
+    """A workspace named "x [/draft] y" stopped the app for everyone in it as the palette opened (Textual read the
+    name as markup: a closing tag with no opening one); the same name in a form's title, a choice, a notice, or a
+    topic title in the operator view's table. Each shows the name as it is now."""
+    from textual.widgets import Label
+
+    ws = team.server.admin(admin.add_workspace, "x [/draft] y", "alice")["id"]
+    team.server.admin(admin.add_agent, "bot[/b]", "alice", ws)
+    bob = await team.person("alice")
+    await bob.send(workspace=ws, conversation="general", topic="new", title="Plan [/b] [red]now", type="inform",
+                   text="hello")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await _palette(pilot, "add a person to x [/draft]", asks=FormScreen)
+        form = app.screen
+        assert "Add a person to x [/draft] y" in [str(w.render()) for w in form.query(Label)]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main, what="the form closed")
+        app.notify("You now reach the workspace x [/draft] y.")
+        await pilot.pause(0.2)
+        app.open_operator(ws)
+        await wait_for(pilot, lambda: app.operator is not None and app.operator.ready, what="the operator view")
+        await pilot.pause(0.2)
+        table = app.operator.query_one("#op-topics")
+        assert str(table.get_row_at(0)[0]) == "Plan [/b] [red]now"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is main, what="back")
+        general = next(c for c, v in app.store.workspaces[ws].conversations.items() if v["kind"] == "general")
+        main.open_conversation(general)
+        await pilot.pause(0.2)
+        main.fund()  # (bot[/b] among the choices)
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "FundScreen", what="the fund form")
+        await pilot.press("escape")
+        assert app.is_running

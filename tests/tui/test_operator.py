@@ -33,7 +33,7 @@ async def test_operator_sees_everything_live_and_filters(team):
         await wait_text(pilot, "Bob's question", "General work", "Reviewer, a quick one?", "⚡ woke reviewer")
         # wakes versus context, per topic and per agent
         row = topics.get_row(sent["message"]["topic"])
-        assert row[0] == "Bob's question" and row[4] >= 2 and row[5] >= 2
+        assert str(row[0]) == "Bob's question" and row[4] >= 2 and row[5] >= 2
         agents = op.query_one("#op-agents", DataTable)
         await wait_for(pilot, lambda: agents.get_row(team.ids["reviewer"])[4] >= 1, what="woken count")
         assert agents.get_row(team.ids["reviewer"])[2] >= 1  # spent a credit

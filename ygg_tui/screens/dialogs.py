@@ -14,6 +14,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 
+def plain(choices: list[tuple[str, str]]) -> list[tuple[Text, str]]:
+    """A choice's label as text, not markup: names people chose ("Q[1]", "x [/draft]") are shown as they are."""
+    return [(Text(label), value) for label, value in choices]
+
+
 class TitlePrompt(ModalScreen[str | None]):
     """A new topic asks for its title."""
 
@@ -59,7 +64,7 @@ class FundScreen(ModalScreen[tuple[str | None, int] | None]):
             yield Label("Fund credits", classes="dialog-title")
             if self.why:
                 yield Static(Text(self.why, style="yellow"), classes="dialog-why")
-            yield Select(self.choices, value=self.preselect or self.choices[0][1], allow_blank=False, id="account")
+            yield Select(plain(self.choices), value=self.preselect or self.choices[0][1], allow_blank=False, id="account")
             yield Input(value="100", placeholder="credits", id="amount", type="integer")
             yield Static("", id="fund-error")
             with Horizontal(classes="dialog-buttons"):
@@ -103,7 +108,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             yield Static(Text(self.why, style="yellow"), classes="dialog-why")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.yes, variant="error", id="confirm")
@@ -147,16 +152,16 @@ class FormScreen(ModalScreen[dict | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog form"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             if self.why:
                 yield Static(Text(self.why, style="yellow"), classes="dialog-why")
             for f in self.fields:
                 if isinstance(f.value, bool):
                     yield Checkbox(f.label, f.value, id=f"f-{f.key}")
                     continue
-                yield Label(f.label)
+                yield Label(f.label, markup=False)
                 if f.choices is not None:
-                    yield Select(f.choices, value=f.value or f.choices[0][1], allow_blank=False, id=f"f-{f.key}")
+                    yield Select(plain(f.choices), value=f.value or f.choices[0][1], allow_blank=False, id=f"f-{f.key}")
                 else:
                     yield Input(value=f.value, placeholder=f.placeholder, id=f"f-{f.key}")
             yield Static("", id="form-error")
@@ -201,9 +206,9 @@ class ShownOnce(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             yield Static(Text(self.why, style="yellow"), classes="dialog-why")
-            yield Static(self.secret, id="secret")
+            yield Static(self.secret, id="secret", markup=False)
             yield Static("c copy to the clipboard · esc close", classes="dialog-hint")
 
     def action_copy(self) -> None:

@@ -20,6 +20,7 @@ from ..keymap import bind
 from ..state import Change, Store
 from ..widgets.message_list import MessageList
 from ..words import STATE_MARK, topic_status
+from .dialogs import plain
 
 ALL = "__all__"
 TYPES = ("request", "response", "inform", "notice")
@@ -50,7 +51,7 @@ class OperatorScreen(Screen):
         w = s.workspaces[self.workspace]
         convs = sorted(w.conversations.values(), key=lambda c: ({"general": 0, "group": 1}.get(c["kind"], 2),
                                                                 s.conversation_name(c)))
-        return [("every conversation", ALL)] + [(s.conversation_name(c), c["id"]) for c in convs]
+        return plain([("every conversation", ALL)] + [(s.conversation_name(c), c["id"]) for c in convs])
 
     def compose(self) -> ComposeResult:
         s = self.store
@@ -59,7 +60,7 @@ class OperatorScreen(Screen):
         yield Header(icon="ᛉ")
         with Horizontal(id="op-filters"):
             yield Select(self._conversation_options(), value=ALL, allow_blank=False, id="f-conversation")
-            yield Select([("every participant", ALL)] + [(s.name(m["id"]), m["id"]) for m in people],
+            yield Select(plain([("every participant", ALL)] + [(s.name(m["id"]), m["id"]) for m in people]),
                          value=ALL, allow_blank=False, id="f-participant")
             yield Select([("every type", ALL)] + [(t, t) for t in TYPES], value=ALL, allow_blank=False, id="f-type")
         with Horizontal(id="op-body"):
@@ -241,7 +242,7 @@ class OperatorScreen(Screen):
                 st = m.get("state")
                 states.append(f"{s.name(pid)} {STATE_MARK.get(st, '·')} ", "red" if st == "needs_human" else "")
             style = {"needs_human": "bold red", "paused:credits": "bold yellow", "closed": "dim"}.get(status, "")
-            table.add_row(t.get("title") or "(untitled)", s.conversation_name(conv) if conv else "?",
+            table.add_row(Text(t.get("title") or "(untitled)"), Text(s.conversation_name(conv) if conv else "?"),
                           Text(status, style=style), states, msgs[t["id"]], wakes[t["id"]], context[t["id"]],
                           key=t["id"])
 
