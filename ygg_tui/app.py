@@ -164,6 +164,8 @@ class YggApp(App):
         if main.key and main.key in self.store.threads:
             th = self.store.threads[main.key]
             await self.session.history(th)
+            if not main.is_attached:  # (the app closed meanwhile)
+                return
             main.messages.loading = False
             main.messages.set_messages(th.messages, key=th.key, more=th.more)
         main.refresh_all()

@@ -45,3 +45,26 @@ async def test_reconnects_after_restart_nothing_lost_nothing_twice(team):
         got = await delivery_with(researcher, "good")
         assert got["message"]["topic"] == tid
         await wait_for(pilot, lambda: len(main.messages) == 4)
+
+
+async def test_a_message_sent_while_the_server_is_away_says_it_is_going(team):
+    """The text leaves the box on Enter; with the server away it was then nowhere on screen (not in the box, not
+    in the conversation) until the server came back. A line under the box says it is still going, and goes when
+    the server has answered."""
+    bob = await team.person("bob")
+    sent = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Ops", type="inform",
+                          text="anyone?")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the topic")
+        team.server.stop()
+        await wait_for(pilot, lambda: not app.connected, what="noticed the drop")
+        main.composer.area.focus()
+        await pilot.press(*"while you were away", "enter")
+        await wait_text(pilot, "⋯ sending “while you were away”", "the server is away")
+        assert main.composer.text == ""
+        team.server.start()
+        await wait_for(pilot, lambda: any(m.get("text") == "while you were away" for m in main.messages.messages),
+                       timeout=20, what="sent once the server is back")
+        await wait_for(pilot, lambda: not main.composer.query_one("#sending").display, what="the line gone")

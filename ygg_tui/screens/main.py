@@ -570,7 +570,11 @@ class MainScreen(ManageActions, Screen):
             fields["state"] = c.state
         if c.reply_to is not None:
             fields["in_reply_to"] = c.reply_to["id"]
-        reply = await self.app.session.send(**fields)
+        answered = c.sending(text)
+        try:
+            reply = await self.app.session.send(**fields)
+        finally:
+            answered()
         if reply.get("op") == "sent":
             ch = self.store.apply_sent(reply)
             c.done()

@@ -8,6 +8,7 @@ Leading mentions address the message (seed 004: the name has to be at the start)
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -131,6 +132,7 @@ class Composer(Vertical):
         self.candidates = candidates or (lambda: [])  # () -> [(completion, description)]
         self.namer = namer or (lambda p: p)
         self.completing = False
+        self._in_flight: list[str] = []  # first lines of the messages sent and not answered yet
 
     def compose(self) -> ComposeResult:
         yield Static("", id="reply-bar")
@@ -142,11 +144,13 @@ class Composer(Vertical):
         yield OptionList(id="completions")
         yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True,
                            placeholder="Write here… start with @name to address someone; ⏎ sends")
+        yield Static("", id="sending")
         yield Static("", id="refusal")
 
     def on_mount(self) -> None:
         self.query_one("#completions").display = False
         self.query_one("#reply-bar").display = False
+        self.query_one("#sending").display = False
         self.query_one("#refusal").display = False
         self._meta()
 
@@ -265,6 +269,37 @@ class Composer(Vertical):
         self.query_one("#refusal", Static).display = False
 
     # --- sending ---
+
+    SENDING_SHOWN_AFTER = 0.5  # seconds: a send that takes longer (the server away, a slow link) says so
+
+    def sending(self, text: str) -> Callable[[], None]:
+        """`text` is on its way to the server: if it takes a while, a line says it is still going (it has left the
+        box, and is not in the conversation yet: without the line it was nowhere for as long as the server was
+        away). Returns what to call once the server answered."""
+        first = printable(text.strip()).split("\n")[0]
+        first = first if len(first) <= 40 else first[:39] + "…"
+        self._in_flight.append(first)
+        timer = self.set_timer(self.SENDING_SHOWN_AFTER, self._show_sending)
+
+        def answered() -> None:
+            timer.stop()
+            self._in_flight.remove(first)
+            if self._in_flight:
+                self._show_sending()
+            elif self.is_attached:
+                self.query_one("#sending").display = False
+        return answered
+
+    def _show_sending(self) -> None:
+        if not self._in_flight or not self.is_attached:
+            return
+        away = not getattr(self.app, "connected", True)
+        n = len(self._in_flight)
+        w = self.query_one("#sending", Static)
+        w.update(Text.assemble(("⋯ sending ", "bold"), (f"“{self._in_flight[0]}”" + (f" and {n - 1} more" if n > 1 else ""), ""),
+                               ("  the server is away: it goes when the connection is back" if away else
+                                "  waiting for the server's answer", "dim")))
+        w.display = True
 
     def submit(self) -> None:
         """The text leaves the box at once, as in any chat app: what is typed meanwhile stays, and a second Enter
