@@ -204,3 +204,22 @@ async def test_the_footer_offers_no_key_the_composer_types(team):
         main.messages.focus()
         await pilot.pause()
         assert main.active_bindings["slash"].binding.action == "search"
+
+
+async def test_the_reply_bar_keeps_its_esc_hint_on_a_narrow_screen(team):
+    """Replying to a long message: the bar's "esc cancels" came after the quote and was cut off (at 80 columns,
+    always); it comes first now, and the quote ends in "…" where the line does."""
+    bob = await team.person("bob")
+    await bob.send(workspace=team.ws, conversation="general", topic="new", title="Long", type="inform",
+                   text="a rather long message that goes on and on about many things, far wider than a line")
+    app = team.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = await ready(pilot)
+        main.messages.focus()
+        await pilot.press("k", "r")
+        await wait_for(pilot, lambda: main.composer.reply_to is not None, what="replying")
+        screen = await wait_text(pilot, "↳ replying to @bob (esc cancels): a rather long")
+        line = next(ln for ln in screen.splitlines() if "replying to" in ln)
+        assert "…" in line
+        await pilot.press("escape")
+        assert main.composer.reply_to is None

@@ -208,7 +208,7 @@ class Composer(Vertical):
             m = self.reply_to
             first = printable(m.get("text") or "").split("\n")[0][:60]
             bar.update(Text.assemble(("↳ replying to ", "dim"), (self.namer(m.get("author", "")), "bold"),
-                                     (f": {first}", "dim"), ("   esc cancels", "dim italic")))
+                                     (" (esc cancels)", "dim italic"), (f": {first}", "dim")))
             bar.display = True
         else:
             bar.display = False
