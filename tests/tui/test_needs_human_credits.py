@@ -99,3 +99,36 @@ async def test_a_member_funds_only_where_allowed(team):
         await wait_for(pilot, lambda: any("does not let you fund" in n.message for n in app._notifications),
                        what="told no")
         assert not isinstance(app.screen, FundScreen)
+
+
+async def test_h_answers_the_question_that_paused_the_topic(team):
+    """An agent asks the person a question (a request to them, needs_human) in a topic with another agent: h opens
+    it ready to answer that question (a response in reply, as r would), so the answer goes to the asker alone and
+    the question is answered; written as it was, it went as a request to both agents and woke the other one too."""
+    researcher = await team.agent("researcher")
+    reviewer = await team.agent("reviewer")
+    alice2 = await team.person("alice")
+    sent = await alice2.send(workspace=team.ws, conversation="general", topic="new", title="Release",
+                             type="request", to=["researcher", "reviewer"], text="Ship it?")
+    tid = sent["message"]["topic"]
+    await delivery_with(reviewer, "Ship it?")
+    await delivery_with(researcher, "Ship it?")
+    await reviewer.send(workspace=team.ws, conversation="general", topic=tid, type="response",
+                        in_reply_to=sent["message"]["id"], state="working", text="looking at it")
+    q = await researcher.send(workspace=team.ws, conversation="general", topic=tid, type="request", to=["@alice"],
+                              state="needs_human", text="Do you approve the release?")
+    assert q["op"] == "sent", q
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_text(pilot, "1 waiting on a person")
+        main.messages.focus()
+        await pilot.press("h")
+        c = main.composer
+        await wait_for(pilot, lambda: c.reply_to is not None, what="replying to the question")
+        assert c.reply_to["id"] == q["message"]["id"] and c.mtype == "response" and c.area.has_focus
+        await pilot.press(*"yes", "enter")
+        d = await delivery_with(researcher, "yes")
+        assert d["wake"] and d["message"]["in_reply_to"] == q["message"]["id"]
+        assert d["message"]["to"] == [team.ids["researcher"]]
+        await wait_for(pilot, lambda: app.store.topics[tid]["status"] == "open", what="resumed")

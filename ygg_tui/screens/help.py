@@ -16,7 +16,8 @@ ABOUT = "\n".join((  # one line per idea: the dialog wraps them to its width
     "Ygg: people and agents, side by side.",
     "Messages are requests (they wake whom they address), responses (answer a request; set with r) or informs "
     "(never wake). Your state on a topic: working, waiting, needs_human, done. Leading @names address a message.",
-    "Topics marked ⚑ wait on a person: answer in them (h jumps to the next) and they resume.",
+    "Topics marked ⚑ wait on a person: answer in them (h jumps to the next, replying to the question it asks you) "
+    "and they resume.",
     "/rulebook in the composer shows this conversation's rulebook for its agents; /rulebook length=300 style=… "
     "interrupt=… language=… sets rules (a rule left empty returns to its default; /rulebook reset, all of them).",
 ))

@@ -399,6 +399,25 @@ class MainScreen(ManageActions, Screen):
         t = queue[i]
         self.open_conversation(t["conversation"], t["id"])
         self.composer.area.focus()
+        self._answer_the_question(t)
+
+    @work(group="needs-human", exit_on_error=False)
+    async def _answer_the_question(self, topic: dict) -> None:
+        """When the topic paused on a request to this person, the composer answers it (a response in reply), as
+        `r` on it would: written as it was, the answer went as a new request to every participant of the topic,
+        woke each agent in it, and left the question pending. Esc writes to everyone instead."""
+        th = self.store.threads.get(thread_key(topic["conversation"], topic["id"]))
+        if th is None:
+            return
+        if not th.loaded:
+            await self.app.session.history(th)
+        asking = {p for p, m in (self.store.topics.get(topic["id"], topic).get("members") or {}).items()
+                  if m.get("state") == "needs_human"}
+        question = next((m for m in reversed(th.messages) if m.get("author") in asking
+                         and m.get("state") == "needs_human"), None)
+        if (question is not None and question.get("type") == "request" and self.store.my_id in (question.get("to") or ())
+                and self.topic == topic["id"] and self.composer.reply_to is None and not self.composer.text):
+            self.composer.set_reply(question)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
