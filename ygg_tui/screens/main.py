@@ -415,8 +415,9 @@ class MainScreen(ManageActions, Screen):
                   if m.get("state") == "needs_human"}
         question = next((m for m in reversed(th.messages) if m.get("author") in asking
                          and m.get("state") == "needs_human"), None)
-        if (question is not None and question.get("type") == "request" and self.store.my_id in (question.get("to") or ())
-                and self.topic == topic["id"] and self.composer.reply_to is None and not self.composer.text):
+        if question is None or question.get("type") != "request" or self.store.my_id not in (question.get("to") or ()):
+            return  # (a question asked in a response or an inform is answered with a request, as before)
+        if self.topic == topic["id"] and self.composer.reply_to is None and not self.composer.text:
             self.composer.set_reply(question)
 
     def action_help(self) -> None:

@@ -296,7 +296,8 @@ class Composer(Vertical):
         away = not getattr(self.app, "connected", True)
         n = len(self._in_flight)
         w = self.query_one("#sending", Static)
-        w.update(Text.assemble(("⋯ sending ", "bold"), (f"“{self._in_flight[0]}”" + (f" and {n - 1} more" if n > 1 else ""), ""),
+        more = f" and {n - 1} more" if n > 1 else ""
+        w.update(Text.assemble(("⋯ sending ", "bold"), f"“{self._in_flight[0]}”{more}",
                                ("  the server is away: it goes when the connection is back" if away else
                                 "  waiting for the server's answer", "dim")))
         w.display = True
