@@ -43,7 +43,10 @@ async def fill(pilot, **values) -> None:
 
 
 def told(app, words: str) -> bool:
-    return any(words in str(n.message) for n in app._notifications)
+    """Said in a notice, or in the form that came back after a refusal (`ManageActions._form_op`)."""
+    form = app.screen if isinstance(app.screen, FormScreen) else None
+    return (any(words in str(n.message) for n in app._notifications)
+            or form is not None and words in str(form.query_one("#form-error").render()))
 
 
 async def test_a_person_creates_an_organization_and_a_restricted_workspace_in_it(team):
@@ -91,6 +94,9 @@ async def test_the_owner_adds_people_and_invites_to_the_organization(team):
         await _palette(pilot, "add a person to team", FormScreen)
         await fill(pilot, handle="zed")
         await wait_for(pilot, lambda: told(app, "Nobody has that handle."), what="the refusal in words")
+        assert app.screen.query_one("#f-handle").value == "zed", "the form is back with what was typed"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, FormScreen), what="cancelled")
         await _palette(pilot, "invite a person to the organization", FormScreen)
         await fill(pilot, handle="erin")
         await wait_for(pilot, lambda: told(app, "@erin is now member"), what="erin invited")
@@ -259,3 +265,24 @@ async def test_names_that_look_like_markup_are_shown_as_they_are(team):
         await wait_for(pilot, lambda: type(app.screen).__name__ == "FundScreen", what="the fund form")
         await pilot.press("escape")
         assert app.is_running
+
+
+async def test_a_refused_form_comes_back_with_what_was_typed(team):
+    """A refusal closed the form and lost the typing: a mistyped handle meant the palette, the form and all of it
+    again. The form comes back with the values and the refusal in words; fixed, it goes through."""
+    team.server.admin(admin.add_person, "dave", PW)
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "add a person to team", FormScreen)
+        await fill(pilot, handle="dvae", role="viewer")
+        await wait_for(pilot, lambda: isinstance(app.screen, FormScreen)
+                       and "Nobody has that handle." in str(app.screen.query_one("#form-error").render()),
+                       what="the form back, with the refusal")
+        form = app.screen
+        assert form.query_one("#f-handle").value == "dvae" and form.query_one("#f-role").value == "viewer"
+        assert app.focused is form.query_one("#f-handle")
+        await fill(pilot, handle="dave")
+        await wait_for(pilot, lambda: any(m.get("handle") == "dave" and m["role"] == "viewer"
+                                          for m in app.store.workspaces[team.ws].members.values()), what="dave added")
+        assert not isinstance(app.screen, FormScreen)

@@ -64,7 +64,8 @@ class FundScreen(ModalScreen[tuple[str | None, int] | None]):
             yield Label("Fund credits", classes="dialog-title")
             if self.why:
                 yield Static(Text(self.why, style="yellow"), classes="dialog-why")
-            yield Select(plain(self.choices), value=self.preselect or self.choices[0][1], allow_blank=False, id="account")
+            yield Select(plain(self.choices), value=self.preselect or self.choices[0][1], allow_blank=False,
+                         id="account")
             yield Input(value="100", placeholder="credits", id="amount", type="integer")
             yield Static("", id="fund-error")
             with Horizontal(classes="dialog-buttons"):
@@ -146,9 +147,9 @@ class FormScreen(ModalScreen[dict | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, fields: list[Field], submit: str, why: str = ""):
+    def __init__(self, title: str, fields: list[Field], submit: str, why: str = "", error: str = ""):
         super().__init__()
-        self.title_text, self.fields, self.submit, self.why = title, fields, submit, why
+        self.title_text, self.fields, self.submit, self.why, self.error = title, fields, submit, why, error
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog form"):
@@ -164,7 +165,7 @@ class FormScreen(ModalScreen[dict | None]):
                     yield Select(plain(f.choices), value=f.value or f.choices[0][1], allow_blank=False, id=f"f-{f.key}")
                 else:
                     yield Input(value=f.value, placeholder=f.placeholder, id=f"f-{f.key}")
-            yield Static("", id="form-error")
+            yield Static(Text(self.error, style="red"), id="form-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.submit, variant="primary", id="submit")
                 yield Button("Cancel", id="cancel")

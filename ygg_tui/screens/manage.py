@@ -6,6 +6,8 @@ reason and the server's detail)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import replace
 
 from textual import work
 
@@ -42,6 +44,28 @@ class ManageActions:
     async def _form(self, title: str, fields: list[Field], submit: str, why: str = "") -> dict | None:
         return await self.app.push_screen_wait(FormScreen(title, fields, submit, why))
 
+    async def _form_op(self, title: str, fields: list[Field], submit: str, why: str,
+                       op: Callable[[dict], tuple[str, dict]]) -> tuple[dict | None, dict | None]:
+        """A form whose answer the server takes (`op(values)` -> (op, fields); a ValueError is a value to fix):
+        refused, the form comes back with what was typed and the refusal in words, to fix or cancel (it closed
+        and the typing was lost: a mistyped handle meant the palette, the form and all of it again). Returns
+        (values, the server's answer), or (None, None) when cancelled."""
+        error = ""
+        while True:
+            got = await self.app.push_screen_wait(FormScreen(title, fields, submit, why, error))
+            if got is None:
+                return None, None
+            fields = [replace(f, value=got[f.key]) for f in fields]
+            try:
+                name, args = op(got)
+                return got, await self.app.session.call(name, **args)
+            except ValueError as e:
+                error = str(e)
+            except Refused as e:
+                error = f"✗ refused ({e.reason}): {refusal_sentence(e.reason)} {e.frame.get('detail', '')}".strip()
+            except (ConnectionError, asyncio.TimeoutError):
+                error = "✗ The connection dropped before the server answered: look whether it was done, then try again."
+
     async def _sure(self, title: str, why: str, yes: str) -> bool:
         return await self.app.push_screen_wait(ConfirmScreen(title, why, yes))
 
@@ -55,9 +79,10 @@ class ManageActions:
     @work(group="manage", exit_on_error=False)
     async def create_org(self) -> None:
         """Seed 002: everyone "can create or join more" organizations."""
-        got = await self._form("New organization", [Field("name", "Name", placeholder="e.g. Acme", required=True)],
-                               "Create", "You own it. It is on the Free plan: one Free organization per person.")
-        reply = got and await self._ask("create_org", name=got["name"])
+        got, reply = await self._form_op(
+            "New organization", [Field("name", "Name", placeholder="e.g. Acme", required=True)], "Create",
+            "You own it. It is on the Free plan: one Free organization per person.",
+            lambda got: ("create_org", {"name": got["name"]}))
         if reply:
             self.store.org_names[reply["id"]], self.store.org_roles[reply["id"]] = reply["name"], "owner"
             self.notify(f"Created the organization {reply['name']}: add workspaces with New workspace.")
@@ -67,11 +92,12 @@ class ManageActions:
         """Seed 002: invite people from Organizations; admins invite members, its owner makes admins."""
         s = self.store
         roles = ["member", "admin"] if s.org_roles.get(org) == "owner" else ["member"]
-        got = await self._form(f"Invite a person to {s.org_names.get(org, 'the organization')}",
-                               [Field("handle", "Handle", placeholder="@bob", required=True),
-                                Field("role", "Role", "member", choices=[(r, r) for r in roles])],
-                               "Invite", "They reach its workspaces that are not restricted (an admin, all of them).")
-        reply = got and await self._ask("add_org_member", org=org, handle=handle(got["handle"]), role=got["role"])
+        got, reply = await self._form_op(
+            f"Invite a person to {s.org_names.get(org, 'the organization')}",
+            [Field("handle", "Handle", placeholder="@bob", required=True),
+             Field("role", "Role", "member", choices=[(r, r) for r in roles])],
+            "Invite", "They reach its workspaces that are not restricted (an admin, all of them).",
+            lambda got: ("add_org_member", {"org": org, "handle": handle(got["handle"]), "role": got["role"]}))
         if reply:
             self.notify(f"{handle(got['handle'])} is now {reply['role']} in {s.org_names.get(org, 'the organization')}.")
             await self._members_changed([w.id for w in s.workspaces.values() if w.org == org])
@@ -97,8 +123,7 @@ class ManageActions:
             own = next((w.org for w in s.workspaces.values() if w.personal), None)  # one's first organization
             fields.append(Field("org", "Organization", own if own in s.orgs_run() else orgs[0][1], choices=orgs))
         fields.append(Field("restricted", "Restricted: not open to the whole organization", False))
-        got = await self._form("New workspace", fields, "Create")
-        reply = got and await self._ask("create_workspace", **got)
+        got, reply = await self._form_op("New workspace", fields, "Create", "", lambda got: ("create_workspace", got))
         if reply:
             await self.app.session.add_workspace(reply["id"])
             self.refresh_all()
@@ -111,12 +136,16 @@ class ManageActions:
         its key is shown once, for `ygg-agent` or one's own program."""
         s, everywhere = self.store, "*"
         places = [("every workspace of mine", everywhere)] + [(f"only {w.name}", w.id) for w in s.workspaces.values()]
-        got = await self._form("New agent", [Field("name", "Name", placeholder="e.g. researcher", required=True),
-                                             Field("workspace", "In", everywhere, choices=places)], "Create")
-        pinned = {"workspace": got["workspace"]} if got and got["workspace"] != everywhere else {}
-        reply = got and await self._ask("add_agent", name=got["name"], **pinned)
+
+        def where(got: dict) -> dict:
+            return {"workspace": got["workspace"]} if got["workspace"] != everywhere else {}
+
+        got, reply = await self._form_op(
+            "New agent", [Field("name", "Name", placeholder="e.g. researcher", required=True),
+                          Field("workspace", "In", everywhere, choices=places)], "Create", "",
+            lambda got: ("add_agent", {"name": got["name"], **where(got)}))
         if reply:
-            await self._members_changed(list(pinned.values()) or list(s.workspaces))
+            await self._members_changed(list(where(got).values()) or list(s.workspaces))
             await self._show_key(reply)
 
     async def _show_key(self, reply: dict, why: str = "") -> None:
@@ -157,10 +186,10 @@ class ManageActions:
         """Seed 003 §66: owners and admins invite members and viewers; only the owner gives admin or owner."""
         w = self.store.workspaces[ws]
         roles = ["member", "viewer"] + (["admin", "owner"] if w.role == "owner" else [])
-        got = await self._form(f"Add a person to {w.name}",
-                               [Field("handle", "Handle", placeholder="@bob", required=True),
-                                Field("role", "Role", "member", choices=[(r, r) for r in roles])], "Add")
-        reply = got and await self._ask("add_member", workspace=ws, handle=handle(got["handle"]), role=got["role"])
+        got, reply = await self._form_op(
+            f"Add a person to {w.name}", [Field("handle", "Handle", placeholder="@bob", required=True),
+                                          Field("role", "Role", "member", choices=[(r, r) for r in roles])], "Add", "",
+            lambda got: ("add_member", {"workspace": ws, "handle": handle(got["handle"]), "role": got["role"]}))
         if reply:
             self.notify(f"{handle(got['handle'])} is now {reply['role']} in {w.name}.")
             await self._members_changed([ws])
@@ -192,11 +221,11 @@ class ManageActions:
         fields = [Field(k, FLAGS[k], bool(m.get(k))) for k in keys]
         fields += [Field(k, label, ", ".join(self._ref(w, p) for p in m.get(k, ())), placeholder=WHO)
                    for k, label in LISTS.items()]
-        got = await self._form(f"Permissions of {s.name(agent)} in {w.name}", fields, "Save")
-        if not got:
-            return
-        changes = {**{k: got[k] for k in keys}, **{k: [r.strip() for r in got[k].split(",") if r.strip()] for k in LISTS}}
-        reply = await self._ask("set_permissions", workspace=ws, agent=agent, **changes)
+        def changes(got: dict) -> tuple[str, dict]:
+            return "set_permissions", {"workspace": ws, "agent": agent, **{k: got[k] for k in keys},
+                                       **{k: [r.strip() for r in got[k].split(",") if r.strip()] for k in LISTS}}
+
+        got, reply = await self._form_op(f"Permissions of {s.name(agent)} in {w.name}", fields, "Save", "", changes)
         if reply:
             m.update({k: reply[k] for k in (*FLAGS, *LISTS)})
             self.notify(f"Saved the permissions of {s.name(agent)} in {w.name}.")
@@ -273,20 +302,20 @@ class ManageActions:
         whoever pays; raised or removed, each agent it stopped is woken to resend."""
         t = self.store.topics[topic]
         now = t.get("budget")
-        got = await self._form(f"Budget of {t.get('title') or 'this topic'}",
-                               [Field("budget", "Credits it may still spend (empty: no budget)",
-                                      "" if now is None else str(now), placeholder="e.g. 200")], "Set",
-                               "Agents' messages here stop when it runs out, even with credits in their wallets.")
-        if got is None:
-            return
-        try:
-            budget = int(got["budget"]) if got["budget"] else None
-        except ValueError:
-            self.notify("A budget is a whole number of credits; leave it empty for none.", severity="error",
-                        title="not a number")
-            return
-        reply = await self._ask("set_budget", workspace=t["workspace"], topic=topic, budget=budget)
+        def budget_of(got: dict) -> int | None:
+            try:
+                return int(got["budget"]) if got["budget"] else None
+            except ValueError:
+                raise ValueError("A budget is a whole number of credits; leave it empty for none.") from None
+
+        got, reply = await self._form_op(
+            f"Budget of {t.get('title') or 'this topic'}",
+            [Field("budget", "Credits it may still spend (empty: no budget)", "" if now is None else str(now),
+                   placeholder="e.g. 200")], "Set",
+            "Agents' messages here stop when it runs out, even with credits in their wallets.",
+            lambda got: ("set_budget", {"workspace": t["workspace"], "topic": topic, "budget": budget_of(got)}))
         if reply:
+            budget = budget_of(got)
             t["budget"] = reply["budget"]
             said = "no budget." if budget is None else f"budget {budget} credits."
             self.notify(f"{t.get('title') or 'The topic'}: {said}")
