@@ -223,3 +223,19 @@ async def test_the_reply_bar_keeps_its_esc_hint_on_a_narrow_screen(team):
         assert "…" in line
         await pilot.press("escape")
         assert main.composer.reply_to is None
+
+
+async def test_an_empty_title_is_said_not_ignored(team):
+    """⏎ on an empty title did nothing at all, with "⏎ open the topic" written under it: it says a title is needed
+    now; esc gives the text back."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await pilot.press(*"@researcher hi", "enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TitlePrompt", what="title prompt")
+        app.screen.query_one("Input").value = ""
+        await pilot.press("enter")
+        await wait_text(pilot, "A topic needs a title")
+        assert type(app.screen).__name__ == "TitlePrompt"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: main.composer.text == "@researcher hi", what="the text back")

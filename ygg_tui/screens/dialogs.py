@@ -32,6 +32,7 @@ class TitlePrompt(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Label("New topic: what is it about?", classes="dialog-title")
             yield Input(value=self.suggestion, placeholder="A short title, e.g. Review the auth patch", id="title")
+            yield Static("", id="title-error")
             yield Static("⏎ open the topic · esc cancel", classes="dialog-hint")
 
     def on_mount(self) -> None:
@@ -42,6 +43,9 @@ class TitlePrompt(ModalScreen[str | None]):
         title = event.value.strip()
         if title:
             self.dismiss(title)
+        else:  # (⏎ did nothing at all: say why)
+            self.query_one("#title-error", Static).update(Text("A topic needs a title: a few words, or esc to "
+                                                               "cancel.", style="red"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
