@@ -51,3 +51,15 @@ def bind(id: str, action: str, description: str | None = None, *, show: bool = T
 def current_keys(overrides: dict[str, str]) -> dict[str, str]:
     """Every action's keys once the config's overrides are applied."""
     return {i: overrides.get(i, keys) for i, (keys, _) in ACTIONS.items()}
+
+
+def key_label(keys: str) -> str:
+    """Keys as a person writes them: "question_mark,f1" -> "?,f1"."""
+    return keys.replace("question_mark", "?").replace("slash", "/")
+
+
+def hint(id: str, overrides: dict[str, str], typing: bool = False) -> str:
+    """The key to name in a hint on screen (the first of the action's current keys); `typing`: the focus is in a
+    text box, where a character key types itself, so the hint says to leave the box first."""
+    key = key_label(current_keys(overrides)[id].split(",")[0])
+    return f"esc then {key}" if typing and len(key) == 1 else key

@@ -132,3 +132,30 @@ async def test_h_answers_the_question_that_paused_the_topic(team):
         assert d["wake"] and d["message"]["in_reply_to"] == q["message"]["id"]
         assert d["message"]["to"] == [team.ids["researcher"]]
         await wait_for(pilot, lambda: app.store.topics[tid]["status"] == "open", what="resumed")
+
+
+async def test_the_panels_name_the_keys_that_work_where_the_focus_is(team):
+    """The queue said "(h: next)" and the credits "f: fund" while the focus was in the composer (where it starts),
+    in which h types an h; and whatever the config remapped. They name the key as it is now, and say to leave the
+    box first while typing."""
+    from ygg_tui.app import make_app
+
+    from .conftest import PW
+
+    researcher = await team.agent("researcher")
+    alice2 = await team.person("alice")
+    await open_topic(team, alice2, "researcher", "Deploy plan", "Can we deploy on Friday?")
+    await answer(team, researcher, state="needs_human", text="A person must approve.")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert main.composer.area.has_focus
+        await wait_text(pilot, "1 waiting on a person  (esc then h: next)", "esc then f: fund an agent or")
+        main.messages.focus()
+        await wait_text(pilot, "1 waiting on a person  (h: next)", "\u258a f: fund an agent or the pool")
+    cfg = team.config()
+    cfg.keys = {"ygg.next_needs_human": "ctrl+u", "ygg.fund": "F"}
+    app = make_app(url=team.url, handle="alice", password=PW, config=cfg, presence_every=0)
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_text(pilot, "1 waiting on a person  (ctrl+u: next)", "esc then F: fund an agent or")

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from ..keymap import ACTIONS, current_keys
+from ..keymap import ACTIONS, current_keys, key_label
 
 ABOUT = "\n".join((  # one line per idea: the dialog wraps them to its width
     "Ygg: people and agents, side by side.",
@@ -33,7 +33,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("action")
         table.add_column(Text("id ([keys] in config.toml)"), style="dim", no_wrap=True)  # (Text: "[keys]" is no markup)
         for ident, (_, words) in ACTIONS.items():
-            table.add_row(keys[ident].replace("question_mark", "?").replace("slash", "/"), words, ident)
+            table.add_row(key_label(keys[ident]), words, ident)
         with VerticalScroll(classes="dialog wide"):
             yield Static(ABOUT, classes="dialog-hint")
             yield Static(table)

@@ -7,12 +7,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Footer, Header, OptionList, Static, TextArea
 
 from ygg_server.client import Refused
 
 from .. import rulebook
-from ..keymap import bind
+from ..keymap import bind, hint
 from ..messages import LoadOlder, ReplyTo, Submit
 from ..state import Change, Store, thread_key
 from ..widgets.composer import Composer, leading_mentions
@@ -68,14 +68,26 @@ class MainScreen(ManageActions, Screen):
         with Horizontal(id="body"):
             yield Sidebar(s, id="sidebar")
             with Vertical(id="center"):
-                yield NeedsHumanBar(s, id="needs-human")
-                yield TopicList(s, id="topics")
+                yield NeedsHumanBar(s, self.key_hint, id="needs-human")
+                yield TopicList(s, self.key_hint, id="topics")
                 yield Static("", id="topic-title")
                 yield MessageList(id="messages", namer=s.name, me=s.my_id, show_clock=self.show_clock,
                                   woke=s.woke, kinds=s.kinds)
                 yield Composer(id="composer", candidates=self._candidates, namer=s.name)
-            yield ParticipantsPanel(s, id="participants")
+            yield ParticipantsPanel(s, self.key_hint, id="participants")
         yield Footer()
+
+    def key_hint(self, id: str) -> str:
+        """The key the panels name for an action: as remapped in the config, and "esc then h" while the focus is in
+        the composer, where h types an h (they said "h: next" whatever the focus and the config)."""
+        return hint(id, getattr(self.app, "keymap_overrides", {}), isinstance(self.focused, TextArea))
+
+    def on_descendant_focus(self) -> None:
+        self._dirty |= {"needs_human", "participants"}  # (their hints follow the focus)
+        self._schedule()
+
+    def on_descendant_blur(self) -> None:
+        self.on_descendant_focus()
 
     @property
     def messages(self) -> MessageList:

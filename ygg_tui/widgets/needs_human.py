@@ -14,9 +14,10 @@ class NeedsHumanBar(Static):
     NeedsHumanBar.-waiting { background: $error 20%; }
     """
 
-    def __init__(self, store: Store, **kw):
+    def __init__(self, store: Store, keys=None, **kw):
         super().__init__("", **kw)
         self.store = store
+        self.keys = keys or (lambda id: "h")  # binding id -> the key to name (`MainScreen.key_hint`)
 
     def rebuild(self) -> None:
         s = self.store
@@ -25,7 +26,7 @@ class NeedsHumanBar(Static):
         if not queue:
             self.update(Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim")))
             return
-        t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"), ("  (h: next)", "dim"))
+        t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"), (f"  ({self.keys('ygg.next_needs_human')}: next)", "dim"))
         for topic in queue[:3]:
             w = s.workspaces.get(topic["workspace"])
             conv = s.conversation(topic["conversation"])

@@ -14,9 +14,10 @@ class ParticipantsPanel(Static):
     ParticipantsPanel { width: 34; height: 1fr; padding: 0 1; overflow-y: auto; }
     """
 
-    def __init__(self, store: Store, **kw):
+    def __init__(self, store: Store, keys=None, **kw):
         super().__init__("", **kw)
         self.store = store
+        self.keys = keys or (lambda id: "f")  # binding id -> the key to name (`MainScreen.key_hint`)
         self.workspace: str | None = None
         self.topic: str | None = None
         self.conversation: str | None = None
@@ -90,8 +91,8 @@ class ParticipantsPanel(Static):
             t.append("\n$ ", "bold yellow")
             t.append(f"{s.name(r['agent'])} ran out of credits", "bold yellow")
             if w.can_fund(r["agent"], s.my_id):
-                t.append("  (f: fund)", "dim")
+                t.append(f"  ({self.keys('ygg.fund')}: fund)", "dim")
             t.append("\n")
         if w.can_fund_pool or any(w.can_fund(m["id"], s.my_id) for m in members if m["kind"] == "agent"):
-            t.append("\nf: fund an agent or the pool", "dim")
+            t.append(f"\n{self.keys('ygg.fund')}: fund an agent or the pool", "dim")
         self.update(t)

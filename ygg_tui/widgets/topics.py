@@ -17,9 +17,10 @@ class TopicList(OptionList):
     TopicList { height: 8; }
     """
 
-    def __init__(self, store: Store, **kw):
+    def __init__(self, store: Store, keys=None, **kw):
         super().__init__(**kw)
         self.store = store
+        self.keys = keys or (lambda id: "ctrl+n")  # binding id -> the key to name (`MainScreen.key_hint`)
         self.conversation: str | None = None
         self.current: str | None = None  # a thread key
 
@@ -29,7 +30,7 @@ class TopicList(OptionList):
 
     def rebuild(self) -> None:
         s = self.store
-        options = [Option(Text("＋ new topic (ctrl+n)", style="dim italic"), id=NEW)]
+        options = [Option(Text(f"＋ new topic ({self.keys('ygg.new_topic')})", style="dim italic"), id=NEW)]
         if self.conversation:
             for t in s.topics_of(self.conversation):
                 options.append(Option(self._prompt(t), id=t["id"]))
