@@ -221,6 +221,7 @@ class ManageActions:
         fields = [Field(k, FLAGS[k], bool(m.get(k))) for k in keys]
         fields += [Field(k, label, ", ".join(self._ref(w, p) for p in m.get(k, ())), placeholder=WHO)
                    for k, label in LISTS.items()]
+
         def changes(got: dict) -> tuple[str, dict]:
             return "set_permissions", {"workspace": ws, "agent": agent, **{k: got[k] for k in keys},
                                        **{k: [r.strip() for r in got[k].split(",") if r.strip()] for k in LISTS}}
@@ -302,6 +303,7 @@ class ManageActions:
         whoever pays; raised or removed, each agent it stopped is woken to resend."""
         t = self.store.topics[topic]
         now = t.get("budget")
+
         def budget_of(got: dict) -> int | None:
             try:
                 return int(got["budget"]) if got["budget"] else None

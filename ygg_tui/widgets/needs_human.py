@@ -26,7 +26,8 @@ class NeedsHumanBar(Static):
         if not queue:
             self.update(Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim")))
             return
-        t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"), (f"  ({self.keys('ygg.next_needs_human')}: next)", "dim"))
+        t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"),
+                          (f"  ({self.keys('ygg.next_needs_human')}: next)", "dim"))
         for topic in queue[:3]:
             w = s.workspaces.get(topic["workspace"])
             conv = s.conversation(topic["conversation"])
