@@ -166,7 +166,7 @@ class YggApp(App):
             await self.session.history(th)
             if not main.is_attached:  # (the app closed meanwhile)
                 return
-            main.messages.loading = False
+            main.messages.fetching = False
             main.messages.set_messages(th.messages, key=th.key, more=th.more)
         main.refresh_all()
         if self.operator is not None:

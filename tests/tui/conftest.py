@@ -171,7 +171,7 @@ async def wait_for(pilot, cond, timeout: float = 8.0, what: str = ""):
 async def ready(pilot):
     app = pilot.app
     await wait_for(pilot, lambda: app.ready.is_set() and app.main is not None and app.main.is_mounted, what="app ready")
-    await wait_for(pilot, lambda: not app.main.messages.loading, what="first page")
+    await wait_for(pilot, lambda: not app.main.messages.fetching, what="first page")
     await pilot.pause()
     return app.main
 

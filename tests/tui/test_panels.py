@@ -92,7 +92,7 @@ async def test_history_pages_load_as_you_scroll_up(team):
         ml.focus()
         for _ in range(3):
             await pilot.press("home")
-            await wait_for(pilot, lambda: not ml.loading, what="older page")
+            await wait_for(pilot, lambda: not ml.fetching, what="older page")
             await pilot.pause(0.05)
         await wait_for(pilot, lambda: len(ml) == 260, what="every page")
         assert [m["text"] for m in ml.messages[:2]] == ["message 0", "message 1"]
@@ -187,3 +187,37 @@ async def test_control_characters_someone_wrote_are_drawn_harmless(team):
         assert not any(ord(ch) < 32 and ch != "\n" or 0x7F <= ord(ch) < 0xA0 for ch in screen), repr(screen)
         ml = main.messages
         assert ml._heights == [1 + 3]  # the head, then three lines
+
+
+async def test_the_list_keeps_the_keys_while_an_older_page_comes(team):
+    """Reaching the top asks for an older page: the list's own "a page is coming" flag was Textual's `loading`,
+    which covered the whole list with a spinner and took the focus away from it, so the keys pressed meanwhile
+    (k, page up) went nowhere. The list stays on screen and keeps its keys."""
+    import asyncio
+
+    bob = await team.person("bob")
+    first = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Long", type="inform",
+                           text="message 0")
+    for i in range(1, 130):
+        await bob.send(workspace=team.ws, conversation="general", topic=first["message"]["topic"], type="inform",
+                       text=f"message {i}")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        ml = main.messages
+        history = app.session.history
+
+        async def slow(th, older=False):  # (an older page that takes a while, as on a slow link)
+            if older:
+                await asyncio.sleep(1.0)
+            return await history(th, older)
+
+        app.session.history = slow
+        ml.focus()
+        await pilot.press("g")  # the first message loaded: the top, so an older page is asked for
+        await wait_for(pilot, lambda: ml.fetching, what="an older page asked for")
+        assert app.focused is ml and ml._cover_widget is None
+        before = ml.cursor
+        await pilot.press("j")
+        assert ml.cursor == before + 1
+        await wait_for(pilot, lambda: not ml.fetching, what="the older page")

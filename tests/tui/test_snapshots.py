@@ -69,7 +69,7 @@ def test_needs_human_queue(snap_compare, sync_team):
         main = await ready(pilot)
         main.messages.focus()
         await pilot.press("h")
-        await wait_for(pilot, lambda: not main.messages.loading and len(main.messages) >= 2)
+        await wait_for(pilot, lambda: not main.messages.fetching and len(main.messages) >= 2)
         quiet(pilot)
         await pilot.pause(0.1)
 

@@ -172,10 +172,10 @@ class MainScreen(ManageActions, Screen):
         self._read()
         self._header()
         if empty:
-            ml.loading = False
+            ml.fetching = False
             ml.refresh()
         elif not th.loaded:
-            ml.loading = True
+            ml.fetching = True
             self.load_newest(key)
 
     def start_direct(self, workspace: str, participant: str) -> None:
@@ -199,7 +199,7 @@ class MainScreen(ManageActions, Screen):
             await self.app.session.history(th)
         finally:
             if self.key == key:
-                self.messages.loading = False
+                self.messages.fetching = False
         if self.key == key:
             self.messages.set_messages(th.messages, key=key, more=th.more)
             self._title()
@@ -215,13 +215,13 @@ class MainScreen(ManageActions, Screen):
         th = self.store.threads.get(key)
         ml = self.messages
         if th is None:
-            ml.loading = False
+            ml.fetching = False
             return
         try:
             before = len(th.messages)
             added = await self.app.session.history(th, older=True)
         finally:
-            ml.loading = False
+            ml.fetching = False
         if self.key == key:
             ml.prepend(th.messages[:added], more=th.more)
             if len(th.messages) - added != before:  # live messages arrived meanwhile: redraw from the thread
@@ -279,7 +279,7 @@ class MainScreen(ManageActions, Screen):
             self.refresh_all()
         if self.key and self.key in ch.threads:
             th = self.store.threads[self.key]
-            if th.loaded or self.messages.messages or not self.messages.loading:
+            if th.loaded or self.messages.messages or not self.messages.fetching:
                 new = [m for m in ch.threads[self.key]]
                 self.messages.append(new)
             self._read()

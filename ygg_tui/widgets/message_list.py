@@ -163,7 +163,9 @@ class MessageList(ScrollView, can_focus=True):
         self.empty = empty
         self.key: str | None = None  # which thread is shown (for LoadOlder)
         self.more = False  # older pages exist
-        self.loading = False
+        # a page is on its way (not Textual's `loading`: that one covers the list with a spinner and takes the focus
+        # away, so the keys pressed while an older page came were lost)
+        self.fetching = False
         self._msgs: list[dict] = []
         self._index: dict[str, int] = {}
         self._heights: list[int] = []
@@ -299,8 +301,8 @@ class MessageList(ScrollView, can_focus=True):
             self._follow = False
         if new >= self.max_scroll_y - 1:
             self._follow = True
-        if self.more and not self.loading and self.key and new <= self.scrollable_content_region.height:
-            self.loading = True
+        if self.more and not self.fetching and self.key and new <= self.scrollable_content_region.height:
+            self.fetching = True
             self.post_message(LoadOlder(self.key))
 
     # --- drawing ---
@@ -314,7 +316,7 @@ class MessageList(ScrollView, can_focus=True):
         line = int(self.scroll_y) + y
         if not self._msgs:
             if y == 0:
-                text = "  loading…" if self.loading else f"  {self.empty}"
+                text = "  loading…" if self.fetching else f"  {self.empty}"
                 return Strip([Segment(text, base + self._style("empty"))]).extend_cell_length(width, base).crop(0, width)
             return Strip.blank(width, base)
         if line >= self._total or line < 0:
