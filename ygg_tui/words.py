@@ -8,15 +8,17 @@ import re
 # What someone else wrote is drawn cell by cell: a control character would reach the terminal as it is (an escape
 # sequence clears the screen, recolours it or retitles the window; a carriage return or a tab breaks the layout).
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-_PICTURE = {c: chr(0x2400 + c) for c in range(0x20)} | {0x7F: "\u2421"} | {c: "\ufffd" for c in range(0x80, 0xA0)}
+_PICTURE = ({c: chr(0x2400 + c) for c in range(0x20) if c != 0x0A} | {0x7F: "\u2421"}
+            | {c: "\ufffd" for c in range(0x80, 0xA0)})
 
 
 def printable(text: str, one_line: bool = False) -> str:
     """`text` as it can be drawn: line endings as newlines, tabs as spaces, any other control character as its
     visible picture (ESC as ␛); `one_line` (a title, a name) also turns newlines into spaces."""
     if _CONTROL.search(text):
-        text = text.replace("\r\n", "\n").replace("\r", "\n").expandtabs(4).translate(_PICTURE | {0x0A: "\n"})
+        text = text.replace("\r\n", "\n").replace("\r", "\n").expandtabs(4).translate(_PICTURE)
     return text.replace("\n", " ") if one_line and "\n" in text else text
+
 
 REFUSALS: dict[str, str] = {
     "topic_required": "The message named no topic. Pick a topic, or start a new one.",
