@@ -40,6 +40,7 @@ class YggApp(App):
                  presence_every: float = 15.0):
         super().__init__()
         self.config = config or Config.load()
+        self._rang = float("-inf")  # when the bell last rang (loop time)
         self.url = url or self.config.url
         self.token, self.handle, self.password = token, handle or self.config.handle or None, password
         self.start_workspace = workspace
@@ -173,10 +174,23 @@ class YggApp(App):
             self.run_worker(self._members_moved(ws, joined, left), group="members", exit_on_error=False)
         for ws, why in ch.narrowed.items():
             self._narrowed(ws, why)
+        if ch.called:
+            self._ring(ch.called)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:
             self.operator.apply_change(ch)
+
+    def _ring(self, threads: set[str]) -> None:
+        """The terminal's bell (`bell` in config.toml), as irssi or weechat ring on a highlight: a message woke this
+        person outside the topic on screen (tmux and terminals mark the window). At most once a second."""
+        main = self.main
+        if not self.config.bell or (main is not None and self.screen is main and threads == {main.key}):
+            return
+        now = asyncio.get_running_loop().time()
+        if now - self._rang >= 1.0:
+            self._rang = now
+            self.bell()
 
     async def _workspace_added(self, ws: str) -> None:
         name = await self.session.add_workspace(ws)

@@ -126,16 +126,18 @@ class Change:
     added: set[str] = field(default_factory=set)  # workspaces this person now reaches, to load
     members: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # workspace -> (joined, left)
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
+    called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed)
+                    or self.narrowed or self.called)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
             self.threads.setdefault(k, []).extend(v)
         self.topics |= other.topics
+        self.called |= other.called
         self.conversations |= other.conversations
         self.balances |= other.balances
         self.unread |= other.unread
@@ -375,6 +377,8 @@ class Store:
             if f["id"] in self.acked or msg["id"] in self.unread:
                 continue
             key = thread_key(msg["conversation"], msg.get("topic"))
+            if f.get("wake") and msg.get("author") != self.my_id:
+                ch.called.add(key)
             self.unread[msg["id"]] = (f["id"], msg["workspace"], msg["conversation"], key)
             self.unread_by_thread[key] += 1
             self.unread_by_conv[msg["conversation"]] += 1
