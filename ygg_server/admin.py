@@ -415,6 +415,20 @@ def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[st
     return {"id": f"group:{name}", "workspace": ws, "name": name, "members": ids}
 
 
+def remove_group(conn: sqlite3.Connection, ws_ref: str, name: str) -> dict:
+    """A workspace's group removed: `group:<name>` is then unknown there, in a send's `to` and as a conversation,
+    exactly as a name never made (`unknown_group` here; `not_found` on the socket, as a foreign workspace's).
+    Its conversation, if written in, stays with its own members (as when members are replaced), reached by its
+    id; a group made again under that name addresses it again."""
+    if not isinstance(name, str):
+        raise AdminError("bad_name", "a group's name is text")
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        if conn.execute("DELETE FROM groups WHERE workspace = ? AND name = ?", (ws, name)).rowcount == 0:
+            raise AdminError("unknown_group", f"no group {name!r} in this workspace")
+    return {"id": f"group:{name}", "workspace": ws, "name": name, "removed": True}
+
+
 def role_in(conn: sqlite3.Connection, ws: str, pid: str) -> str | None:
     row = conn.execute("SELECT role FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
     return row[0] if row else None

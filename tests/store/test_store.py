@@ -42,6 +42,12 @@ async def test_admin_commands_and_queries_on_a_plain_connection(store, database)
         assert {m["name"] for m in members} == {"alice", "bob", "helper"}
         assert queries.balances(c, alice["id"], {"workspace": ws}) == {"pool": 9, "agents": {agent["id"]: 42}}
         assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"][0]["name"] == "crew"
+        assert admin.remove_group(c, "team", "crew") == {"id": "group:crew", "workspace": ws, "name": "crew",
+                                                         "removed": True}
+        assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"] == []
+        with pytest.raises(admin.AdminError) as e:
+            admin.remove_group(c, ws, "crew")
+        assert e.value.code == "unknown_group"
         assert [w["name"] for w in queries.list_workspaces(c, alice["id"], {})["workspaces"]] == \
             ["alice (personal)", "team"]
         assert admin.revoke_agent(c, "helper")["revoked"] is True

@@ -794,6 +794,23 @@ class Gateway:
         out = await self.manage(admin.add_group, ws, name, members)
         return {"op": "add_group", "ref": ref, **out}
 
+    async def _op_remove_group(self, conn: Conn, ref, frame) -> dict:
+        """A workspace's owners and admins remove one of its groups; a group that does not exist is `not_found`,
+        exactly as one in a workspace one is not in."""
+        self._person_only(conn)
+        ws, name = frame.get("workspace"), frame.get("name")
+        if not isinstance(ws, str) or not isinstance(name, str):
+            return protocol.error(ref, "bad_frame", "remove_group needs workspace and name")
+        if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
+            return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
+        try:
+            out = await self.manage(admin.remove_group, ws, name)
+        except admin.AdminError as e:
+            if e.code == "unknown_group":
+                raise queries.NotFound from None
+            raise
+        return {"op": "remove_group", "ref": ref, **out}
+
     async def _op_set_budget(self, conn: Conn, ref, frame) -> dict:
         ws, topic, budget = frame.get("workspace"), frame.get("topic"), frame.get("budget")
         if not isinstance(ws, str) or not isinstance(topic, str):
