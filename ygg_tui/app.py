@@ -231,8 +231,8 @@ class YggApp(App):
         for ids, verb in ((joined, "joined"), (left, "left")):
             if ids:
                 self.notify(f"{', '.join(self.store.name(p) for p in ids)} {verb} {w.name}.", title="members")
-        if changed:
-            said = [f"{self.store.name(p)} is {w.members[p]['role']}" for p in changed if p in w.members]
+        said = [f"{self.store.name(p)} is {w.members[p]['role']}" for p in changed if p in w.members]
+        if said:
             self.notify(f"Roles or permissions changed in {w.name}: {'; '.join(said)}.", title="members")
 
     async def _presence(self) -> None:

@@ -124,7 +124,8 @@ class Change:
     unknown_conversations: set[str] = field(default_factory=set)  # workspaces to ask again
     gone: dict[str, str] = field(default_factory=dict)  # workspaces no longer this person's (forgotten): id -> name
     added: set[str] = field(default_factory=set)  # workspaces this person now reaches, to load
-    members: dict[str, tuple[list[str], list[str], list[str]]] = field(default_factory=dict)  # ws -> (joined, left, changed)
+    # workspace -> (joined, left, changed: role or permissions)
+    members: dict[str, tuple[list[str], list[str], list[str]]] = field(default_factory=dict)
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
     called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
 

@@ -584,7 +584,8 @@ class Gateway:
         if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
             return None
         self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if frame.get("monitor") else set()))
-        self.following.know(ws, {m["id"]: standing_of(m) for m in listed["members"]})  # what `members` events tell against
+        # what `members` events tell against
+        self.following.know(ws, {m["id"]: standing_of(m) for m in listed["members"]})
         if not self.engine.events:  # the first follower: every batch after this answer carries the events
             self.engine.events = True
             self._events_on = self.engine.submit("sync")
