@@ -325,9 +325,11 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
             db.unindex_workspace(conn, ws)
-        conn.execute("DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE workspace = ?)", (ws,))
-        for table in WORKSPACE_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))
+        conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
+                     (ws,))
+        for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
+            where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
+            conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))
     return {"id": ws, "deleted": True}
 
 
