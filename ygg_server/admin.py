@@ -325,9 +325,11 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
             db.unindex_workspace(conn, ws)
-        conn.execute("DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE workspace = ?)", (ws,))
-        for table in WORKSPACE_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))
+        conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
+                     (ws,))
+        for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
+            where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
+            conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))
     return {"id": ws, "deleted": True}
 
 
@@ -413,6 +415,20 @@ def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[st
             (ws, name, msgspec.json.encode(ids).decode()),
         )
     return {"id": f"group:{name}", "workspace": ws, "name": name, "members": ids}
+
+
+def remove_group(conn: sqlite3.Connection, ws_ref: str, name: str) -> dict:
+    """A workspace's group removed: `group:<name>` is then unknown there, in a send's `to` and as a conversation,
+    exactly as a name never made (`unknown_group` here; `not_found` on the socket, as a foreign workspace's).
+    Its conversation, if written in, stays with its own members (as when members are replaced), reached by its
+    id; a group made again under that name addresses it again."""
+    if not isinstance(name, str):
+        raise AdminError("bad_name", "a group's name is text")
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        if conn.execute("DELETE FROM groups WHERE workspace = ? AND name = ?", (ws, name)).rowcount == 0:
+            raise AdminError("unknown_group", f"no group {name!r} in this workspace")
+    return {"id": f"group:{name}", "workspace": ws, "name": name, "removed": True}
 
 
 def role_in(conn: sqlite3.Connection, ws: str, pid: str) -> str | None:

@@ -207,11 +207,19 @@ def list_members(conn, pid: str, f: dict) -> dict:
            WHERE m.workspace = ? AND (a.id IS NULL OR a.revoked = 0)""", (ws,)
     ).fetchall()
     return {"members": [
-        {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh, "role": r,
-         "send": bool(s), "receive": bool(rc), "monitor": bool(mo),
-         "can_message": id_list(cm), "takes_from": id_list(tf)}
+        {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh,
+         **standing(r, s, rc, mo, cm, tf)}
         for i, r, s, rc, mo, h, n, oh, cm, tf in rows
     ]}
+
+
+STANDING = ("role", "send", "receive", "monitor", "can_message", "takes_from")
+
+
+def standing(role, send, receive, monitor, can_message, takes_from) -> dict:
+    """A membership's role and permissions (its columns of `STANDING`), as `list_members` shows them."""
+    return {"role": role, "send": bool(send), "receive": bool(receive), "monitor": bool(monitor),
+            "can_message": id_list(can_message), "takes_from": id_list(takes_from)}
 
 
 def list_agents(conn, pid: str, f: dict) -> dict:
@@ -263,7 +271,7 @@ def topic_obj(t) -> dict:
 def list_topics(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
-    sql, args = "SELECT conversation, state FROM topics WHERE workspace = ?", [ws]
+    sql, args = f"SELECT conversation, state FROM topics WHERE {db.IN_WORKSPACE}", [ws]  # (no read of all topics)
     if f.get("conversation") is not None:
         sql += " AND conversation = ?"
         args.append(_conversation(conn, ws, f.get("conversation"), pid, monitor))

@@ -293,7 +293,7 @@ class MainScreen(ManageActions, Screen):
             self._dirty |= {"sidebar", "topics"}
         if ch.balances:
             self._dirty |= {"participants", "sidebar"}
-        if ch.members:  # (who left is gone from the list; who joined comes with App._members_moved)
+        if ch.members:  # (who left is gone from the list; who joined or changed comes with App._members_moved)
             self._dirty.add("participants")
         if ch.conversations:
             self._dirty.add("sidebar")
