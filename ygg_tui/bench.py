@@ -97,7 +97,7 @@ async def _measure(url: str, seeded: dict, n: int, presses: int, tmp: Path) -> d
             await pilot.pause(0.02)
         main = app.main
         ml = main.messages
-        while ml.loading:
+        while ml.fetching:
             await pilot.pause(0.02)
         await pilot.pause(0.2)
 
@@ -118,7 +118,7 @@ async def _measure(url: str, seeded: dict, n: int, presses: int, tmp: Path) -> d
             app.store.threads.pop(seeded["topic"], None)  # forget it: a cold open each time
             t0 = time.perf_counter()
             main.open_topic(seeded["conversation"], seeded["topic"])
-            opens.append(await paint_after(t0, lambda: not ml.loading and len(ml) > 0))
+            opens.append(await paint_after(t0, lambda: not ml.fetching and len(ml) > 0))
             await pilot.pause(0.05)
         out["open_ms"] = opens
         out["page"] = len(ml)
