@@ -38,6 +38,10 @@ class LoadOlder(Message):
     key: str
 
 
+class ReachedEnd(Message):
+    """The message list is scrolled down to its newest message again: what came meanwhile is seen now."""
+
+
 @dataclass
 class Submit(Message):
     """The composer asks to send its text."""

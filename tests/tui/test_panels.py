@@ -246,3 +246,38 @@ async def test_a_role_or_permission_changed_elsewhere_shows_live(team):
         await alice.call("add_member", workspace=team.ws, handle="bob", role="member")
         await wait_for(pilot, lambda: "@bob  member" in str(panel.render()), what="a member again", timeout=5)
         assert w.role == "member" and "Groups of team" not in titles(app)
+
+
+async def test_what_comes_while_you_read_older_messages_stays_unread_until_you_scroll_down(team):
+    """As Slack's "new messages" bar: scrolled up, reading the history of the topic on screen, a message that comes
+    is not marked read (the TUI acks a delivery when it is seen); the title says "↓ 1 new below", and scrolling
+    down to it reads it."""
+    bob = await team.person("bob")
+    first = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Long thread",
+                           type="inform", text="message 0")
+    tid = first["message"]["topic"]
+    for i in range(1, 60):
+        assert (await bob.send(workspace=team.ws, topic=tid, type="inform", text=f"message {i}"))["op"] == "sent"
+    await read_all(team, "alice", expect=60)
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.open_topic(first["message"]["conversation"], tid)
+        ml = main.messages
+        await wait_for(pilot, lambda: len(ml) == 60, what="the topic on screen")
+        ml.focus()
+        await pilot.press("pageup", "pageup")
+        await wait_for(pilot, lambda: not ml.is_at_end(), what="scrolled up")
+        await bob.send(workspace=team.ws, topic=tid, type="inform", text="a new one")
+        await wait_for(pilot, lambda: len(ml) == 61, what="the new one listed")
+        await pilot.pause(0.2)
+        assert app.store.unread_by_thread.get(tid) == 1, "not seen yet: not read"
+        await wait_text(pilot, "↓ 1 new below")
+        await pilot.press("end")
+        await wait_for(pilot, lambda: not app.store.unread_by_thread.get(tid), what="read once scrolled down to")
+        assert "new below" not in str(main.query_one("#topic-title").render())
+        # at the end, what comes is read as it comes
+        await bob.send(workspace=team.ws, topic=tid, type="inform", text="and another")
+        await wait_for(pilot, lambda: len(ml) == 62, what="listed")
+        await pilot.pause(0.2)
+        assert not app.store.unread_by_thread.get(tid)

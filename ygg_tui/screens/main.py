@@ -13,7 +13,7 @@ from ygg_server.client import Refused
 
 from .. import rulebook
 from ..keymap import bind, hint
-from ..messages import LoadOlder, ReplyTo, Submit
+from ..messages import LoadOlder, ReachedEnd, ReplyTo, Submit
 from ..state import Change, Store, thread_key
 from ..widgets.composer import Composer, leading_mentions
 from ..widgets.message_list import MessageList
@@ -248,7 +248,16 @@ class MainScreen(ManageActions, Screen):
         th = s.threads.get(self.key or "")
         if th is not None and th.loaded:
             t.append(f"   {len(th.messages)} loaded" + (" · older above" if th.more else ""), "dim")
+        unseen = s.unread_by_thread.get(self.key or "", 0) if self.key and not self.messages.following else 0
+        if unseen:
+            t.append(f"   ↓ {unseen} new below", "bold")
         self.query_one("#topic-title", Static).update(t)
+
+    @on(ReachedEnd)
+    def _reached_end(self) -> None:
+        """Scrolled down to the newest message: what came meanwhile is seen (acked) now."""
+        self._read()
+        self._title()
 
     def _header(self) -> None:
         s = self.store
@@ -282,7 +291,10 @@ class MainScreen(ManageActions, Screen):
             if th.loaded or self.messages.messages or not self.messages.fetching:
                 new = [m for m in ch.threads[self.key]]
                 self.messages.append(new)
-            self._read()
+            if self.messages.following:
+                self._read()
+            else:  # scrolled up, reading older messages: these stay unread until scrolled down to (ReachedEnd)
+                self._title()
             self._dirty.add("title")
         for key in ch.threads:
             if key.startswith("notices:") and key.endswith(self.conversation or "\0"):

@@ -27,7 +27,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..keymap import bind
-from ..messages import LoadOlder, ReplyTo
+from ..messages import LoadOlder, ReachedEnd, ReplyTo
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line, printable
 
 SYSTEM = "system.ygg"
@@ -250,6 +250,11 @@ class MessageList(ScrollView, can_focus=True):
     def is_at_end(self) -> bool:
         return self.scroll_y >= self.max_scroll_y - 1
 
+    @property
+    def following(self) -> bool:
+        """Whether the newest message is in view (and what comes is shown as it comes), not scrolled up."""
+        return self._follow or self.is_at_end()
+
     # --- layout ---
 
     def _text_width(self) -> int:
@@ -300,6 +305,8 @@ class MessageList(ScrollView, can_focus=True):
         if new < old:
             self._follow = False
         if new >= self.max_scroll_y - 1:
+            if not self._follow:
+                self.post_message(ReachedEnd())
             self._follow = True
         if self.more and not self.fetching and self.key and new <= self.scrollable_content_region.height:
             self.fetching = True
