@@ -292,11 +292,14 @@ def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     channel): back in one they left, with the role their organization membership gives and their agents
     (`reach.join_workspace`). Already in it: answered as it is (`joined` false). Any other (another
     organization's, a restricted one they are not an admin of, a personal one, their own too: never joined)
-    is `unknown_workspace`, as one that does not exist."""
+    is `unknown_workspace`, as one that does not exist. `ws_ref` is an id only: a name is anyone's to choose,
+    in every tenant (`workspace` looks names up everywhere), so whether another organization used it would show."""
     with db.Tx(conn):
-        ws = workspace(conn, ws_ref)
+        row = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws_ref,)).fetchone()
+        if row is None:
+            raise AdminError("unknown_workspace", f"no workspace {ws_ref!r}")
+        ws, personal = ws_ref, row[0] is not None
         pid = person(conn, handle)
-        personal = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None
         mine = None if personal else role_in(conn, ws, pid)
         if mine is not None:
             return {"id": pid, "workspace": ws, "role": mine, "joined": False, "left_out": []}
