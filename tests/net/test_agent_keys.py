@@ -145,3 +145,32 @@ async def test_a_member_added_to_a_group_joins_its_conversation_when_next_addres
     conv = next(c for c in (await alice.call("list_conversations", workspace=team.ws))["conversations"]
                 if c["kind"] == "group" and c["name"] == "crew")
     assert ids["reviewer"] in conv["members"]
+
+
+async def test_a_key_rotated_while_a_sign_in_with_it_is_checked_leaves_no_session(team, monkeypatch):
+    """docs/protocol.md, `rotate_key`: "the old key is refused from then on and the sessions it opened end". A
+    sign-in whose key was checked just before the rotation committed got its session made just after it (the
+    session is made by the writer, a step later): that session outlived the rotation, its connection stayed
+    open on the old key, and its token could be resumed for an hour."""
+    from ygg_server.net import gateway
+
+    real, rotated = team.gw.read, []
+
+    async def read(fn, *args):
+        out = await real(fn, *args)
+        if fn is gateway._auth and not rotated and args[0].get("api_key") == team.keys["reviewer"]:
+            rotated.append(await asyncio.to_thread(team.admin, admin.rotate_key, "reviewer"))  # between check and session
+        return out
+
+    monkeypatch.setattr(team.gw, "read", read)
+    ws = await websockets.connect(team.url)
+    await ws.send(json.dumps({"op": "auth", "ref": 1, "api_key": team.keys["reviewer"]}))
+    reply = json.loads(await ws.recv())
+    assert rotated
+    if reply["op"] == "session":  # (answered before the session was found gone: then it closes)
+        assert await closed_within(ws) == 1008
+        assert await refused_at_auth(team.url, token=reply["token"])
+    else:
+        assert reply["code"] == "unauthenticated"
+        await ws.close()
+    assert (await team.client(api_key=rotated[0]["api_key"])).me["id"] == rotated[0]["id"], "the new key works"

@@ -253,7 +253,10 @@ class Gateway:
         try:
             if not await self._authenticate(conn):
                 return
-            await self._attach(conn)
+            if not await self._attach(conn):
+                conn.push(protocol.error(None, "unauthenticated", "this agent's key was replaced or revoked"))
+                await self._close(conn, 1008, "session revoked")
+                return
             watchdog = asyncio.ensure_future(self._idle(conn))  # one timer per connection, not one per frame
             try:
                 while True:
@@ -348,8 +351,9 @@ class Gateway:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         pid, kind, handle, token, expires = res
-        if token is None:
-            token, expires = await self.engine.submit("session", pid, expires)
+        if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
+            key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
+            token, expires = await self.engine.submit("session", pid, expires, key)
         conn.participant, conn.kind, conn.token, conn.expires_at = pid, kind, token, expires
         prefetch = frame.get("prefetch")
         if isinstance(prefetch, int) and 1 <= prefetch <= 256:
@@ -360,7 +364,8 @@ class Gateway:
                    "me": {"id": pid, "handle": handle, "kind": kind}})
         return True
 
-    async def _attach(self, conn: Conn) -> None:
+    async def _attach(self, conn: Conn) -> bool:
+        """Count the connection in (presence, inbox); False: its session is gone already (closed by the caller)."""
         pid = conn.participant
         mine = (await self.read(_access, [pid]))[pid]
         conn.workspaces = frozenset(mine)
@@ -369,11 +374,16 @@ class Gateway:
         self.conns.setdefault(pid, []).append(conn)
         if first:
             self._presence(conn, True)
+        if conn.kind == Kind.AGENT and await self.read(auth.session_participant, conn.token, time.time_ns() // 1000) is None:
+            # its key was rotated or the agent revoked since the key was checked: no session was made, or it was
+            # ended before this connection was among those a rescan closes (`handler` closes it, nothing offered)
+            return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
             if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
                 conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
+        return True
 
     async def _inbox(self, pid: str, is_agent: bool) -> Inbox:
         if pid in self.inboxes:
