@@ -271,3 +271,34 @@ async def test_followers_are_told_of_whom_the_organization_brings_and_a_restrict
     await alice.call("set_restricted", workspace=team.ws, restricted=True)
     ev = await _event(alice, "members", timeout=3)
     assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [], [erin])
+
+
+async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team, monkeypatch):
+    """docs/protocol.md: monitor taken away stops that workspace's messages on open connections within a second.
+    A subscribe checks the permissions, then follows; a change committed between the two was rescanned before the
+    connection followed (so its rescan passed it by), and the connection went on getting every message of the
+    workspace, the monitor it no longer had, until some later change was rescanned."""
+    from ygg_server import queries
+
+    alice = await team.person("alice")
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)
+    researcher = await team.client(api_key=team.keys["researcher"])
+    real, taken = team.gw.read, []
+
+    async def read(fn, *args):
+        out = await real(fn, *args)
+        if fn is queries.monitors and not taken:  # checked: now taken away, and rescanned, before it follows
+            taken.append(await asyncio.to_thread(team.admin, permissions.set_permissions, team.ws, "researcher",
+                                                 {"monitor": False}))
+            await asyncio.sleep(1.0)
+        return out
+
+    monkeypatch.setattr(team.gw, "read", read)
+    answer = await researcher.request("subscribe", workspace=team.ws, monitor=True)
+    monkeypatch.setattr(team.gw, "read", real)
+    assert taken and answer.get("monitor") is not True, answer
+    sent = await alice.send(workspace=team.ws, topic="new", title="Private", to=["reviewer"], text="not for monitors")
+    assert sent["op"] == "sent"
+    await researcher.call("ping")
+    await asyncio.sleep(0.3)
+    assert [ev for ev in researcher.pending_events() if ev.get("kind") == "message"] == []

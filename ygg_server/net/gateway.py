@@ -595,6 +595,12 @@ class Gateway:
             return None
         self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if frame.get("monitor") else set()))
         self.following.know(ws, frozenset(m["id"] for m in listed["members"]))  # what `members` events tell against
+        # a change committed since the checks above may have been rescanned before this connection followed (that
+        # rescan passed it by): its access is read again now that it follows, as a rescan reads it (a narrowing is
+        # told as one), and it is answered as it now follows
+        await self._refresh_access([conn.participant])
+        if ws not in conn.follows:
+            raise queries.NotFound if ws not in conn.workspaces else queries.Forbidden
         if not self.engine.events:  # the first follower: every batch after this answer carries the events
             self.engine.events = True
             self._events_on = self.engine.submit("sync")
@@ -932,9 +938,10 @@ class Gateway:
         """After a rescan: what `pid` is owed, read again (a node on PostgreSQL claims instead)."""
         inbox.add(await self.read(_unacked, pid))
 
-    async def _refresh_access(self) -> None:
-        """What each connected participant may still receive, follow and monitor, read again."""
-        for pid, mine in (await self.read(_access, list(self.conns))).items():
+    async def _refresh_access(self, pids: list[str] | None = None) -> None:
+        """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;
+        for all of them, who is in each followed workspace too."""
+        for pid, mine in (await self.read(_access, list(self.conns) if pids is None else pids)).items():
             if pid not in self.conns:
                 continue
             self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
@@ -953,7 +960,8 @@ class Gateway:
                     c.push(_narrowed(ws, True, "no_monitor"))
                 self.following.set(c, follows, monitors)
         self._events_wanted()
-        await self._members_moved()
+        if pids is None:
+            await self._members_moved()
 
     async def _members_moved(self) -> None:
         """Who is in each workspace followed here, read again: its followers are told who joined and who left
