@@ -174,3 +174,13 @@ async def test_a_key_rotated_while_a_sign_in_with_it_is_checked_leaves_no_sessio
         assert reply["code"] == "unauthenticated"
         await ws.close()
     assert (await team.client(api_key=rotated[0]["api_key"])).me["id"] == rotated[0]["id"], "the new key works"
+
+
+async def test_a_group_whose_members_are_not_names_is_a_bad_frame(team):
+    """docs/protocol.md: `members` is "a list, written as in a send's `to`"; a list of numbers or objects is a
+    malformed frame (`bad_frame`, nothing changed), not `empty_group` ("a group has at least one member")."""
+    alice = await team.person("alice")
+    for members in ([1], ["researcher", {"id": "x"}], [["researcher"]], [None]):
+        r = await alice.request("add_group", workspace=team.ws, name="g", members=members)
+        assert r["code"] == "bad_frame", (members, r)
+    assert (await alice.call("list_groups", workspace=team.ws))["groups"] == []

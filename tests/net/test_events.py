@@ -302,3 +302,14 @@ async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team,
     await researcher.call("ping")
     await asyncio.sleep(0.3)
     assert [ev for ev in researcher.pending_events() if ev.get("kind") == "message"] == []
+
+
+async def test_unsubscribe_needs_a_workspace_id(team):
+    """docs/protocol.md: a frame of wrong field types is a `bad_frame` saying what it needs (an object or a list as
+    `workspace` was answered with Python's "unhashable type: 'list'"); nothing followed is dropped."""
+    bob = await team.person("bob")
+    await bob.subscribe(team.ws)
+    for bad in ([team.ws], {"id": team.ws}, None, 5):
+        r = await bob.request("unsubscribe", workspace=bad)
+        assert r["code"] == "bad_frame" and "workspace" in r["detail"], (bad, r)
+    assert team.gw.following.followers(team.ws), "still followed"

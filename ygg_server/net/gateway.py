@@ -610,6 +610,8 @@ class Gateway:
 
     async def _op_unsubscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
+        if not isinstance(ws, str):
+            return protocol.error(ref, "bad_frame", "unsubscribe needs workspace (its id)")
         self.following.set(conn, conn.follows - {ws}, conn.monitors - {ws})
         self._events_wanted()
         return {"op": "unsubscribed", "ref": ref, "workspace": ws}
@@ -803,8 +805,9 @@ class Gateway:
         owners and admins make a group, or name its members anew (adding and removing them)."""
         self._person_only(conn)
         ws, name, members = frame.get("workspace"), frame.get("name"), frame.get("members")
-        if not isinstance(ws, str) or not isinstance(name, str) or not isinstance(members, list):
-            return protocol.error(ref, "bad_frame", "add_group needs workspace, name and members (a list)")
+        if not isinstance(ws, str) or not isinstance(name, str) or not isinstance(members, list) \
+                or not all(isinstance(m, str) for m in members):
+            return protocol.error(ref, "bad_frame", "add_group needs workspace, name and members (a list of names)")
         if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
             return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
         out = await self.manage(admin.add_group, ws, name, members)
