@@ -54,11 +54,14 @@ def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
     return row[0]
 
 
-def workspace(conn: sqlite3.Connection, ref: str) -> str:
+def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE") -> str:
     """A workspace by id, else by a name only one workspace has (a name is anyone's to choose: one that
-    spells another workspace's id never stands for it, nor in its way)."""
-    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?", (ref,)).fetchall() or \
-        conn.execute("SELECT id FROM workspaces WHERE name = ?", (ref,)).fetchall()
+    spells another workspace's id never stands for it, nor in its way). On PostgreSQL its row is held until the
+    commit (`reach.locking`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops
+    writing there, and an op that comes during a delete finds the workspace gone."""
+    lock = reach.locking(conn, lock)
+    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall() or \
+        conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,)).fetchall()
     if len(rows) != 1:
         raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else f"{ref!r} names several workspaces; use the id")
     return rows[0][0]
@@ -323,7 +326,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     pg_engine._LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
     batch that comes meanwhile waits for the delete and finds the workspace gone."""
     with db.Tx(conn):
-        ws = workspace(conn, ws_ref)
+        ws = workspace(conn, ws_ref, "UPDATE")
         _not_personal(conn, ws, "a personal workspace can never be deleted")
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text

@@ -826,3 +826,51 @@ def test_a_join_while_another_node_restricts_the_workspace_waits_and_is_refused(
     finally:
         for c in (a, b, watcher):
             c.close()
+
+
+@pytest.mark.parametrize("op", ["add_member", "add_group", "add_org_member", "add_agent"])
+def test_a_write_into_a_workspace_another_node_is_deleting_leaves_nothing_of_it(pg_url, op):
+    """admin.delete_workspace: "Delete a workspace and everything in it". A management op that writes rows into a
+    workspace (a membership, a group, the organization's members, an agent following its owner) through another
+    node while the delete is written but not committed found the workspace's row (the delete not committed yet)
+    and wrote beside it: a membership or group of a deleted workspace, with which that person could still list its
+    members, follow it and open conversations in it. It now waits for the delete and finds the workspace gone."""
+    a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    try:
+        admin.add_person(a, "alice", PW)
+        admin.add_person(a, "carol", PW)
+        ws = admin.add_workspace(a, "team", "alice")["id"]
+        org = a.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
+        held, got = _HeldAtCommit(a), {}
+        writes = {"add_member": lambda: admin.add_member(b, ws, "carol"),
+                  "add_group": lambda: admin.add_group(b, ws, "pair", ["@alice"]),
+                  "add_org_member": lambda: admin.add_org_member(b, org, "carol"),
+                  "add_agent": lambda: admin.add_agent(b, "scout", "alice")}
+
+        def delete():
+            got["delete"] = admin.delete_workspace(held, ws)["deleted"]
+
+        def write():
+            try:
+                got[op] = writes[op]()
+            except admin.AdminError as e:
+                got[op] = e.code
+
+        first = threading.Thread(target=delete)
+        first.start()
+        assert held.at_commit.wait(10)
+        second = threading.Thread(target=write)
+        second.start()
+        _until_waiting_or_done(watcher, second)
+        held.go.set()
+        first.join(10)
+        second.join(10)
+        assert got["delete"] is True, got
+        if op in ("add_member", "add_group"):
+            assert got[op] == "unknown_workspace", got
+        left = {t: watcher.execute(f"SELECT count(*) FROM {t} WHERE workspace = ?", (ws,)).fetchone()[0]
+                for t in ("memberships", "groups")}
+        assert left == {"memberships": 0, "groups": 0}, (left, got)
+    finally:
+        for c in (a, b, watcher):
+            c.close()
