@@ -184,3 +184,24 @@ async def test_a_group_whose_members_are_not_names_is_a_bad_frame(team):
         r = await alice.request("add_group", workspace=team.ws, name="g", members=members)
         assert r["code"] == "bad_frame", (members, r)
     assert (await alice.call("list_groups", workspace=team.ws))["groups"] == []
+
+
+async def test_a_groups_members_are_listed_as_a_send_to_it_reaches_them(team):
+    """docs/protocol.md, `revoke_agent`: a revoked agent "leaves every workspace"; `leave_workspace`: the person's
+    membership goes. `list_groups` listed every id the group was made with, a revoked agent and someone who left
+    among them (a send to the group reaches neither), so the TUI showed them as the group's members."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    org = (await alice.call("list_orgs"))["orgs"][0]["id"]
+    await alice.call("add_org_member", org=org, handle="bob")
+    ids = {a["name"]: a["id"] for a in (await alice.call("list_agents", workspace=team.ws))["agents"]}
+    made = await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher", "reviewer", "@bob"])
+    assert made["members"] == sorted([ids["researcher"], ids["reviewer"], bob.me["id"]])
+    await alice.call("revoke_agent", agent="researcher")
+    await bob.call("leave_workspace", workspace=team.ws)
+    groups = (await alice.call("list_groups", workspace=team.ws))["groups"]
+    assert groups == [{"name": "crew", "members": [ids["reviewer"]]}], groups
+    r = await alice.send(workspace=team.ws, topic="new", title="Crew", to=["group:crew"], text="who is here?")
+    assert [d["to"] for d in r["deliveries"] if d["wake"]] == groups[0]["members"], "what a send reaches"
+    await bob.call("join_workspace", workspace=team.ws)  # back in the workspace: in the group again
+    groups = (await alice.call("list_groups", workspace=team.ws))["groups"]
+    assert groups[0]["members"] == sorted([ids["reviewer"], bob.me["id"]])
