@@ -489,6 +489,30 @@ async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_an
     assert (await ask("Second"))["scores"][0]["name"] == "nova"
 
 
+async def test_explain_assignment_on_one_node_sees_an_agent_online_through_another(server):
+    """docs/protocol.md, `explain_assignment`: who a request to the capability would go to now, with every score's
+    parts. On PostgreSQL a send scores an agent connected to another live node online; explain_assignment counted
+    this node's connections only, so it showed that agent offline and another one chosen than a send chooses."""
+    from tests.net.test_party import setup_party
+
+    ws, cid, alice, keys = await setup_party(server)
+    for name in ("pike", "nova"):
+        r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])
+        assert r["op"] == "set_profile", r
+    pike = await server.client(f"ws://127.0.0.1:{(await server.node()).port}/", api_key=keys["pike"])
+    await pike.request("ping")
+    for _ in range(100):  # node B records pike's presence just after the ping's answer
+        if (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]):
+            break
+        await asyncio.sleep(0.05)
+    ex = await alice.call("explain_assignment", workspace=ws, capability="translation", text="translate this")
+    online = {s["name"]: p["value"] for s in ex["assignment"]["scores"] for p in s["parts"] if p["name"] == "online"}
+    assert online == {"pike": 1.0, "nova": 0.0}, ex
+    sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                            to=["capability:translation"], text="translate this")
+    assert sent["message"]["assignment"]["chosen"] == ex["assignment"]["chosen"] == pike.me["id"]
+
+
 async def test_assignment_on_one_node_scores_an_agent_silent_on_another_as_offline(server):
     """Issue 3: "an agent counts as offline after a few minutes of silence" (`presence_timeout`), in the scoring
     on PostgreSQL too (seed 003 §14's online part): pike is connected to node B and says nothing; node A, whose

@@ -820,8 +820,7 @@ class Gateway:
         return await self.engine.submit("set_budget", conn.participant, ws, topic, budget, ref)
 
     async def _op_explain_assignment(self, conn: Conn, ref, frame) -> dict:
-        present = frozenset(p for p in self.conns if self.online(p))
-        out = await self.read(queries.explain_assignment, conn.participant, frame, present)
+        out = await self.read(queries.explain_assignment, conn.participant, frame, await self._present(conn, frame))
         if "refused" in out:
             return {**protocol.refused(ref, *out["refused"]), **({"left_out": out["left_out"]} if "left_out" in out else {})}
         if "error" in out:
@@ -831,6 +830,10 @@ class Gateway:
     async def _op_presence(self, conn: Conn, ref, frame) -> dict:
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]
         return {"op": "presence", "ref": ref, "online": {m["id"]: self.online(m["id"]) for m in members}}
+
+    async def _present(self, conn: Conn, frame: dict) -> frozenset[str]:
+        """Who is online now, as the engine scores a send to `frame["workspace"]` (seed 003 §14's online part)."""
+        return frozenset(p for p in self.conns if self.online(p))
 
     def online(self, pid: str) -> bool:
         """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes.
