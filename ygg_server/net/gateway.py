@@ -374,9 +374,10 @@ class Gateway:
         self.conns.setdefault(pid, []).append(conn)
         if first:
             self._presence(conn, True)
-        if conn.kind == Kind.AGENT and await self.read(auth.session_participant, conn.token, time.time_ns() // 1000) is None:
-            # its key was rotated or the agent revoked since the key was checked: no session was made, or it was
-            # ended before this connection was among those a rescan closes (`handler` closes it, nothing offered)
+        # an agent's key rotated, or the agent revoked, since the key was checked: no session was made, or it was
+        # ended before this connection was among those a rescan closes (`handler` closes it, nothing offered)
+        now = time.time_ns() // 1000
+        if conn.kind == Kind.AGENT and await self.read(auth.session_participant, conn.token, now) is None:
             return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
@@ -820,7 +821,8 @@ class Gateway:
         return await self.engine.submit("set_budget", conn.participant, ws, topic, budget, ref)
 
     async def _op_explain_assignment(self, conn: Conn, ref, frame) -> dict:
-        out = await self.read(queries.explain_assignment, conn.participant, frame, await self._present(conn, frame))
+        present = await self._present(conn, frame)
+        out = await self.read(queries.explain_assignment, conn.participant, frame, present)
         if "refused" in out:
             return {**protocol.refused(ref, *out["refused"]), **({"left_out": out["left_out"]} if "left_out" in out else {})}
         if "error" in out:
