@@ -313,3 +313,14 @@ async def test_unsubscribe_needs_a_workspace_id(team):
         r = await bob.request("unsubscribe", workspace=bad)
         assert r["code"] == "bad_frame" and "workspace" in r["detail"], (bad, r)
     assert team.gw.following.followers(team.ws), "still followed"
+
+
+async def test_subscribe_takes_monitor_as_true_or_false(team):
+    """docs/protocol.md: `"monitor":false` (a bool). Any other value was taken by its truth: the string "false" asked
+    to monitor, and a member was refused `forbidden` for a permission they had not asked for."""
+    bob = await team.person("bob")
+    for bad in ("false", 0, 1, "yes", [], None):
+        r = await bob.request("subscribe", workspace=team.ws, monitor=bad)
+        assert r["code"] == "bad_frame" and "monitor" in r["detail"], (bad, r)
+    assert not team.gw.following.followers(team.ws)
+    assert (await bob.request("subscribe", workspace=team.ws))["monitor"] is False, "left out: false"

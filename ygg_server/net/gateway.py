@@ -586,15 +586,17 @@ class Gateway:
         return self.engine.submit("ack", conn.participant, retired + extra, ref)
 
     async def _op_subscribe(self, conn: Conn, ref, frame) -> dict:
-        ws = frame.get("workspace")
+        ws, monitor = frame.get("workspace"), frame.get("monitor", False)
+        if type(monitor) is not bool:
+            return protocol.error(ref, "bad_frame", "subscribe's monitor is true or false")
         listed = await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
         if not await self.read(queries.receives, ws, conn.participant):
             raise queries.Forbidden
-        if frame.get("monitor") and not await self.read(queries.monitors, ws, conn.participant):
+        if monitor and not await self.read(queries.monitors, ws, conn.participant):
             return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
         if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
             return None
-        self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if frame.get("monitor") else set()))
+        self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if monitor else set()))
         self.following.know(ws, frozenset(m["id"] for m in listed["members"]))  # what `members` events tell against
         # a change committed since the checks above may have been rescanned before this connection followed (that
         # rescan passed it by): its access is read again now that it follows, as a rescan reads it (a narrowing is
