@@ -54,14 +54,14 @@ def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
     return row[0]
 
 
-def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE") -> str:
-    """A workspace by id, else by a name only one workspace has (a name is anyone's to choose: one that
+def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE", names: bool = True) -> str:
+    """A workspace by id, else (`names`) by a name only one workspace has (a name is anyone's to choose: one that
     spells another workspace's id never stands for it, nor in its way). On PostgreSQL its row is held until the
     commit (`reach.locking`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops
     writing there, and an op that comes during a delete finds the workspace gone."""
     lock = reach.locking(conn, lock)
     rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall() or \
-        conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,)).fetchall()
+        (conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,)).fetchall() if names else [])
     if len(rows) != 1:
         raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else f"{ref!r} names several workspaces; use the id")
     return rows[0][0]
@@ -290,19 +290,18 @@ def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     return {"id": pid, "workspace": ws, "left": [ws]}
 
 
-def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
+def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bool = False) -> dict:
     """A person joins, by themselves, a workspace their organization opens to them (as one joins a public
     channel): back in one they left, with the role their organization membership gives and their agents
     (`reach.join_workspace`). Already in it: answered as it is (`joined` false). Any other (another
     organization's, a restricted one they are not an admin of, a personal one, their own too: never joined)
-    is `unknown_workspace`, as one that does not exist. `ws_ref` is an id only: a name is anyone's to choose,
-    in every tenant (`workspace` looks names up everywhere), so whether another organization used it would show."""
+    is `unknown_workspace`, as one that does not exist. `by_id` (the socket's): `ws_ref` is an id only, never a
+    name: a name is anyone's to choose, in every tenant (`workspace` looks names up everywhere), so a person joining
+    by name would learn whether another organization used it (the operator's CLI names workspaces either way)."""
     with db.Tx(conn):
-        row = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws_ref,)).fetchone()
-        if row is None:
-            raise AdminError("unknown_workspace", f"no workspace {ws_ref!r}")
-        ws, personal = ws_ref, row[0] is not None
+        ws = workspace(conn, ws_ref, names=not by_id)
         pid = person(conn, handle)
+        personal = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None
         mine = None if personal else role_in(conn, ws, pid)
         if mine is not None:
             return {"id": pid, "workspace": ws, "role": mine, "joined": False, "left_out": []}
@@ -331,9 +330,11 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
             db.unindex_workspace(conn, ws)
-        conn.execute("DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE workspace = ?)", (ws,))
-        for table in WORKSPACE_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE workspace = ?", (ws,))
+        conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
+                     (ws,))
+        for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
+            where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
+            conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))
     return {"id": ws, "deleted": True}
 
 
@@ -419,6 +420,20 @@ def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[st
             (ws, name, msgspec.json.encode(ids).decode()),
         )
     return {"id": f"group:{name}", "workspace": ws, "name": name, "members": ids}
+
+
+def remove_group(conn: sqlite3.Connection, ws_ref: str, name: str) -> dict:
+    """A workspace's group removed: `group:<name>` is then unknown there, in a send's `to` and as a conversation,
+    exactly as a name never made (`unknown_group` here; `not_found` on the socket, as a foreign workspace's).
+    Its conversation, if written in, stays with its own members (as when members are replaced), reached by its
+    id; a group made again under that name addresses it again."""
+    if not isinstance(name, str):
+        raise AdminError("bad_name", "a group's name is text")
+    with db.Tx(conn):
+        ws = workspace(conn, ws_ref)
+        if conn.execute("DELETE FROM groups WHERE workspace = ? AND name = ?", (ws, name)).rowcount == 0:
+            raise AdminError("unknown_group", f"no group {name!r} in this workspace")
+    return {"id": f"group:{name}", "workspace": ws, "name": name, "removed": True}
 
 
 def role_in(conn: sqlite3.Connection, ws: str, pid: str) -> str | None:

@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("leave-workspace", help="a person leaves one workspace (not a personal one, nor its last owner)")
     x.add_argument("workspace")
     x.add_argument("handle")
+    x = asub.add_parser("join-workspace", help="a person joins a workspace their organization opens to them")
+    x.add_argument("workspace")
+    x.add_argument("handle")
     x = asub.add_parser("delete-workspace", help="a workspace and all in it (never a personal one)")
     x.add_argument("workspace")
     x = asub.add_parser("set-permissions", help="an agent's permissions in a workspace (seed 002)")
@@ -96,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("workspace")
     x.add_argument("name")
     x.add_argument("members", nargs="+", help="agents (name, name@owner, id) and @people")
+    x = asub.add_parser("remove-group", help="a workspace's group (its conversation stays, with its members)")
+    x.add_argument("workspace")
+    x.add_argument("name")
     x = asub.add_parser("revoke-agent")
     x.add_argument("agent")
     x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
@@ -154,6 +160,8 @@ def run_admin(args) -> int:
             out = admin.leave_org(conn, args.org, args.handle)
         elif act == "leave-workspace":
             out = admin.leave_workspace(conn, args.workspace, args.handle)
+        elif act == "join-workspace":
+            out = admin.join_workspace(conn, args.workspace, args.handle)
         elif act == "delete-workspace":
             out = admin.delete_workspace(conn, args.workspace)
         elif act == "set-permissions":
@@ -175,6 +183,8 @@ def run_admin(args) -> int:
             out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool)
         elif act == "add-group":
             out = admin.add_group(conn, args.workspace, args.name, args.members)
+        elif act == "remove-group":
+            out = admin.remove_group(conn, args.workspace, args.name)
         elif act == "set-plan":
             out = admin.set_plan(conn, args.org, args.plan, args.licensed)
         elif act == "rotate-key":

@@ -207,11 +207,19 @@ def list_members(conn, pid: str, f: dict) -> dict:
            WHERE m.workspace = ? AND (a.id IS NULL OR a.revoked = 0)""", (ws,)
     ).fetchall()
     return {"members": [
-        {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh, "role": r,
-         "send": bool(s), "receive": bool(rc), "monitor": bool(mo),
-         "can_message": id_list(cm), "takes_from": id_list(tf)}
+        {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh,
+         **standing(r, s, rc, mo, cm, tf)}
         for i, r, s, rc, mo, h, n, oh, cm, tf in rows
     ]}
+
+
+STANDING = ("role", "send", "receive", "monitor", "can_message", "takes_from")
+
+
+def standing(role, send, receive, monitor, can_message, takes_from) -> dict:
+    """A membership's role and permissions (its columns of `STANDING`), as `list_members` shows them."""
+    return {"role": role, "send": bool(send), "receive": bool(receive), "monitor": bool(monitor),
+            "can_message": id_list(can_message), "takes_from": id_list(takes_from)}
 
 
 def list_agents(conn, pid: str, f: dict) -> dict:

@@ -40,6 +40,7 @@ class YggApp(App):
                  presence_every: float = 15.0):
         super().__init__()
         self.config = config or Config.load()
+        self._rang = float("-inf")  # when the bell last rang (loop time)
         self.url = url or self.config.url
         self.token, self.handle, self.password = token, handle or self.config.handle or None, password
         self.start_workspace = workspace
@@ -169,14 +170,27 @@ class YggApp(App):
             self._close_operator()  # (no monitor to turn off: the workspace is gone)
         for ws in ch.added:
             self.run_worker(self._workspace_added(ws), group="workspaces", exit_on_error=False)
-        for ws, (joined, left) in ch.members.items():
-            self.run_worker(self._members_moved(ws, joined, left), group="members", exit_on_error=False)
+        for ws, moved in ch.members.items():
+            self.run_worker(self._members_moved(ws, *moved), group="members", exit_on_error=False)
         for ws, why in ch.narrowed.items():
             self._narrowed(ws, why)
+        if ch.called:
+            self._ring(ch.called)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:
             self.operator.apply_change(ch)
+
+    def _ring(self, threads: set[str]) -> None:
+        """The terminal's bell (`bell` in config.toml), as irssi or weechat ring on a highlight: a message woke this
+        person outside the topic on screen (tmux and terminals mark the window). At most once a second."""
+        main = self.main
+        if not self.config.bell or (main is not None and self.screen is main and threads == {main.key}):
+            return
+        now = asyncio.get_running_loop().time()
+        if now - self._rang >= 1.0:
+            self._rang = now
+            self.bell()
 
     async def _workspace_added(self, ws: str) -> None:
         name = await self.session.add_workspace(ws)
@@ -199,10 +213,12 @@ class YggApp(App):
                 "no_receive": f"You no longer receive from {name}: nothing more of it comes here."}
         self.notify(said.get(why, f"You follow less of {name} now."), title="permissions", severity="warning")
 
-    async def _members_moved(self, ws: str, joined: list[str], left: list[str]) -> None:
-        """`members`: who left is gone from the list already (Store.apply_event); who joined is read with their
-        names and roles; a notice says who came and who went, as a chat says "bob left #team"."""
-        if joined:
+    async def _members_moved(self, ws: str, joined: list[str], left: list[str], changed: list[str]) -> None:
+        """`members`: who left is gone from the list already (Store.apply_event); who joined, and whose role or
+        permissions changed, are read with their names, roles and permissions (one's own role too, so what the
+        palette offers follows it); a notice says who came, who went and whose standing changed, as a chat says
+        "bob left #team"."""
+        if joined or changed:
             try:
                 await self.session.reload_members(ws)
             except (Refused, ConnectionError, asyncio.TimeoutError, KeyError):  # (the workspace went meanwhile)
@@ -215,6 +231,9 @@ class YggApp(App):
         for ids, verb in ((joined, "joined"), (left, "left")):
             if ids:
                 self.notify(f"{', '.join(self.store.name(p) for p in ids)} {verb} {w.name}.", title="members")
+        said = [f"{self.store.name(p)} is {w.members[p]['role']}" for p in changed if p in w.members]
+        if said:
+            self.notify(f"Roles or permissions changed in {w.name}: {'; '.join(said)}.", title="members")
 
     async def _presence(self) -> None:
         if self.session is None or self.main is None or not self.connected:

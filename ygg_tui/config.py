@@ -5,6 +5,7 @@
     handle = "alice"
     theme = "ygg-dark"
     clock = true            # show message times
+    bell = true             # ring the terminal's bell when a message wakes you outside the topic on screen
 
     [keys]                  # binding id = keys (see `ygg_tui.keymap.ACTIONS` or press ?)
     "ygg.next_unread" = "n,ctrl+down"
@@ -34,6 +35,7 @@ class Config:
     handle: str = ""
     theme: str = "ygg-dark"
     clock: bool = True
+    bell: bool = True
     keys: dict[str, str] = field(default_factory=dict)
     # where this config lives (not written to the file)
     config_dir: Path | None = None
@@ -67,8 +69,9 @@ class Config:
         for name in ("url", "handle", "theme"):
             if isinstance(raw.get(name), str):
                 setattr(cfg, name, raw[name])
-        if isinstance(raw.get("clock"), bool):
-            cfg.clock = raw["clock"]
+        for name in ("clock", "bell"):
+            if isinstance(raw.get(name), bool):
+                setattr(cfg, name, raw[name])
         if isinstance(raw.get("keys"), dict):
             cfg.keys = {str(k): str(v) for k, v in raw["keys"].items() if isinstance(v, str)}
         return cfg

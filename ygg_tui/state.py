@@ -124,18 +124,21 @@ class Change:
     unknown_conversations: set[str] = field(default_factory=set)  # workspaces to ask again
     gone: dict[str, str] = field(default_factory=dict)  # workspaces no longer this person's (forgotten): id -> name
     added: set[str] = field(default_factory=set)  # workspaces this person now reaches, to load
-    members: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # workspace -> (joined, left)
+    # workspace -> (joined, left, changed: role or permissions)
+    members: dict[str, tuple[list[str], list[str], list[str]]] = field(default_factory=dict)
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
+    called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed)
+                    or self.narrowed or self.called)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
             self.threads.setdefault(k, []).extend(v)
         self.topics |= other.topics
+        self.called |= other.called
         self.conversations |= other.conversations
         self.balances |= other.balances
         self.unread |= other.unread
@@ -143,10 +146,9 @@ class Change:
         self.unknown_conversations |= other.unknown_conversations
         self.gone.update(other.gone)
         self.added |= other.added
-        for ws, (joined, left) in other.members.items():
-            j, lf = self.members.setdefault(ws, ([], []))
-            j += joined
-            lf += left
+        for ws, moved in other.members.items():
+            for mine, theirs in zip(self.members.setdefault(ws, ([], [], [])), moved):
+                mine += theirs
         self.narrowed.update(other.narrowed)
 
 
@@ -193,6 +195,10 @@ class Store:
     def set_members(self, ws: str, members: list[dict]) -> None:
         w = self.workspaces[ws]
         w.members = {m["id"]: m for m in members}
+        me = w.members.get(self.my_id)
+        if me is not None:  # one's own role as it is now (given or lowered since sign-in: `members` changed)
+            w.role = me["role"]
+            w.monitor = w.role in ("owner", "admin") or bool(me.get("monitor"))
         for m in members:
             self.names[m["id"]] = f"@{m['handle']}" if m["kind"] == "human" else m["name"]
             self.kinds[m["id"]] = m["kind"]
@@ -222,11 +228,10 @@ class Store:
         return None
 
     def group_names(self, ws: str) -> list[str]:
-        """The workspace's groups: those listed (a new one as soon as it is made), and any group conversation."""
+        """The workspace's groups as listed (a new one as soon as it is made, a removed one gone at once); a
+        removed group's conversation keeps its name in the sidebar but is not offered to address."""
         w = self.workspaces.get(ws)
-        if not w:
-            return []
-        return sorted(set(w.groups) | {c["name"] for c in w.conversations.values() if c.get("kind") == "group"})
+        return sorted(w.groups) if w else []
 
     def set_groups(self, ws: str, groups: list[dict]) -> None:
         self.workspaces[ws].groups = {g["name"]: g["members"] for g in groups}
@@ -375,6 +380,8 @@ class Store:
             if f["id"] in self.acked or msg["id"] in self.unread:
                 continue
             key = thread_key(msg["conversation"], msg.get("topic"))
+            if f.get("wake") and msg.get("author") != self.my_id:
+                ch.called.add(key)
             self.unread[msg["id"]] = (f["id"], msg["workspace"], msg["conversation"], key)
             self.unread_by_thread[key] += 1
             self.unread_by_conv[msg["conversation"]] += 1
@@ -431,14 +438,14 @@ class Store:
         if kind == "subscription":  # monitor or receive taken away, the membership kept (App: said, operator closed)
             w = self.workspaces.get(frame["workspace"])
             return Change(narrowed={w.id: frame.get("reason") or ""}) if w is not None else Change()
-        if kind == "members":  # who left goes now; who joined comes with list_members (App: reload_members)
+        if kind == "members":  # who left goes now; who joined or changed comes with list_members (App: reload_members)
             w = self.workspaces.get(frame["workspace"])
             if w is None:
                 return Change()
             for pid in frame.get("left") or ():
                 w.members.pop(pid, None)
                 w.presence.pop(pid, None)
-            return Change(members={w.id: (list(frame.get("joined") or ()), list(frame.get("left") or ()))})
+            return Change(members={w.id: tuple(list(frame.get(k) or ()) for k in ("joined", "left", "changed"))})
         if kind == "message":
             ch = Change()
             msg = frame["message"]

@@ -107,6 +107,7 @@ CASES: list[tuple[str, dict]] = [
     ("add_group", {"workspace": "$ws", "name": "$group_name", "members": ["$agent"]}),
     *[("add_group", {"workspace": A, "name": "probe", "members": ["researcher", x]})
       for x in ("$agent", "$agent_name", "$agent_name@$handle", "@$handle", "$person", "group:$group_name")],
+    *[("remove_group", {"workspace": w, "name": "$group_name"}) for w in ("$ws", A)],
     # directives: another's persona, another workspace's rulebook, its assignment scores (docs/protocol.md)
     *[("get_persona", {"agent": x}) for x in ("$agent", "$agent_name")],
     *[("set_persona", {"agent": x, "text": "Taken over. " * 10, "why": "probe"}) for x in ("$agent", "$agent_name")],

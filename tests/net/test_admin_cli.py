@@ -144,6 +144,33 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         await gw.close()
 
 
+async def test_join_workspace_and_remove_group_from_the_cli(tmp_path):
+    """docs/protocol.md, "Operator commands": `join-workspace WORKSPACE HANDLE` (a person into a workspace their
+    organization opens to them, as `join_workspace`) and `remove-group WORKSPACE NAME`."""
+    d = tmp_path
+    await cli(d, "add-person", "alice", "--password", PW)
+    bob = await cli(d, "add-person", "bob", "--password", PW)
+    ws = await cli(d, "add-workspace", "team", "--owner", "alice")
+    await cli(d, "add-agent", "researcher", "--owner", "alice")
+    await cli(d, "add-org-member", "alice", "bob")
+    assert (await cli(d, "leave-workspace", "team", "bob"))["left"] == [ws["id"]]
+    joined = await cli(d, "join-workspace", "team", "bob")
+    assert {k: joined[k] for k in ("id", "workspace", "role", "joined")} == \
+        {"id": bob["id"], "workspace": ws["id"], "role": "member", "joined": True}
+    assert (await cli(d, "join-workspace", ws["id"], "bob"))["joined"] is False, "already in: answered as it is"
+    for args in (("alice (personal)", "bob"), ("no-such-ws", "bob")):
+        assert (await cli(d, "join-workspace", *args, ok=False))["error"] == "unknown_workspace"
+    assert (await cli(d, "join-workspace", "team", "nobody", ok=False))["error"] == "unknown_person"
+
+    made = await cli(d, "add-group", "team", "crew", "researcher", "@bob")
+    assert made["id"] == "group:crew" and len(made["members"]) == 2
+    assert await cli(d, "remove-group", "team", "crew") == {"id": "group:crew", "workspace": ws["id"], "name": "crew",
+                                                              "removed": True}
+    for args in (("team", "crew"), ("no-such-ws", "crew")):
+        err = await cli(d, "remove-group", *args, ok=False)
+        assert err["error"] == ("unknown_group" if args[0] == "team" else "unknown_workspace") and err["detail"]
+
+
 async def test_commands_take_effect_at_once_on_a_running_server(served):
     """PROTOCOL.md: "The admin commands work whether or not a server is serving that data dir at the time, and a running server sees their effect at once"."""
     d = served.dir

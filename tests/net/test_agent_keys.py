@@ -205,3 +205,44 @@ async def test_a_groups_members_are_listed_as_a_send_to_it_reaches_them(team):
     await bob.call("join_workspace", workspace=team.ws)  # back in the workspace: in the group again
     groups = (await alice.call("list_groups", workspace=team.ws))["groups"]
     assert groups[0]["members"] == sorted([ids["reviewer"], bob.me["id"]])
+
+
+async def test_owners_and_admins_remove_a_group_and_its_name_is_then_unknown(team):
+    """docs/protocol.md, `remove_group`: "`group:<name>` is then answered as a group never made" (in a send's `to`
+    and as a conversation); "its conversation, once written in, stays with its members, reached by its id"; a
+    group that does not exist is `not_found`, exactly as one in a workspace one is not in."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    ids = {a["name"]: a["id"] for a in (await alice.call("list_agents", workspace=team.ws))["agents"]}
+    await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher"])
+    first = await alice.send(workspace=team.ws, conversation="group:crew", topic="new", title="Crew",
+                             to=["group:crew"], text="one")
+    assert first["op"] == "sent"
+    cid = first["message"]["conversation"]
+
+    assert (await bob.request("remove_group", workspace=team.ws, name="crew"))["code"] == "forbidden"
+    assert (await researcher.request("remove_group", workspace=team.ws, name="crew"))["code"] == "forbidden"
+    assert (await alice.request("remove_group", workspace=team.ws))["code"] == "bad_frame"
+    made_up = await alice.request("remove_group", workspace=team.ws, name="never")
+    bobs = (await bob.call("list_workspaces"))["workspaces"]
+    foreign = await alice.request("remove_group", workspace=next(w["id"] for w in bobs if w["name"] != "team"),
+                                  name="crew")
+    assert made_up["code"] == foreign["code"] == "not_found" and made_up["detail"] == foreign["detail"]
+
+    out = await alice.call("remove_group", workspace=team.ws, name="crew")
+    assert out == {"op": "remove_group", "ref": out["ref"], "id": "group:crew", "workspace": team.ws, "name": "crew",
+                   "removed": True}
+    assert (await bob.call("list_groups", workspace=team.ws))["groups"] == []
+    for name in ("crew", "never"):  # removed, or never made: the same answers
+        r = await alice.send(workspace=team.ws, topic="new", title="T", to=[f"group:{name}"], text="x")
+        assert (r["op"], r["reason"], r["detail"].replace(name, "N")) == \
+            ("refused", "unknown_recipient", "no group 'N' in this workspace"), r
+        r = await alice.send(workspace=team.ws, conversation=f"group:{name}", topic="new", title="T",
+                             to=["researcher"], text="x")
+        assert (r["op"], r["reason"]) == ("refused", "unknown_conversation"), r
+    again = await alice.send(workspace=team.ws, conversation=cid, topic=first["message"]["topic"],
+                             to=["researcher"], text="still here")
+    assert again["op"] == "sent" and again["message"]["conversation"] == cid
+    conv = next(c for c in (await alice.call("list_conversations", workspace=team.ws))["conversations"] if c["id"] == cid)
+    assert set(conv["members"]) == {team.alice, ids["researcher"]}
+    assert (await alice.request("remove_group", workspace=team.ws, name="crew"))["code"] == "not_found", "gone already"

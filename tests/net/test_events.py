@@ -324,3 +324,40 @@ async def test_subscribe_takes_monitor_as_true_or_false(team):
         assert r["code"] == "bad_frame" and "monitor" in r["detail"], (bad, r)
     assert not team.gw.following.followers(team.ws)
     assert (await bob.request("subscribe", workspace=team.ws))["monitor"] is False, "left out: false"
+
+
+async def test_followers_are_told_whose_role_or_permissions_changed(team):
+    """docs/protocol.md: `members` carries `changed`, the members still there whose role or permissions changed
+    (a role given with `add_member`, through the organization, `set_permissions`), so a member list shows them as
+    they are; it is left out when nobody's did, and a change that changes nothing is not told."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    alice, bob = await team.person("alice"), await team.person("bob")
+    await alice.subscribe(team.ws)
+    await bob.subscribe(team.ws)
+    ids = {m["name"]: m["id"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+
+    await alice.call("add_member", workspace=team.ws, handle="bob", role="admin")
+    for who in (alice, bob):
+        ev = await _event(who, "members", timeout=3)
+        assert ev == {"op": "event", "kind": "members", "workspace": team.ws, "joined": [], "left": [],
+                      "changed": [ids["bob"]]}, ev
+    roles = {m["id"]: m["role"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
+    assert roles[ids["bob"]] == "admin", "the event says what list_members lists"
+
+    await bob.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True, can_message=["@bob"])
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["joined"], ev["left"], ev["changed"]) == ([], [], [ids["researcher"]])
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)  # as it was
+    await asyncio.sleep(0.5)
+    await _quiet(alice, "members")
+
+    team.admin(admin.add_org_member, "alice", "carol", "admin")  # through the organization: joins as admin
+    ev = await _event(alice, "members", timeout=3)
+    carol = ev["joined"][0]
+    assert (ev["left"], "changed" in ev) == ([], False), ev
+    team.admin(admin.add_org_member, "alice", "carol", "member")  # her organization role lowered: her row's too
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["joined"], ev["left"], ev["changed"]) == ([], [], [carol])
+    team.admin(admin.revoke_agent, "reviewer")  # gone, not changed
+    ev = await _event(alice, "members", timeout=3)
+    assert (ev["joined"], ev["left"], "changed" in ev) == ([], [ids["reviewer"]], False)

@@ -4,7 +4,7 @@ followers of their workspace and no one else, and a connection that goes leaves 
 import asyncio
 
 from ygg_server import admin
-from ygg_server.net.following import Following
+from ygg_server.net.following import Following, standing_of
 
 
 
@@ -34,19 +34,32 @@ def test_who_is_in_a_followed_workspace_is_kept_until_its_last_follower_goes():
     """`members` events tell each change once, against what was last read; a workspace nobody follows any more
     is forgotten, so following it again starts from what is read then."""
     f, a, b = Following(), _Conn(), _Conn()
-    assert f.moved("w1", frozenset({"x"})) is None, "not followed: nothing kept"
+    m = lambda *ids, **standing: {i: standing.get(i, "member") for i in ids}  # noqa: E731
+    assert f.moved("w1", m("x")) is None, "not followed: nothing kept"
     f.set(a, {"w1"}, set())
-    f.know("w1", frozenset({"x", "y"}))
+    f.know("w1", m("x", "y"))
     f.set(b, {"w1"}, set())
-    f.know("w1", frozenset({"x"}))  # (read before a change the next rescan tells: the first read stays)
-    assert f.moved("w1", frozenset({"x", "y"})) is None, "the same: nothing to tell"
-    assert f.moved("w1", frozenset({"x", "z"})) == (["z"], ["y"])
-    assert f.moved("w1", frozenset({"x", "z"})) is None, "told once"
+    f.know("w1", m("x"))  # (read before a change the next rescan tells: the first read stays)
+    assert f.moved("w1", m("x", "y")) is None, "the same: nothing to tell"
+    assert f.moved("w1", m("x", "z")) == (["z"], ["y"], [])
+    assert f.moved("w1", m("x", "z")) is None, "told once"
+    assert f.moved("w1", m("x", "z", "q", x="admin")) == (["q"], [], ["x"]), "a role or permission changed"
+    assert f.moved("w1", m("z", "q", x="admin", q="viewer")) == ([], ["x"], ["q"])
     f.set(a, set(), set())
-    assert f.moved("w1", frozenset({"x"})) == ([], ["z"]), "kept while b follows"
+    assert f.moved("w1", m("q", q="viewer")) == ([], ["z"], []), "kept while b follows"
     f.drop(b)
     f.set(a, {"w1"}, set())
-    assert f.moved("w1", frozenset({"q"})) is None, "forgotten with the last follower: a new first read"
+    assert f.moved("w1", m("q")) is None, "forgotten with the last follower: a new first read"
+
+
+def test_a_members_standing_compares_a_listed_row_with_a_read_one():
+    """`standing_of` takes `list_members`'s row (read as a connection subscribes) and the gateway's own read
+    (`queries.standing` of the columns) alike, so the first comparison tells no change that did not happen."""
+    from ygg_server.queries import standing
+
+    row = {"id": "agent.x", "kind": "agent", "name": "x", **standing("member", 1, 1, 0, '["human.a"]', None)}
+    assert standing_of(row) == standing_of(standing("member", True, 1, False, '["human.a"]', ""))
+    assert standing_of(row) != standing_of(standing("member", 1, 1, 0, None, None))
 
 
 async def test_events_reach_the_followers_of_their_workspace_and_a_closed_connection_leaves_nothing(team):

@@ -588,7 +588,8 @@ async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_gener
 
 async def test_followers_on_another_node_are_told_who_left_and_who_joined(server):
     """docs/protocol.md's `members`: every node rescans after a membership changes, so a follower connected to
-    node B hears of someone leaving through node A, and of an agent made there."""
+    node B hears of someone leaving through node A, of an agent made there, and whose role or permissions
+    changed (`changed`), wherever it was written."""
     other = await server.node()
     server.admin(admin.add_person, "alice", PW)
     server.admin(admin.add_person, "bob", PW)
@@ -610,6 +611,16 @@ async def test_followers_on_another_node_are_told_who_left_and_who_joined(server
     made = server.admin(admin.add_agent, "helper", "alice")  # by the operator (the admin CLI's connection)
     ev = await members()
     assert (ev["workspace"], ev["joined"], ev["left"]) == (ws, [made["id"]], [])
+    assert "changed" not in ev, "no role or permission changed"
+    await alice.call("set_permissions", workspace=ws, agent="helper", takes_from=["@alice"])  # through node B
+    ev = await members()
+    assert (ev["joined"], ev["left"], ev["changed"]) == ([], [], [made["id"]])
+    other_bob = await server.person("bob")  # added back on node A, then made admin there: told on node B
+    await alice.call("add_member", workspace=ws, handle="bob")
+    assert (await members())["joined"] == [other_bob.me["id"]]
+    await (await server.person("alice")).call("add_member", workspace=ws, handle="bob", role="admin")
+    ev = await members()
+    assert (ev["joined"], ev["left"], ev["changed"]) == ([], [], [other_bob.me["id"]])
 
 
 def test_two_owners_leaving_at_once_through_two_connections_leave_one_owner(pg_url):

@@ -42,6 +42,12 @@ async def test_admin_commands_and_queries_on_a_plain_connection(store, database)
         assert {m["name"] for m in members} == {"alice", "bob", "helper"}
         assert queries.balances(c, alice["id"], {"workspace": ws}) == {"pool": 9, "agents": {agent["id"]: 42}}
         assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"][0]["name"] == "crew"
+        assert admin.remove_group(c, "team", "crew") == {"id": "group:crew", "workspace": ws, "name": "crew",
+                                                         "removed": True}
+        assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"] == []
+        with pytest.raises(admin.AdminError) as e:
+            admin.remove_group(c, ws, "crew")
+        assert e.value.code == "unknown_group"
         assert [w["name"] for w in queries.list_workspaces(c, alice["id"], {})["workspaces"]] == \
             ["alice (personal)", "team"]
         assert admin.revoke_agent(c, "helper")["revoked"] is True
@@ -273,3 +279,35 @@ async def test_a_topics_state_is_stored_compactly_and_rows_stored_before_still_l
     r = await researcher.send(workspace=team.ws, topic=tid, type="inform", to=["reviewer"], text="after")
     assert r["op"] == "sent", r
     assert len(team.admin(db.load_topic, tid).recent) == 7, "the row stored before was loaded, then written anew"
+
+
+async def test_assignment_reads_an_agent_s_recent_history_on_both_stores(team, monkeypatch):
+    """Seed 003 §14 scores trust and speed from what an agent did; docs/rules.md: "of its last 200 wakes by a
+    request (among the last 20,000 deliveries), the share it answered". Three requests, two answered, all
+    acknowledged: trust (2 + 1)/(3 + 2), a response time, no load. Outside the recent rows nothing is known,
+    whatever the table holds (the history is never looked for through every delivery ever stored)."""
+    alice = await team.person("alice")
+    agent = await team.client(api_key=team.keys["researcher"])
+    rid = agent.me["id"]
+    first = await alice.send(workspace=team.ws, topic="new", title="Work", type="request", to=["researcher"],
+                             text="one")
+    for text in ("two", "three"):
+        await alice.send(workspace=team.ws, topic=first["message"]["topic"], type="request", to=["researcher"],
+                         text=text)
+    for i in range(3):
+        d = await agent.next_delivery(timeout=5)
+        if i < 2:
+            r = await agent.send(workspace=team.ws, topic=d["message"]["topic"], type="response",
+                                 in_reply_to=d["message"]["id"], to=["@alice"], text=f"answer {i}")
+            assert r["op"] == "sent", r
+        await agent.ack([d["id"]])
+    for _ in range(100):  # the acks are committed by the server's writer
+        f = team.admin(db.fitness, [rid])[rid]
+        if f.load == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert (f.load, f.trust) == (0, 3 / 5) and f.response_us is not None, f
+    monkeypatch.setattr(db, "RECENT_ROWS", 0)
+    f = team.admin(db.fitness, [rid])[rid]
+    assert (f.load, f.trust, f.response_us) == (0, None, None), f
+    assert team.admin(db.fitness, []) == {}

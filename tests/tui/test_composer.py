@@ -1,6 +1,10 @@
 """The composer: Enter sends, ctrl+j is a newline, type and state, @ and group: completion,
 new topics ask for a title, replies set in_reply_to, refusals show inline in words."""
 
+import asyncio
+
+import pytest
+
 from ygg_server import admin
 
 from ygg_tui.words import REFUSALS
@@ -121,3 +125,66 @@ def test_every_refusal_has_words():
     for reason in ("topic_required", "title_required", "topic_limit", "topic_closed", "credits_exhausted",
                    "unknown_recipient", "permission_denied", "plan_limit", "unknown_conversation", "unknown_topic"):
         assert REFUSALS[reason].endswith(".") and "_" not in REFUSALS[reason]
+
+
+def _burst(app, keys: list[str]) -> None:
+    """Keys arriving together, as a fast typist, a paste or a slow link delivers them: no wait between them."""
+    from textual import events
+
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+async def test_keys_arriving_together_keep_their_order(team):
+    """Enter and ctrl+j are priority bindings, run as the app reads the key, while typed characters wait in the
+    text box's queue: a burst "h", "i", Enter sent only what the box held before it and lost the rest."""
+    researcher = await team.agent("researcher")
+    alice2 = await team.person("alice")
+    sent = await open_topic(team, alice2, "researcher", "Bursts", "Type fast")
+    await researcher.ack([(await researcher.next_delivery(timeout=5))["id"]])
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        c = main.composer
+        main.open_topic(sent["message"]["conversation"], sent["message"]["topic"])
+        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the topic open")
+        c.area.focus()
+        await pilot.press("h")
+        _burst(app, [*"ello", "ctrl+j", *"there"])
+        await wait_for(pilot, lambda: len(c.text) >= len("hello\nthere"), what="the burst typed")
+        assert c.text == "hello\nthere"
+        _burst(app, [*" @researcher", "enter"])
+        await wait_for(pilot, lambda: c.text == "", what="sent")
+        d = await researcher.next_delivery(timeout=5)
+        assert d["message"]["text"] == "hello\nthere @researcher"
+
+
+async def test_the_text_leaves_at_once_and_comes_back_when_refused(team):
+    """As in any chat app: Enter empties the box before the server answers, so what is typed meanwhile stays
+    and a second Enter sends nothing again; a refused message comes back, in front of what was typed since."""
+    researcher = await team.agent("researcher")
+    alice2 = await team.person("alice")
+    sent = await open_topic(team, alice2, "researcher", "Quick", "Type ahead")
+    await researcher.ack([(await researcher.next_delivery(timeout=5))["id"]])
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        c = main.composer
+        main.open_topic(sent["message"]["conversation"], sent["message"]["topic"])
+        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the topic open")
+        c.area.focus()
+        await pilot.press(*"@researcher first")
+        _burst(app, ["enter", "enter", *"next one"])  # typed while the first is on its way
+        d = await researcher.next_delivery(timeout=5)
+        assert d["message"]["text"] == "@researcher first"
+        await wait_for(pilot, lambda: c.text == "next one", what="what was typed meanwhile, kept")
+        with pytest.raises(asyncio.TimeoutError):
+            await researcher.next_delivery(timeout=0.5)  # the second Enter sent nothing
+        # refused: an agent the workspace does not have; the text is back, before what was typed since
+        c.area.load_text("")
+        await pilot.press(*"@nobody hello")
+        _burst(app, ["enter", *"PS"])
+        await wait_for(pilot, lambda: c.query_one("#refusal").display, what="the refusal")
+        await wait_for(pilot, lambda: c.text == "@nobody hello\nPS", what="the refused text back in front")

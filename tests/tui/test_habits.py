@@ -94,3 +94,34 @@ async def test_theme_and_keymap_from_config(team):
         # choosing a theme from the palette saves it in the config file
         app.set_theme("ygg-mono")
         assert 'theme = "ygg-mono"' in cfg.config_path.read_text()
+
+
+async def test_the_bell_rings_when_a_message_wakes_you_elsewhere(team, monkeypatch):
+    """As irssi or weechat ring on a highlight: a request to you, outside the topic on screen, rings the terminal's
+    bell (once a second at most); what only reaches you as context, or arrives in the topic you read, does not;
+    `bell = false` in config.toml turns it off."""
+    app = team.app()
+    rang = []
+    monkeypatch.setattr(app, "bell", lambda: rang.append(1))
+    bob = await team.person("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        asked = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Your call",
+                               type="request", to=["@alice"], text="can you decide?")
+        await wait_for(pilot, lambda: app.store.unread_by_thread.get(asked["message"]["topic"]), what="delivered")
+        assert rang == [1]
+        await bob.send(workspace=team.ws, conversation="general", topic="new", title="FYI", type="inform",
+                       text="just so you know")  # to nobody: context for alice, no wake
+        await wait_for(pilot, lambda: len(app.store.unread) == 2, what="the second delivered")
+        main.open_topic(asked["message"]["conversation"], asked["message"]["topic"])
+        app._rang = float("-inf")
+        await bob.send(workspace=team.ws, conversation="general", topic=asked["message"]["topic"], type="request",
+                       to=["@alice"], text="and this too?")  # in the topic on screen
+        await wait_text(pilot, "and this too?")
+        assert rang == [1]
+        app.config.bell = False
+        await bob.send(workspace=team.ws, conversation="general", topic="new", title="Muted", type="request",
+                       to=["@alice"], text="anyone?")
+        await wait_for(pilot, lambda: any(t.get("title") == "Muted" for t in app.store.topics.values()), what="muted")
+        await pilot.pause()
+        assert rang == [1]

@@ -7,7 +7,7 @@ import websockets
 
 from ygg_server.core import general_id
 
-from ygg_tui.screens.dialogs import FormScreen, ShownOnce
+from ygg_tui.screens.dialogs import ConfirmScreen, FormScreen, ShownOnce
 
 from .conftest import SIZE, open_topic, ready, wait_for
 from .test_manage import _palette
@@ -107,3 +107,36 @@ async def test_an_owner_makes_a_group_and_changes_its_members(team):
         await ready(pilot)
         assert bob.store.group_names(team.ws) == ["pair"], "known from sign-in (list_groups)"
         assert "Groups of team" not in titles(bob) and "Groups of bob (personal)" in titles(bob), "his own only"
+
+
+async def test_an_owner_removes_a_group_by_emptying_its_list_after_a_yes(team):
+    """docs/protocol.md, `remove_group`: a group's list emptied in "Groups of team" asks, then removes it; the
+    composer no longer offers it, and a group conversation already held stays in the sidebar (its members kept)."""
+    alice = await team.person("alice")
+    await alice.call("add_group", workspace=team.ws, name="pair", members=["researcher", "reviewer"])
+    await alice.call("add_group", workspace=team.ws, name="solo", members=["researcher"])
+    held = await alice.send(workspace=team.ws, conversation="group:pair", topic="new", title="Pair",
+                            to=["group:pair"], text="to the pair")
+    cid = held["message"]["conversation"]
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert app.store.group_names(team.ws) == ["pair", "solo"]
+        await _palette(pilot, "groups of team", FormScreen)
+        await fill(pilot, g0="")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked first")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="no: kept")
+        assert app.store.group_names(team.ws) == ["pair", "solo"]
+        await _palette(pilot, "groups of team", FormScreen)
+        await fill(pilot, g0="")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="asked again")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: told(app, "Removed group:pair from team"), what="removed")
+        assert app.store.group_names(team.ws) == ["solo"]
+        assert ("group:pair", "group") not in main._candidates() and ("group:solo", "group") in main._candidates()
+        assert cid in app.store.workspaces[team.ws].conversations, "its conversation stays"
+    assert (await alice.call("list_groups", workspace=team.ws))["groups"] == [
+        {"name": "solo", "members": [team.ids["researcher"]]}]
+    r = await alice.send(workspace=team.ws, topic="new", title="Gone", to=["group:pair"], text="x")
+    assert r["op"] == "refused" and r["reason"] == "unknown_recipient"

@@ -140,3 +140,29 @@ async def test_who_joins_and_leaves_shows_live_in_the_member_list(team):
         assert ("@nova", "agent") in main._candidates()
         assert app.store.workspaces[team.ws].members[nova["id"]]["name"] == "nova"
         await wait_for(pilot, lambda: any(n.message == "nova joined team." for n in app._notifications), what="told")
+
+
+async def test_a_role_or_permission_changed_elsewhere_shows_live(team):
+    """docs/protocol.md's `members`, `changed`: bob, looking at team, is made admin by alice elsewhere: his row in
+    the right panel says admin, a notice says so, and the palette offers him what an admin manages (and no more
+    once he is a member again); an agent's permissions changed elsewhere are what the member list holds."""
+    from .test_manage_forms import titles
+
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        panel = main.query_one(ParticipantsPanel)
+        w = app.store.workspaces[team.ws]
+        assert "@bob  member" in str(panel.render()) and "Groups of team" not in titles(app)
+        alice = await team.person("alice")
+        await alice.call("add_member", workspace=team.ws, handle="bob", role="admin")
+        await wait_for(pilot, lambda: "@bob  admin" in str(panel.render()), what="bob's row says admin", timeout=5)
+        assert w.role == "admin" and "Groups of team" in titles(app)
+        await wait_for(pilot, lambda: any(n.message == "Roles or permissions changed in team: @bob is admin."
+                                          for n in app._notifications), what="told")
+        await alice.call("set_permissions", workspace=team.ws, agent="researcher", receive=False)
+        await wait_for(pilot, lambda: w.members[team.ids["researcher"]]["receive"] is False, what="receive off",
+                       timeout=5)
+        await alice.call("add_member", workspace=team.ws, handle="bob", role="member")
+        await wait_for(pilot, lambda: "@bob  member" in str(panel.render()), what="a member again", timeout=5)
+        assert w.role == "member" and "Groups of team" not in titles(app)

@@ -5,22 +5,30 @@ monitor permission, monitors it (every message). Each event goes to the connecti
 here, so fanning a batch out, or telling of someone who came, costs what it reaches, not how many
 connections are open (a server of many small teams has many connections, few in any one workspace).
 `Conn.follows` and `Conn.monitors` are kept as each connection's own view; they change only through `set`.
-Who is in each followed workspace, as last read, is kept here too (`moved`), so its followers can be told
-who joined and who left; it is forgotten with the workspace's last follower.
+Who is in each followed workspace, with their role and permissions, as last read, is kept here too (`moved`),
+so its followers can be told who joined, who left and whose standing changed; it is forgotten with the
+workspace's last follower.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..queries import STANDING
+
 _NONE: frozenset = frozenset()
+
+
+def standing_of(member: dict) -> tuple:
+    """A member's role and permissions (a `list_members` row, or `queries.standing`), comparable."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in (member[k] for k in STANDING))
 
 
 class Following:
     def __init__(self) -> None:
         self._follows: dict[str, set[Any]] = {}  # workspace -> the connections following it
         self._monitors: dict[str, set[Any]] = {}  # workspace -> the connections monitoring it
-        self._members: dict[str, frozenset[str]] = {}  # followed workspace -> its members, as last read
+        self._members: dict[str, dict[str, tuple]] = {}  # followed workspace -> {member: standing}, as last read
 
     def set(self, conn: Any, follows: set[str], monitors: set[str]) -> None:
         """`conn` follows exactly `follows` and monitors exactly `monitors` from now on."""
@@ -35,20 +43,23 @@ class Following:
         """`conn` went: it follows nothing."""
         self.set(conn, set(), set())
 
-    def know(self, ws: str, members: frozenset[str]) -> None:
-        """Who is in `ws`, read as a connection began to follow it (kept if it was known already)."""
+    def know(self, ws: str, members: dict[str, tuple]) -> None:
+        """Who is in `ws` ({id: `standing_of`}), read as a connection began to follow it (kept if it was known
+        already)."""
         if ws in self._follows:
             self._members.setdefault(ws, members)
 
-    def moved(self, ws: str, members: frozenset[str]) -> tuple[list[str], list[str]] | None:
-        """`members` are in followed `ws` now: (joined, left) since they were last read, or None (the same,
-        or not known before: nothing to tell)."""
+    def moved(self, ws: str, members: dict[str, tuple]) -> tuple[list[str], list[str], list[str]] | None:
+        """`members` ({id: `standing_of`}) are in followed `ws` now: (joined, left, changed: those in it before
+        and now whose role or permissions differ) since they were last read, or None (the same, or not known
+        before: nothing to tell)."""
         if ws not in self._follows:
             return None
         before, self._members[ws] = self._members.get(ws), members
         if before is None or before == members:
             return None
-        return sorted(members - before), sorted(before - members)
+        changed = sorted(p for p, was in before.items() if p in members and members[p] != was)
+        return sorted(members.keys() - before.keys()), sorted(before.keys() - members.keys()), changed
 
     def followers(self, ws: str) -> Iterable[Any]:
         return self._follows.get(ws, _NONE)

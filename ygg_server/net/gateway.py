@@ -27,7 +27,7 @@ from ..engine import Engine, Published
 from ..engine_process import WriterGone
 from ..store import sqlite as db
 from .inbox import Inbox, Item
-from .following import Following
+from .following import Following, standing_of
 from .issuer import Issuer, elide
 from .transport import Deflate, HeardConnection, send_texts
 
@@ -597,7 +597,8 @@ class Gateway:
         if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
             return None
         self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if monitor else set()))
-        self.following.know(ws, frozenset(m["id"] for m in listed["members"]))  # what `members` events tell against
+        # what `members` events tell against
+        self.following.know(ws, {m["id"]: standing_of(m) for m in listed["members"]})
         # a change committed since the checks above may have been rescanned before this connection followed (that
         # rescan passed it by): its access is read again now that it follows, as a rescan reads it (a narrowing is
         # told as one), and it is answered as it now follows
@@ -691,7 +692,7 @@ class Gateway:
         if not isinstance(ws, str):
             return protocol.error(ref, "bad_frame", "join_workspace needs workspace")
         try:
-            out = await self.manage(admin.join_workspace, ws, conn.participant)
+            out = await self.manage(admin.join_workspace, ws, conn.participant, True)  # (by id only)
         except admin.AdminError as e:
             if e.code == "unknown_workspace":
                 raise queries.NotFound from None
@@ -815,6 +816,23 @@ class Gateway:
             return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
         out = await self.manage(admin.add_group, ws, name, members)
         return {"op": "add_group", "ref": ref, **out}
+
+    async def _op_remove_group(self, conn: Conn, ref, frame) -> dict:
+        """A workspace's owners and admins remove one of its groups; a group that does not exist is `not_found`,
+        exactly as one in a workspace one is not in."""
+        self._person_only(conn)
+        ws, name = frame.get("workspace"), frame.get("name")
+        if not isinstance(ws, str) or not isinstance(name, str):
+            return protocol.error(ref, "bad_frame", "remove_group needs workspace and name")
+        if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
+            return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
+        try:
+            out = await self.manage(admin.remove_group, ws, name)
+        except admin.AdminError as e:
+            if e.code == "unknown_group":
+                raise queries.NotFound from None
+            raise
+        return {"op": "remove_group", "ref": ref, **out}
 
     async def _op_set_budget(self, conn: Conn, ref, frame) -> dict:
         ws, topic, budget = frame.get("workspace"), frame.get("topic"), frame.get("budget")
@@ -975,7 +993,8 @@ class Gateway:
 
     async def _members_moved(self) -> None:
         """Who is in each workspace followed here, read again: its followers are told who joined and who left
-        since the last read (`members`): someone added or gone, an agent made or revoked, a restriction."""
+        since the last read (`members`): someone added or gone, an agent made or revoked, a restriction; and whose
+        role or permissions changed (`changed`, when any did)."""
         followed = list(self.following.followed())
         if not followed:
             return
@@ -983,6 +1002,8 @@ class Gateway:
             moved = self.following.moved(ws, members) if members else None  # (none: deleted; workspace_gone says)
             if moved is not None:
                 ev = {"op": "event", "kind": "members", "workspace": ws, "joined": moved[0], "left": moved[1]}
+                if moved[2]:
+                    ev["changed"] = moved[2]
                 for c in self.following.followers(ws):
                     c.push(ev)
 
@@ -1088,15 +1109,17 @@ def _access(conn: sqlite3.Connection, pids: list[str]) -> dict[str, dict[str, tu
     return out
 
 
-def _members(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, frozenset[str]]:
-    """For each workspace, who is in it, as `list_members` lists them (a revoked agent is not)."""
-    out: dict[str, set[str]] = {ws: set() for ws in workspaces}
-    rows = _chunks(conn, """SELECT m.workspace, m.participant FROM memberships m
-                            LEFT JOIN agents a ON a.id = m.participant
-                            WHERE m.workspace IN ({}) AND coalesce(a.revoked, 0) = 0""", workspaces)
-    for ws, pid in rows:
-        out[ws].add(pid)
-    return {ws: frozenset(ids) for ws, ids in out.items()}
+def _members(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, dict[str, tuple]]:
+    """For each workspace, who is in it with their role and permissions, as `list_members` lists them (a revoked
+    agent is not): {workspace: {id: `following.standing_of`}}."""
+    out: dict[str, dict[str, tuple]] = {ws: {} for ws in workspaces}
+    cols = ", ".join(f"m.{c}" for c in queries.STANDING)
+    rows = _chunks(conn, f"""SELECT m.workspace, m.participant, {cols} FROM memberships m
+                             LEFT JOIN agents a ON a.id = m.participant
+                             WHERE m.workspace IN ({{}}) AND coalesce(a.revoked, 0) = 0""", workspaces)
+    for ws, pid, *rest in rows:
+        out[ws][pid] = standing_of(queries.standing(*rest))
+    return out
 
 
 def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:

@@ -276,7 +276,7 @@ class MainScreen(ManageActions, Screen):
             self._dirty |= {"sidebar", "topics"}
         if ch.balances:
             self._dirty |= {"participants", "sidebar"}
-        if ch.members:  # (who left is gone from the list; who joined comes with App._members_moved)
+        if ch.members:  # (who left is gone from the list; who joined or changed comes with App._members_moved)
             self._dirty.add("participants")
         if ch.conversations:
             self._dirty.add("sidebar")
@@ -495,12 +495,12 @@ class MainScreen(ManageActions, Screen):
         c = self.composer
         if self.conversation is None or self.workspace is None:
             c.show_refusal("unknown_conversation")
-            return
+            return False
         try:
             change = rulebook.parse(text)
         except rulebook.Usage as e:
             c.show_refusal("bad_rulebook", str(e))
-            return
+            return False
         where = {"workspace": self.workspace, "conversation": self.conversation}
         try:
             if change == "show":
@@ -509,11 +509,11 @@ class MainScreen(ManageActions, Screen):
                 reply = await self.app.session.call("set_rulebook", rulebook=change, **where)
         except Refused as e:
             c.show_refusal(e.reason, e.frame.get("detail", ""))
-            return
-        c.clear()
-        c.hide_refusal()
+            return False
+        c.done()
         title = "This conversation's rulebook" + ("" if change == "show" else " (saved)")
         self.app.notify(rulebook.describe(reply), title=title, timeout=8)
+        return True
 
     @on(Submit)
     def _submit(self, event: Submit) -> None:
@@ -521,15 +521,23 @@ class MainScreen(ManageActions, Screen):
 
     @work(group="send", exit_on_error=False)
     async def send(self, text: str) -> None:
+        """`text` has left the composer (`Composer.submit`): a refusal, a cancelled title or a lost connection
+        puts it back in front."""
         c = self.composer
-        if rulebook.is_command(text):
-            await self._rulebook(text)
-            return
+        done = False
+        try:
+            done = await (self._rulebook(text) if rulebook.is_command(text) else self._send(text))
+        finally:
+            if not done:
+                c.give_back(text)
+
+    async def _send(self, text: str) -> bool:
+        c = self.composer
         direct = self.pending_direct
         conversation = f"dm:{direct}" if direct else self.conversation
         if conversation is None or self.workspace is None:
             c.show_refusal("unknown_conversation")
-            return
+            return False
         new = c.new_topic or self.topic is None or bool(direct)
         fields = {"workspace": self.workspace, "conversation": conversation, "type": c.mtype, "text": text}
         if new:
@@ -538,7 +546,7 @@ class MainScreen(ManageActions, Screen):
             title = await self.app.push_screen_wait(TitlePrompt(" ".join(words)[:60]))
             if title is None:
                 c.area.focus()
-                return
+                return False
             fields.update(topic="new", title=title)
         else:
             fields["topic"] = self.topic
@@ -552,7 +560,7 @@ class MainScreen(ManageActions, Screen):
         reply = await self.app.session.send(**fields)
         if reply.get("op") == "sent":
             ch = self.store.apply_sent(reply)
-            c.clear()
+            c.done()
             cid = reply["message"]["conversation"]
             if self.store.conversation(cid) is None:
                 await self.app.session.reload_conversations(self.workspace)
@@ -561,5 +569,6 @@ class MainScreen(ManageActions, Screen):
                 self.open_conversation(cid, reply["message"]["topic"])
             self.app.apply_change(ch)
             c.area.focus()
-        else:
-            c.show_refusal(reply.get("reason") or reply.get("code"), reply.get("detail", ""))
+            return True
+        c.show_refusal(reply.get("reason") or reply.get("code"), reply.get("detail", ""))
+        return False

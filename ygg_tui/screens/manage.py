@@ -295,7 +295,8 @@ class ManageActions:
     @work(group="manage", exit_on_error=False)
     async def edit_groups(self, ws: str) -> None:
         """Seed 000: "Agents can be gathered in groups (group:<name>) to address several at once": a workspace's
-        owners and admins make one, or add and remove members (each group's list, as written in a send's `to`)."""
+        owners and admins make one, add and remove members (each group's list, as written in a send's `to`), or
+        remove a group (its list emptied, then a yes: `remove_group`)."""
         w = self.store.workspaces[ws]
         groups = await self._ask("list_groups", workspace=ws)
         if groups is None:
@@ -307,7 +308,7 @@ class ManageActions:
         fields += [Field("new", "New group: its name", placeholder="e.g. reviewers"),
                    Field("new_members", "Its members", placeholder=WHO)]
         got = await self._form(f"Groups of {w.name}", fields, "Save", "Address a group as group:NAME; change a list "
-                               "to add or remove members.")
+                               "to add or remove members, empty it to remove the group.")
         if got is None:
             return
         changed = [(name, got[k]) for k, (name, members) in shown.items() if got[k] != members]
@@ -316,8 +317,19 @@ class ManageActions:
         if not changed:
             self.notify("Nothing changed.", timeout=2)
         for name, members in changed:
+            if not members.strip() and name in w.groups:
+                await self._remove_group(w, name)
+                continue
             reply = await self._ask("add_group", workspace=ws, name=name,
                                     members=[r.strip() for r in members.split(",") if r.strip()])
             if reply:
                 w.groups[reply["name"]] = reply["members"]
                 self.notify(f"Saved group:{name} in {w.name}: write to it as group:{name}.")
+
+    async def _remove_group(self, w, name: str) -> None:
+        if not await self._sure(f"Remove group:{name} from {w.name}?", f"group:{name} can no longer be written to "
+                                "or addressed. A conversation already held there stays, with its members.", "Remove"):
+            return
+        if await self._ask("remove_group", workspace=w.id, name=name):
+            w.groups.pop(name, None)
+            self.notify(f"Removed group:{name} from {w.name}.")

@@ -54,18 +54,31 @@ class ComposerArea(TextArea):
     class Navigate(Message):
         delta: int
 
+    # The three key actions are priority bindings: they run as the app reads the key, while the characters typed
+    # before it still wait in this box's queue (a fast typist, a paste, a slow link deliver keys together). Each
+    # runs from that queue instead (`call_later`), after them: else a burst "hi", Enter sent what the box held
+    # before the burst and lost the rest, and ctrl+j put its newline ahead of the characters before it.
     def action_submit(self) -> None:
+        self.call_later(self._submit)
+
+    def action_newline(self) -> None:
+        self.call_later(self._newline)
+
+    def action_complete(self) -> None:
+        self.call_later(self._complete)
+
+    def _submit(self) -> None:
         composer = self._composer()
         if composer is not None and composer.completing:
             composer.accept_completion()
             return
         composer.submit() if composer is not None else None
 
-    def action_newline(self) -> None:
+    def _newline(self) -> None:
         start, end = self.selection
         self._replace_via_keyboard("\n", start, end)
 
-    def action_complete(self) -> None:
+    def _complete(self) -> None:
         composer = self._composer()
         if composer is not None and composer.completing:
             composer.accept_completion()
@@ -140,6 +153,26 @@ class Composer(Vertical):
 
     def clear(self) -> None:
         self.area.load_text("")
+        self.done()
+
+    def take(self, text: str) -> None:
+        """`text` is being sent: out of the box, keeping whatever was typed after it."""
+        if self.text.startswith(text):
+            self._set_text(self.text[len(text):].lstrip("\n"))
+
+    def give_back(self, text: str) -> None:
+        """`text` was not sent: back in front of whatever was typed since."""
+        if not self.is_attached:  # (the screen went away with the send)
+            return
+        rest = self.text
+        self._set_text(text + ("\n" + rest if rest else ""))
+
+    def _set_text(self, text: str) -> None:
+        self.area.load_text(text)
+        self.area.move_cursor(self.area.document.end)
+
+    def done(self) -> None:
+        """A message went out: the reply, new topic and response type it used are spent."""
         self.reply_to = None
         self.new_topic = False
         if self.mtype == "response":
@@ -227,9 +260,12 @@ class Composer(Vertical):
     # --- sending ---
 
     def submit(self) -> None:
+        """The text leaves the box at once, as in any chat app: what is typed meanwhile stays, and a second Enter
+        does not send it again. The screen gives it back (`give_back`) if it is not sent."""
         text = self.text
         if not text.strip():
             return
+        self.take(text)
         self.post_message(Submit(text))
 
     # --- completion ---

@@ -1,0 +1,74 @@
+"""Deleting a workspace on SQLite: everything in it goes, nothing of another workspace does, and no statement
+reads every workspace's messages or topics (the admin connection holds the write lock meanwhile, so every
+batch of every workspace waits for it: 300,000 messages elsewhere once made that half a second)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ygg_server import admin
+from ygg_server.store import sqlite as db
+
+COUNTED = ("messages", "topics", "conversations", "memberships", "wallets", "ledger")
+
+
+def counts(conn: sqlite3.Connection, ws: str) -> dict[str, int]:
+    out = {t: conn.execute(f"SELECT count(*) FROM {t} WHERE workspace = ?", (ws,)).fetchone()[0] for t in COUNTED}
+    out["deliveries"] = conn.execute("SELECT count(*) FROM deliveries d JOIN messages m ON m.seq = d.message_seq "
+                                     "WHERE m.workspace = ?", (ws,)).fetchone()[0]
+    return out
+
+
+async def test_a_deleted_workspace_leaves_nothing_and_takes_nothing_else(team):
+    """Seed 003 §66: "deleting the workspace" is its owner's. Its messages, topics, conversations (a channel, a
+    direct one, a group's), deliveries, wallets and ledger go; the other workspace's stay whole."""
+    alice = await team.person("alice")
+    other = team.admin(admin.add_workspace, "other", "alice")["id"]
+    team.admin(admin.add_group, team.ws, "crew", ["researcher"])
+    for ws in (team.ws, other):
+        t = await alice.send(workspace=ws, topic="new", title="T", type="request", to=["researcher"], text=f"in {ws}")
+        assert t["op"] == "sent", t
+        for conversation in ("dm:researcher", *(["group:crew"] if ws == team.ws else [])):
+            r = await alice.send(workspace=ws, conversation=conversation, topic="new", title="D", type="request",
+                                 to=["researcher"], text="aside")
+            assert r["op"] == "sent", r
+    agent = await team.client(api_key=team.keys["researcher"])
+    d = await agent.next_delivery(timeout=5)
+    r = await agent.send(workspace=d["message"]["workspace"], topic=d["message"]["topic"], type="response",
+                         in_reply_to=d["message"]["id"], to=["@alice"], text="answered")
+    assert r["op"] == "sent", r
+    conn = db.connect(team.path)
+    try:
+        before = counts(conn, other)
+        assert all(before[t] for t in ("messages", "topics", "conversations", "deliveries"))
+        assert all(counts(conn, team.ws)[t] for t in ("messages", "topics", "conversations", "deliveries"))
+        admin.delete_workspace(conn, team.ws)
+        assert counts(conn, team.ws) == dict.fromkeys([*COUNTED, "deliveries"], 0)
+        assert counts(conn, other) == before
+        assert conn.execute("SELECT count(*) FROM deliveries WHERE message_seq NOT IN (SELECT seq FROM messages)"
+                            ).fetchone() == (0,)
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+def test_deleting_reads_only_the_workspace_s_own_messages_and_topics(tmp_path):
+    """Every statement of `admin.delete_workspace` finds the messages and topics through an index (the
+    workspace's conversations), never by reading the whole table: EXPLAIN QUERY PLAN of each says so."""
+    conn = db.connect(db.db_path(tmp_path))
+    admin.add_person(conn, "alice", "pw-" + "x" * 8)
+    ws = admin.add_workspace(conn, "doomed", "alice")["id"]
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    admin.delete_workspace(conn, ws)
+    conn.set_trace_callback(None)
+    scans = []
+    for sql in statements:
+        if not sql.lstrip().upper().startswith(("DELETE", "INSERT")):
+            continue
+        for row in conn.execute("EXPLAIN QUERY PLAN " + sql.replace(f"'{ws}'", "?"), *([(ws,)] if "?" in
+                                sql.replace(f"'{ws}'", "?") else [])):
+            if row[3].startswith(("SCAN messages", "SCAN topics", "SCAN m ", "SCAN t ")):
+                scans.append((sql, row[3]))
+    assert statements and not scans, scans
+    conn.close()
