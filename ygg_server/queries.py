@@ -271,7 +271,7 @@ def topic_obj(t) -> dict:
 def list_topics(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
-    sql, args = "SELECT conversation, state FROM topics WHERE workspace = ?", [ws]
+    sql, args = f"SELECT conversation, state FROM topics WHERE {db.IN_WORKSPACE}", [ws]  # (no read of all topics)
     if f.get("conversation") is not None:
         sql += " AND conversation = ?"
         args.append(_conversation(conn, ws, f.get("conversation"), pid, monitor))

@@ -6,6 +6,7 @@ an agent's key (a new one, or revoked), a topic's budget, a workspace's groups."
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -36,6 +37,16 @@ def _managing(store, main, w) -> list[tuple[str, object, str]]:
 
 
 class YggCommands(Provider):
+    async def startup(self) -> None:
+        """What one may join changes elsewhere too (one leaves a workspace from another device): asked again as
+        the palette opens, briefly (a server away keeps what was known)."""
+        session = getattr(self.app, "session", None)
+        if session is not None and getattr(self.app, "connected", False):
+            try:
+                await asyncio.wait_for(session.load_joinable(), 2)
+            except Exception:  # (away, or slow: the list as it was)
+                pass
+
     def _commands(self) -> list[tuple[str, object, str]]:
         app = self.app
         store = getattr(app, "store", None)

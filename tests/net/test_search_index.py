@@ -218,8 +218,9 @@ async def test_an_idle_writer_indexes_in_small_chunks_of_its_own(team, monkeypat
 
 @pytest.mark.parametrize("writer", ["process"])
 async def test_the_writer_process_indexes_while_idle_too(team, writer):
-    """The same in the writer's own process (`serve`): right after a send, no batch has indexed it (a batch
-    indexes only past 2,000 rows or 2 s), yet it is indexed within moments, with no command after it."""
+    """docs/architecture.md: "The writer indexes when no command waits", in its own process too (`serve`): right
+    after a send, no batch has indexed it (a batch indexes only past 2,000 rows or 2 s), yet it is indexed within
+    moments, with no command after it."""
     from ygg_server.engine_process import EngineProcess
     assert isinstance(team.gw.engine, EngineProcess)
     alice = await team.person("alice")

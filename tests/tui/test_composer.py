@@ -2,6 +2,7 @@
 new topics ask for a title, replies set in_reply_to, refusals show inline in words."""
 
 import asyncio
+from contextlib import asynccontextmanager
 
 import pytest
 
@@ -137,20 +138,27 @@ def _burst(app, keys: list[str]) -> None:
         app._driver.send_message(event)
 
 
-async def test_keys_arriving_together_keep_their_order(team):
-    """Enter and ctrl+j are priority bindings, run as the app reads the key, while typed characters wait in the
-    text box's queue: a burst "h", "i", Enter sent only what the box held before it and lost the rest."""
+@asynccontextmanager
+async def _composing(team, title: str):
+    """alice's TUI on a topic of hers with the researcher, the composer focused: (pilot, composer, researcher)."""
     researcher = await team.agent("researcher")
     alice2 = await team.person("alice")
-    sent = await open_topic(team, alice2, "researcher", "Bursts", "Type fast")
+    sent = await open_topic(team, alice2, "researcher", title, "Start")
     await researcher.ack([(await researcher.next_delivery(timeout=5))["id"]])
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
         main = await ready(pilot)
-        c = main.composer
         main.open_topic(sent["message"]["conversation"], sent["message"]["topic"])
         await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the topic open")
-        c.area.focus()
+        main.composer.area.focus()
+        yield pilot, main.composer, researcher
+
+
+async def test_keys_arriving_together_keep_their_order(team):
+    """Enter and ctrl+j are priority bindings, run as the app reads the key, while typed characters wait in the
+    text box's queue: a burst "h", "i", Enter sent only what the box held before it and lost the rest."""
+    async with _composing(team, "Bursts") as (pilot, c, researcher):
+        app = pilot.app
         await pilot.press("h")
         _burst(app, [*"ello", "ctrl+j", *"there"])
         await wait_for(pilot, lambda: len(c.text) >= len("hello\nthere"), what="the burst typed")
@@ -164,17 +172,8 @@ async def test_keys_arriving_together_keep_their_order(team):
 async def test_the_text_leaves_at_once_and_comes_back_when_refused(team):
     """As in any chat app: Enter empties the box before the server answers, so what is typed meanwhile stays
     and a second Enter sends nothing again; a refused message comes back, in front of what was typed since."""
-    researcher = await team.agent("researcher")
-    alice2 = await team.person("alice")
-    sent = await open_topic(team, alice2, "researcher", "Quick", "Type ahead")
-    await researcher.ack([(await researcher.next_delivery(timeout=5))["id"]])
-    app = team.app()
-    async with app.run_test(size=SIZE) as pilot:
-        main = await ready(pilot)
-        c = main.composer
-        main.open_topic(sent["message"]["conversation"], sent["message"]["topic"])
-        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"], what="the topic open")
-        c.area.focus()
+    async with _composing(team, "Quick") as (pilot, c, researcher):
+        app = pilot.app
         await pilot.press(*"@researcher first")
         _burst(app, ["enter", "enter", *"next one"])  # typed while the first is on its way
         d = await researcher.next_delivery(timeout=5)

@@ -174,6 +174,22 @@ async def test_a_member_joins_again_from_the_palette_a_workspace_of_their_organi
     assert team.ws in {w["id"] for w in (await bob.call("list_workspaces"))["workspaces"]}
 
 
+async def test_a_workspace_left_from_another_device_is_offered_when_the_palette_opens(team):
+    """docs/protocol.md, `list_joinable`: "the workspaces of one's organizations that one could join". One left
+    from another device while the TUI runs is offered to join again the next time the palette opens."""
+    org = team.server.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]
+    team.server.admin(admin.add_org_member, org, "bob")
+    app = team.app("bob")
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert not [t for t in titles(app) if t.startswith("Join workspace")]
+        phone = await team.person("bob")
+        assert (await phone.call("leave_workspace", workspace=team.ws))["left"] == [team.ws]
+        await wait_for(pilot, lambda: team.ws not in app.store.workspaces, what="team gone here too")
+        await _palette(pilot, "join workspace team", type(main))
+        await wait_for(pilot, lambda: team.ws in app.store.workspaces, what="team joined again")
+
+
 async def test_a_person_makes_an_agent_and_is_shown_its_key_once(team):
     """Seed 002: agents belong to a person, names unique per owner, one key each; seed 003 §19: an agent is in
     every workspace of its owner unless pinned. The key works at once; a taken name is refused in words."""
