@@ -54,11 +54,14 @@ def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
     return row[0]
 
 
-def workspace(conn: sqlite3.Connection, ref: str) -> str:
-    """A workspace by id, else by a name only one workspace has (a name is anyone's to choose: one that
-    spells another workspace's id never stands for it, nor in its way)."""
-    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?", (ref,)).fetchall() or \
-        conn.execute("SELECT id FROM workspaces WHERE name = ?", (ref,)).fetchall()
+def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE", names: bool = True) -> str:
+    """A workspace by id, else (`names`) by a name only one workspace has (a name is anyone's to choose: one that
+    spells another workspace's id never stands for it, nor in its way). On PostgreSQL its row is held until the
+    commit (`reach.locking`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops
+    writing there, and an op that comes during a delete finds the workspace gone."""
+    lock = reach.locking(conn, lock)
+    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall() or \
+        (conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,)).fetchall() if names else [])
     if len(rows) != 1:
         raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else f"{ref!r} names several workspaces; use the id")
     return rows[0][0]
@@ -287,14 +290,16 @@ def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     return {"id": pid, "workspace": ws, "left": [ws]}
 
 
-def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
+def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bool = False) -> dict:
     """A person joins, by themselves, a workspace their organization opens to them (as one joins a public
     channel): back in one they left, with the role their organization membership gives and their agents
     (`reach.join_workspace`). Already in it: answered as it is (`joined` false). Any other (another
     organization's, a restricted one they are not an admin of, a personal one, their own too: never joined)
-    is `unknown_workspace`, as one that does not exist."""
+    is `unknown_workspace`, as one that does not exist. `by_id` (the socket's): `ws_ref` is an id only, never a
+    name: a name is anyone's to choose, in every tenant (`workspace` looks names up everywhere), so a person joining
+    by name would learn whether another organization used it (the operator's CLI names workspaces either way)."""
     with db.Tx(conn):
-        ws = workspace(conn, ws_ref)
+        ws = workspace(conn, ws_ref, names=not by_id)
         pid = person(conn, handle)
         personal = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None
         mine = None if personal else role_in(conn, ws, pid)
@@ -320,7 +325,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     pg_engine._LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
     batch that comes meanwhile waits for the delete and finds the workspace gone."""
     with db.Tx(conn):
-        ws = workspace(conn, ws_ref)
+        ws = workspace(conn, ws_ref, "UPDATE")
         _not_personal(conn, ws, "a personal workspace can never be deleted")
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text

@@ -44,22 +44,36 @@ def new_api_key() -> tuple[str, str, str]:
 
 def agent_for_key(conn: sqlite3.Connection, key: str) -> str | None:
     """The agent whose (unrevoked) key this is, compared in constant time."""
-    parts = key.split("_", 2) if isinstance(key, str) else []
-    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+    kid = key_id(key)
+    if kid is None:
         return None
-    row = conn.execute("SELECT id, key_hash FROM agents WHERE key_id = ? AND revoked = 0", (parts[1],)).fetchone()
+    row = conn.execute("SELECT id, key_hash FROM agents WHERE key_id = ? AND revoked = 0", (kid,)).fetchone()
     expected = row[1] if row else _digest("")
-    ok = hmac.compare_digest(expected, _digest(parts[2]))
+    ok = hmac.compare_digest(expected, _digest(key.split("_", 2)[2]))
     return row[0] if row and ok else None
 
 
-def new_session(conn: sqlite3.Connection, participant: str, now: int, lifetime: int) -> tuple[str, int]:
+def key_id(key) -> str | None:
+    """The id part of an API key (`yggk_<id>_<secret>`), or None for anything else."""
+    parts = key.split("_", 2) if isinstance(key, str) else []
+    return parts[1] if len(parts) == 3 and parts[0] == KEY_PREFIX else None
+
+
+def new_session(conn: sqlite3.Connection, participant: str, now: int, lifetime: int,
+                key: str | None = None) -> tuple[str, int]:
+    """A session for `participant`. With `key` (the id of the API key an agent signed in with), the row is
+    written only while that key is still the agent's, unrevoked: a key rotated or revoked after it was checked
+    opens no session (the gateway finds none as it attaches the connection). PostgreSQL: the agent's row is
+    locked (FOR SHARE), so a rotation not yet committed is waited for and judged after."""
     token = f"{TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
     expires = now + lifetime
-    conn.execute(
-        "INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)",
-        (_digest(token), participant, expires, now),
-    )
+    row = (_digest(token), participant, expires, now)
+    if key is None:
+        conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
+    else:
+        lock = " FOR SHARE" if getattr(conn, "dialect", "sqlite") == "postgres" else ""
+        conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
+                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + lock, (*row, participant, key))
     return token, expires
 
 

@@ -254,7 +254,7 @@ class Client:
     async def subscribe(self, workspace: str, monitor: bool = False) -> dict:
         """Follow a workspace's events (and, with monitor, all its messages); renewed after reconnects."""
         reply = await self.call("subscribe", workspace=workspace, monitor=monitor)
-        self._subscriptions[workspace] = monitor
+        self._subscriptions[workspace] = bool(reply.get("monitor"))  # (as followed: monitor taken away meanwhile)
         return reply
 
     async def unsubscribe(self, workspace: str) -> dict:

@@ -631,8 +631,8 @@ class Engine:
         self._acks.append((participant, ids, done))
         return {"op": "acked", "ref": ref, "ids": done}
 
-    def _do_session(self, participant: str, lifetime: int, *, out: Published) -> tuple[str, int]:
-        return auth.new_session(self.conn, participant, self.clock(), lifetime)
+    def _do_session(self, participant: str, lifetime: int, key: str | None = None, *, out: Published) -> tuple[str, int]:
+        return auth.new_session(self.conn, participant, self.clock(), lifetime, key)
 
     def _do_sync(self, *, out: Published) -> None:
         """A no-op that returns once everything submitted before it is committed."""

@@ -900,9 +900,9 @@ class PgEngine:
 
     # --- the other commands, each its own transaction ---
 
-    async def _session(self, participant: str, lifetime: int) -> tuple[str, int]:
+    async def _session(self, participant: str, lifetime: int, key: str | None = None) -> tuple[str, int]:
         cap = pg.Capture()
-        token, expires = auth.new_session(cap, participant, self.clock(), lifetime)
+        token, expires = auth.new_session(cap, participant, self.clock(), lifetime, key)
         await pg.run_captured(self.conn, cap)
         return token, expires
 

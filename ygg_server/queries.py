@@ -326,7 +326,10 @@ def list_groups(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _member(conn, ws, pid)
     rows = conn.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY name", (ws,)).fetchall()
-    return {"groups": [{"name": n, "members": msgspec.json.decode(m)} for n, m in rows]}
+    # as a send to the group reaches them (`Directory.resolve`): not a revoked agent, nor someone who left (back
+    # in the group if they come back)
+    here = db.load_directory(conn, ws).memberships
+    return {"groups": [{"name": n, "members": [i for i in msgspec.json.decode(m) if i in here]} for n, m in rows]}
 
 
 def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozenset()) -> dict:

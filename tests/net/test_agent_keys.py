@@ -147,6 +147,66 @@ async def test_a_member_added_to_a_group_joins_its_conversation_when_next_addres
     assert ids["reviewer"] in conv["members"]
 
 
+async def test_a_key_rotated_while_a_sign_in_with_it_is_checked_leaves_no_session(team, monkeypatch):
+    """docs/protocol.md, `rotate_key`: "the old key is refused from then on and the sessions it opened end". A
+    sign-in whose key was checked just before the rotation committed got its session made just after it (the
+    session is made by the writer, a step later): that session outlived the rotation, its connection stayed
+    open on the old key, and its token could be resumed for an hour."""
+    from ygg_server.net import gateway
+
+    real, rotated = team.gw.read, []
+
+    async def read(fn, *args):
+        out = await real(fn, *args)
+        if fn is gateway._auth and not rotated and args[0].get("api_key") == team.keys["reviewer"]:
+            rotated.append(await asyncio.to_thread(team.admin, admin.rotate_key, "reviewer"))  # between check and session
+        return out
+
+    monkeypatch.setattr(team.gw, "read", read)
+    ws = await websockets.connect(team.url)
+    await ws.send(json.dumps({"op": "auth", "ref": 1, "api_key": team.keys["reviewer"]}))
+    reply = json.loads(await ws.recv())
+    assert rotated
+    if reply["op"] == "session":  # (answered before the session was found gone: then it closes)
+        assert await closed_within(ws) == 1008
+        assert await refused_at_auth(team.url, token=reply["token"])
+    else:
+        assert reply["code"] == "unauthenticated"
+        await ws.close()
+    assert (await team.client(api_key=rotated[0]["api_key"])).me["id"] == rotated[0]["id"], "the new key works"
+
+
+async def test_a_group_whose_members_are_not_names_is_a_bad_frame(team):
+    """docs/protocol.md: `members` is "a list, written as in a send's `to`"; a list of numbers or objects is a
+    malformed frame (`bad_frame`, nothing changed), not `empty_group` ("a group has at least one member")."""
+    alice = await team.person("alice")
+    for members in ([1], ["researcher", {"id": "x"}], [["researcher"]], [None]):
+        r = await alice.request("add_group", workspace=team.ws, name="g", members=members)
+        assert r["code"] == "bad_frame", (members, r)
+    assert (await alice.call("list_groups", workspace=team.ws))["groups"] == []
+
+
+async def test_a_groups_members_are_listed_as_a_send_to_it_reaches_them(team):
+    """docs/protocol.md, `revoke_agent`: a revoked agent "leaves every workspace"; `leave_workspace`: the person's
+    membership goes. `list_groups` listed every id the group was made with, a revoked agent and someone who left
+    among them (a send to the group reaches neither), so the TUI showed them as the group's members."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    org = (await alice.call("list_orgs"))["orgs"][0]["id"]
+    await alice.call("add_org_member", org=org, handle="bob")
+    ids = {a["name"]: a["id"] for a in (await alice.call("list_agents", workspace=team.ws))["agents"]}
+    made = await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher", "reviewer", "@bob"])
+    assert made["members"] == sorted([ids["researcher"], ids["reviewer"], bob.me["id"]])
+    await alice.call("revoke_agent", agent="researcher")
+    await bob.call("leave_workspace", workspace=team.ws)
+    groups = (await alice.call("list_groups", workspace=team.ws))["groups"]
+    assert groups == [{"name": "crew", "members": [ids["reviewer"]]}], groups
+    r = await alice.send(workspace=team.ws, topic="new", title="Crew", to=["group:crew"], text="who is here?")
+    assert [d["to"] for d in r["deliveries"] if d["wake"]] == groups[0]["members"], "what a send reaches"
+    await bob.call("join_workspace", workspace=team.ws)  # back in the workspace: in the group again
+    groups = (await alice.call("list_groups", workspace=team.ws))["groups"]
+    assert groups[0]["members"] == sorted([ids["reviewer"], bob.me["id"]])
+
+
 async def test_owners_and_admins_remove_a_group_and_its_name_is_then_unknown(team):
     """docs/protocol.md, `remove_group`: "`group:<name>` is then answered as a group never made" (in a send's `to`
     and as a conversation); "its conversation, once written in, stays with its members, reached by its id"; a

@@ -273,6 +273,59 @@ async def test_followers_are_told_of_whom_the_organization_brings_and_a_restrict
     assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [], [erin])
 
 
+async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team, monkeypatch):
+    """docs/protocol.md: monitor taken away stops that workspace's messages on open connections within a second.
+    A subscribe checks the permissions, then follows; a change committed between the two was rescanned before the
+    connection followed (so its rescan passed it by), and the connection went on getting every message of the
+    workspace, the monitor it no longer had, until some later change was rescanned."""
+    from ygg_server import queries
+
+    alice = await team.person("alice")
+    await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)
+    researcher = await team.client(api_key=team.keys["researcher"])
+    real, taken = team.gw.read, []
+
+    async def read(fn, *args):
+        out = await real(fn, *args)
+        if fn is queries.monitors and not taken:  # checked: now taken away, and rescanned, before it follows
+            taken.append(await asyncio.to_thread(team.admin, permissions.set_permissions, team.ws, "researcher",
+                                                 {"monitor": False}))
+            await asyncio.sleep(1.0)
+        return out
+
+    monkeypatch.setattr(team.gw, "read", read)
+    answer = await researcher.request("subscribe", workspace=team.ws, monitor=True)
+    monkeypatch.setattr(team.gw, "read", real)
+    assert taken and answer.get("monitor") is not True, answer
+    sent = await alice.send(workspace=team.ws, topic="new", title="Private", to=["reviewer"], text="not for monitors")
+    assert sent["op"] == "sent"
+    await researcher.call("ping")
+    await asyncio.sleep(0.3)
+    assert [ev for ev in researcher.pending_events() if ev.get("kind") == "message"] == []
+
+
+async def test_unsubscribe_needs_a_workspace_id(team):
+    """docs/protocol.md: a frame of wrong field types is a `bad_frame` saying what it needs (an object or a list as
+    `workspace` was answered with Python's "unhashable type: 'list'"); nothing followed is dropped."""
+    bob = await team.person("bob")
+    await bob.subscribe(team.ws)
+    for bad in ([team.ws], {"id": team.ws}, None, 5):
+        r = await bob.request("unsubscribe", workspace=bad)
+        assert r["code"] == "bad_frame" and "workspace" in r["detail"], (bad, r)
+    assert team.gw.following.followers(team.ws), "still followed"
+
+
+async def test_subscribe_takes_monitor_as_true_or_false(team):
+    """docs/protocol.md: `"monitor":false` (a bool). Any other value was taken by its truth: the string "false" asked
+    to monitor, and a member was refused `forbidden` for a permission they had not asked for."""
+    bob = await team.person("bob")
+    for bad in ("false", 0, 1, "yes", [], None):
+        r = await bob.request("subscribe", workspace=team.ws, monitor=bad)
+        assert r["code"] == "bad_frame" and "monitor" in r["detail"], (bad, r)
+    assert not team.gw.following.followers(team.ws)
+    assert (await bob.request("subscribe", workspace=team.ws))["monitor"] is False, "left out: false"
+
+
 async def test_followers_are_told_whose_role_or_permissions_changed(team):
     """docs/protocol.md: `members` carries `changed`, the members still there whose role or permissions changed
     (a role given with `add_member`, through the organization, `set_permissions`), so a member list shows them as

@@ -633,3 +633,24 @@ async def test_a_person_joins_an_open_workspace_of_their_organization_by_themsel
     await laptop.call("leave_workspace", workspace=secret)
     assert [w["id"] for w in (await laptop.call("list_joinable"))["workspaces"]] == [secret]
     assert (await laptop.call("join_workspace", workspace=secret))["role"] == "admin"
+
+
+async def test_join_workspace_takes_an_id_never_a_name_so_other_tenants_names_do_not_show(team):
+    """docs/protocol.md, `join_workspace`: `workspace` is its id; another organization's workspace and a made-up
+    id are `not_found` exactly alike. A name was looked up across every tenant (`admin.workspace`): one only
+    this workspace had joined it, and the same name once another organization also used it was `not_found`, so
+    a member could learn whether any other tenant has a workspace of a given name."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    alice, bob, carol = [await team.person(h) for h in ("alice", "bob", "carol")]
+    org = (await alice.call("list_orgs"))["orgs"][0]["id"]
+    await alice.call("add_org_member", org=org, handle="bob")
+    ops = (await alice.call("create_workspace", name="ops"))["id"]
+    await bob.call("leave_workspace", workspace=ops)
+    made_up = await bob.request("join_workspace", workspace="00000000-0000-4000-8000-000000000000")
+    assert made_up["code"] == "not_found"
+    by_name = await bob.request("join_workspace", workspace="ops")
+    assert {**by_name, "ref": 0} == {**made_up, "ref": 0}, "a name is not an id"
+    await carol.call("create_workspace", name="ops")  # another tenant's workspace of the same name
+    by_name = await bob.request("join_workspace", workspace="ops")
+    assert {**by_name, "ref": 0} == {**made_up, "ref": 0}
+    assert (await bob.call("join_workspace", workspace=ops))["joined"] is True, "by its id"

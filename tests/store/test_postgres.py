@@ -489,6 +489,30 @@ async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_an
     assert (await ask("Second"))["scores"][0]["name"] == "nova"
 
 
+async def test_explain_assignment_on_one_node_sees_an_agent_online_through_another(server):
+    """docs/protocol.md, `explain_assignment`: who a request to the capability would go to now, with every score's
+    parts. On PostgreSQL a send scores an agent connected to another live node online; explain_assignment counted
+    this node's connections only, so it showed that agent offline and another one chosen than a send chooses."""
+    from tests.net.test_party import setup_party
+
+    ws, cid, alice, keys = await setup_party(server)
+    for name in ("pike", "nova"):
+        r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])
+        assert r["op"] == "set_profile", r
+    pike = await server.client(f"ws://127.0.0.1:{(await server.node()).port}/", api_key=keys["pike"])
+    await pike.request("ping")
+    for _ in range(100):  # node B records pike's presence just after the ping's answer
+        if (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]):
+            break
+        await asyncio.sleep(0.05)
+    ex = await alice.call("explain_assignment", workspace=ws, capability="translation", text="translate this")
+    online = {s["name"]: p["value"] for s in ex["assignment"]["scores"] for p in s["parts"] if p["name"] == "online"}
+    assert online == {"pike": 1.0, "nova": 0.0}, ex
+    sent = await alice.send(workspace=ws, conversation=cid, topic="new", title="Job", type="request",
+                            to=["capability:translation"], text="translate this")
+    assert sent["message"]["assignment"]["chosen"] == ex["assignment"]["chosen"] == pike.me["id"]
+
+
 async def test_assignment_on_one_node_scores_an_agent_silent_on_another_as_offline(server):
     """Issue 3: "an agent counts as offline after a few minutes of silence" (`presence_timeout`), in the scoring
     on PostgreSQL too (seed 003 §14's online part): pike is connected to node B and says nothing; node A, whose
@@ -834,6 +858,54 @@ def test_a_join_while_another_node_restricts_the_workspace_waits_and_is_refused(
         assert got == {"restrict": True, "join": "unknown_workspace"}, got
         assert watcher.execute("SELECT count(*) FROM memberships WHERE workspace = ? AND participant = ?",
                                (ws, bob)).fetchone()[0] == 0, "bob is not in the restricted workspace"
+    finally:
+        for c in (a, b, watcher):
+            c.close()
+
+
+@pytest.mark.parametrize("op", ["add_member", "add_group", "add_org_member", "add_agent"])
+def test_a_write_into_a_workspace_another_node_is_deleting_leaves_nothing_of_it(pg_url, op):
+    """admin.delete_workspace: "Delete a workspace and everything in it". A management op that writes rows into a
+    workspace (a membership, a group, the organization's members, an agent following its owner) through another
+    node while the delete is written but not committed found the workspace's row (the delete not committed yet)
+    and wrote beside it: a membership or group of a deleted workspace, with which that person could still list its
+    members, follow it and open conversations in it. It now waits for the delete and finds the workspace gone."""
+    a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
+    try:
+        admin.add_person(a, "alice", PW)
+        admin.add_person(a, "carol", PW)
+        ws = admin.add_workspace(a, "team", "alice")["id"]
+        org = a.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
+        held, got = _HeldAtCommit(a), {}
+        writes = {"add_member": lambda: admin.add_member(b, ws, "carol"),
+                  "add_group": lambda: admin.add_group(b, ws, "pair", ["@alice"]),
+                  "add_org_member": lambda: admin.add_org_member(b, org, "carol"),
+                  "add_agent": lambda: admin.add_agent(b, "scout", "alice")}
+
+        def delete():
+            got["delete"] = admin.delete_workspace(held, ws)["deleted"]
+
+        def write():
+            try:
+                got[op] = writes[op]()
+            except admin.AdminError as e:
+                got[op] = e.code
+
+        first = threading.Thread(target=delete)
+        first.start()
+        assert held.at_commit.wait(10)
+        second = threading.Thread(target=write)
+        second.start()
+        _until_waiting_or_done(watcher, second)
+        held.go.set()
+        first.join(10)
+        second.join(10)
+        assert got["delete"] is True, got
+        if op in ("add_member", "add_group"):
+            assert got[op] == "unknown_workspace", got
+        left = {t: watcher.execute(f"SELECT count(*) FROM {t} WHERE workspace = ?", (ws,)).fetchone()[0]
+                for t in ("memberships", "groups")}
+        assert left == {"memberships": 0, "groups": 0}, (left, got)
     finally:
         for c in (a, b, watcher):
             c.close()

@@ -483,6 +483,15 @@ class PgGateway(Gateway):
             elsewhere = await self._elsewhere(c, ids, now)
         return {"op": "presence", "ref": ref, "online": {i: self.online(i) or i in elsewhere for i in ids}}
 
+    async def _present(self, conn: Conn, frame: dict) -> frozenset[str]:
+        """This node's online connections and the workspace's agents online through another live node, as
+        `PgEngine` scores a send (explain_assignment)."""
+        here = await super()._present(conn, frame)
+        members = (await self.read(queries.list_members, conn.participant, frame))["members"]
+        ids = [m["id"] for m in members if m["kind"] == "agent" and m["id"] not in here]
+        async with self.engine.pool.acquire() as c:
+            return here | await self._elsewhere(c, ids, now_us())
+
     # --- the heartbeat: this node lives, its leases hold, expired leases are claimed again ---
 
     async def _heartbeat(self) -> None:

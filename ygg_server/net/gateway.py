@@ -253,7 +253,10 @@ class Gateway:
         try:
             if not await self._authenticate(conn):
                 return
-            await self._attach(conn)
+            if not await self._attach(conn):
+                conn.push(protocol.error(None, "unauthenticated", "this agent's key was replaced or revoked"))
+                await self._close(conn, 1008, "session revoked")
+                return
             watchdog = asyncio.ensure_future(self._idle(conn))  # one timer per connection, not one per frame
             try:
                 while True:
@@ -348,8 +351,9 @@ class Gateway:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         pid, kind, handle, token, expires = res
-        if token is None:
-            token, expires = await self.engine.submit("session", pid, expires)
+        if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
+            key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
+            token, expires = await self.engine.submit("session", pid, expires, key)
         conn.participant, conn.kind, conn.token, conn.expires_at = pid, kind, token, expires
         prefetch = frame.get("prefetch")
         if isinstance(prefetch, int) and 1 <= prefetch <= 256:
@@ -360,7 +364,8 @@ class Gateway:
                    "me": {"id": pid, "handle": handle, "kind": kind}})
         return True
 
-    async def _attach(self, conn: Conn) -> None:
+    async def _attach(self, conn: Conn) -> bool:
+        """Count the connection in (presence, inbox); False: its session is gone already (closed by the caller)."""
         pid = conn.participant
         mine = (await self.read(_access, [pid]))[pid]
         conn.workspaces = frozenset(mine)
@@ -369,11 +374,17 @@ class Gateway:
         self.conns.setdefault(pid, []).append(conn)
         if first:
             self._presence(conn, True)
+        # an agent's key rotated, or the agent revoked, since the key was checked: no session was made, or it was
+        # ended before this connection was among those a rescan closes (`handler` closes it, nothing offered)
+        now = time.time_ns() // 1000
+        if conn.kind == Kind.AGENT and await self.read(auth.session_participant, conn.token, now) is None:
+            return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
             if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
                 conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
+        return True
 
     async def _inbox(self, pid: str, is_agent: bool) -> Inbox:
         if pid in self.inboxes:
@@ -575,17 +586,25 @@ class Gateway:
         return self.engine.submit("ack", conn.participant, retired + extra, ref)
 
     async def _op_subscribe(self, conn: Conn, ref, frame) -> dict:
-        ws = frame.get("workspace")
+        ws, monitor = frame.get("workspace"), frame.get("monitor", False)
+        if type(monitor) is not bool:
+            return protocol.error(ref, "bad_frame", "subscribe's monitor is true or false")
         listed = await self.read(queries.list_members, conn.participant, {"workspace": ws})  # NotFound if not a member
         if not await self.read(queries.receives, ws, conn.participant):
             raise queries.Forbidden
-        if frame.get("monitor") and not await self.read(queries.monitors, ws, conn.participant):
+        if monitor and not await self.read(queries.monitors, ws, conn.participant):
             return protocol.error(ref, "forbidden", "monitoring needs the monitor permission")
         if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
             return None
-        self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if frame.get("monitor") else set()))
+        self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if monitor else set()))
         # what `members` events tell against
         self.following.know(ws, {m["id"]: standing_of(m) for m in listed["members"]})
+        # a change committed since the checks above may have been rescanned before this connection followed (that
+        # rescan passed it by): its access is read again now that it follows, as a rescan reads it (a narrowing is
+        # told as one), and it is answered as it now follows
+        await self._refresh_access([conn.participant])
+        if ws not in conn.follows:
+            raise queries.NotFound if ws not in conn.workspaces else queries.Forbidden
         if not self.engine.events:  # the first follower: every batch after this answer carries the events
             self.engine.events = True
             self._events_on = self.engine.submit("sync")
@@ -595,6 +614,8 @@ class Gateway:
 
     async def _op_unsubscribe(self, conn: Conn, ref, frame) -> dict:
         ws = frame.get("workspace")
+        if not isinstance(ws, str):
+            return protocol.error(ref, "bad_frame", "unsubscribe needs workspace (its id)")
         self.following.set(conn, conn.follows - {ws}, conn.monitors - {ws})
         self._events_wanted()
         return {"op": "unsubscribed", "ref": ref, "workspace": ws}
@@ -671,7 +692,7 @@ class Gateway:
         if not isinstance(ws, str):
             return protocol.error(ref, "bad_frame", "join_workspace needs workspace")
         try:
-            out = await self.manage(admin.join_workspace, ws, conn.participant)
+            out = await self.manage(admin.join_workspace, ws, conn.participant, True)  # (by id only)
         except admin.AdminError as e:
             if e.code == "unknown_workspace":
                 raise queries.NotFound from None
@@ -788,8 +809,9 @@ class Gateway:
         owners and admins make a group, or name its members anew (adding and removing them)."""
         self._person_only(conn)
         ws, name, members = frame.get("workspace"), frame.get("name"), frame.get("members")
-        if not isinstance(ws, str) or not isinstance(name, str) or not isinstance(members, list):
-            return protocol.error(ref, "bad_frame", "add_group needs workspace, name and members (a list)")
+        if not isinstance(ws, str) or not isinstance(name, str) or not isinstance(members, list) \
+                or not all(isinstance(m, str) for m in members):
+            return protocol.error(ref, "bad_frame", "add_group needs workspace, name and members (a list of names)")
         if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
             return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
         out = await self.manage(admin.add_group, ws, name, members)
@@ -819,7 +841,7 @@ class Gateway:
         return await self.engine.submit("set_budget", conn.participant, ws, topic, budget, ref)
 
     async def _op_explain_assignment(self, conn: Conn, ref, frame) -> dict:
-        present = frozenset(p for p in self.conns if self.online(p))
+        present = await self._present(conn, frame)
         out = await self.read(queries.explain_assignment, conn.participant, frame, present)
         if "refused" in out:
             return {**protocol.refused(ref, *out["refused"]), **({"left_out": out["left_out"]} if "left_out" in out else {})}
@@ -830,6 +852,10 @@ class Gateway:
     async def _op_presence(self, conn: Conn, ref, frame) -> dict:
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]
         return {"op": "presence", "ref": ref, "online": {m["id"]: self.online(m["id"]) for m in members}}
+
+    async def _present(self, conn: Conn, frame: dict) -> frozenset[str]:
+        """Who is online now, as the engine scores a send to `frame["workspace"]` (seed 003 §14's online part)."""
+        return frozenset(p for p in self.conns if self.online(p))
 
     def online(self, pid: str) -> bool:
         """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes.
@@ -940,9 +966,10 @@ class Gateway:
         """After a rescan: what `pid` is owed, read again (a node on PostgreSQL claims instead)."""
         inbox.add(await self.read(_unacked, pid))
 
-    async def _refresh_access(self) -> None:
-        """What each connected participant may still receive, follow and monitor, read again."""
-        for pid, mine in (await self.read(_access, list(self.conns))).items():
+    async def _refresh_access(self, pids: list[str] | None = None) -> None:
+        """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;
+        for all of them, who is in each followed workspace too."""
+        for pid, mine in (await self.read(_access, list(self.conns) if pids is None else pids)).items():
             if pid not in self.conns:
                 continue
             self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
@@ -961,7 +988,8 @@ class Gateway:
                     c.push(_narrowed(ws, True, "no_monitor"))
                 self.following.set(c, follows, monitors)
         self._events_wanted()
-        await self._members_moved()
+        if pids is None:
+            await self._members_moved()
 
     async def _members_moved(self) -> None:
         """Who is in each workspace followed here, read again: its followers are told who joined and who left
