@@ -46,14 +46,12 @@ from .store import sqlite as db
 log = logging.getLogger("ygg.engine")
 MAX_BATCH = 512
 # The search index is fed in chunks (db.index_messages), which costs far less per message than a row at a
-# time, and search reads the messages not indexed yet too (db.search_tail), so it finds every stored message.
-# The writer indexes when no command waits (`index_idle`), INDEX_IDLE_ROWS at a time in a transaction of its
-# own, so a command arriving meanwhile waits for a small chunk at most. Inside a batch, whose callers wait for
-# it, only when the writer never idles: once this many messages wait, or the oldest has waited this long. (In
-# batches only, 100 rows every 50 ms at 2,000 msgs/s took 1-3 ms each time: the tail of the latency.)
-INDEX_ROWS = 2_000
-INDEX_WAIT_NS = 2_000_000_000
-INDEX_IDLE_ROWS = 25
+# time: when this many messages wait for it, or the oldest has waited this long (an idle writer ticks every
+# 0.1 s). Search reads the messages not indexed yet too (db.search_tail), so it finds every stored message.
+# A chunk is indexed inside a batch, whose callers wait for it: 100 rows take 1-3 ms (500 took up to 8 ms,
+# every quarter second at 2,000 msgs/s: a tail of the latency), at no measurable cost per message.
+INDEX_ROWS = 100
+INDEX_WAIT_NS = 250_000_000
 
 
 def now_us() -> int:
@@ -234,9 +232,6 @@ class Engine:
 
     def _run(self) -> None:
         while True:
-            if self.indexing and self._queue.empty():
-                self.index_idle()
-                continue
             try:
                 first = self._queue.get(timeout=self.idle_seconds())
             except queue.Empty:
@@ -352,20 +347,6 @@ class Engine:
         if self._unindexed and (self._unindexed >= INDEX_ROWS or time.monotonic_ns() >= self._index_at):
             db.index_messages(self.conn)
             self._unindexed = 0
-
-    @property
-    def indexing(self) -> bool:
-        """Whether messages may wait for the search index (`index_idle` has work)."""
-        return bool(self._unindexed) and INDEX_IDLE_ROWS > 0
-
-    def index_idle(self) -> None:
-        """With no command waiting: index the next INDEX_IDLE_ROWS messages, in a transaction of their own."""
-        try:
-            with db.Tx(self.conn):
-                _, self._unindexed = db.index_messages(self.conn, INDEX_IDLE_ROWS)
-        except Exception:  # (a busy database, a full disk): left for a batch to do
-            log.exception("indexing for search failed")
-            self._unindexed, self._index_at = 0, time.monotonic_ns()
 
     def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
         """Apply a decision to the live state now, and to the database with the rest of its batch (`_flush`)."""

@@ -355,12 +355,6 @@ def _child(path, sock: socket.socket) -> None:
     todo: deque[_Command] = deque()
     try:
         while True:
-            if not todo and engine.indexing:
-                if not reader.read(0.0, engine, todo):  # what arrived meanwhile goes first
-                    break
-                if not todo:
-                    engine.index_idle()
-                    continue
             wait = 0.0 if todo else engine.idle_seconds()
             if not reader.read(wait, engine, todo):
                 break

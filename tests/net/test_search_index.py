@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-import pytest
-
 from ygg_server import admin, engine as engine_module
 from ygg_server.engine import Engine, now_us
 from ygg_server.store import sqlite as db
@@ -45,7 +43,6 @@ async def test_a_message_is_found_once_sent_whether_indexed_yet_or_not(team, mon
     newest first before the indexed ones, within the plan's window, and a page spans both."""
     monkeypatch.setattr(engine_module, "INDEX_ROWS", 10**9)
     monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
-    monkeypatch.setattr(engine_module, "INDEX_IDLE_ROWS", 0)
     alice = await team.person("alice")
     await wait_indexed(team.path)  # what the start left, indexed at the first flush
     engine = team.gw.engine
@@ -101,7 +98,6 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     alice = conn.execute("SELECT id FROM people").fetchone()[0]
     monkeypatch.setattr(engine_module, "INDEX_ROWS", 10**9)
     monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
-    monkeypatch.setattr(engine_module, "INDEX_IDLE_ROWS", 0)
     e = Engine(path)
     e.start(asyncio.get_running_loop(), lambda out: None)
     try:
@@ -174,7 +170,6 @@ async def test_deleting_a_workspace_takes_out_of_the_index_only_what_it_holds(te
     await wait_indexed(team.path)
     monkeypatch.setattr(engine_module, "INDEX_ROWS", 10**9)
     monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
-    monkeypatch.setattr(engine_module, "INDEX_IDLE_ROWS", 0)
     await alice.send(workspace=team.ws, topic=sent["message"]["topic"], type="inform", to=["researcher"],
                      text="gone quokka xylophone")
     assert watermark(team.path)[0] < watermark(team.path)[1]
@@ -190,42 +185,3 @@ async def test_deleting_a_workspace_takes_out_of_the_index_only_what_it_holds(te
         c.close()
     found = (await alice.call("search_messages", workspace=other, query="kept"))["messages"]
     assert [m["text"] for m in found] == ["kept again", "kept words"]
-
-
-async def test_an_idle_writer_indexes_in_small_chunks_of_its_own(team, monkeypatch):
-    """docs/architecture.md: "The writer indexes when no command waits, a few rows at a time in a transaction of
-    their own": a batch does not carry the index's cost, and a command arriving meanwhile waits for one small
-    chunk at most. Here batches never index (the thresholds out of reach): the idle writer does it all."""
-    monkeypatch.setattr(engine_module, "INDEX_ROWS", 10**9)
-    monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
-    monkeypatch.setattr(engine_module, "INDEX_IDLE_ROWS", 0)
-    alice = await team.person("alice")
-    await wait_indexed(team.path)
-    sent = await alice.send(workspace=team.ws, topic="new", title="Many", type="inform", to=["researcher"], text="one")
-    for i in range(29):
-        await alice.send(workspace=team.ws, topic=sent["message"]["topic"], type="inform", to=["researcher"],
-                         text=f"word {i}")
-    assert watermark(team.path)[1] - watermark(team.path)[0] == 30
-    chunks = []
-    index = db.index_messages
-    monkeypatch.setattr(db, "index_messages", lambda conn, limit=None: chunks.append(index(conn, limit)) or chunks[-1])
-    monkeypatch.setattr(engine_module, "INDEX_IDLE_ROWS", 7)
-    await wait_indexed(team.path, timeout=2)  # no command sent: the writer was idle
-    assert [n for n, _ in chunks] == [7, 7, 7, 7, 2] and chunks[-1][1] == 0
-    found = await alice.call("search_messages", workspace=team.ws, query="word")
-    assert len(found["messages"]) == 29
-
-
-@pytest.mark.parametrize("writer", ["process"])
-async def test_the_writer_process_indexes_while_idle_too(team, writer):
-    """docs/architecture.md: "The writer indexes when no command waits", in its own process too (`serve`): right
-    after a send, no batch has indexed it (a batch indexes only past 2,000 rows or 2 s), yet it is indexed within
-    moments, with no command after it."""
-    from ygg_server.engine_process import EngineProcess
-    assert isinstance(team.gw.engine, EngineProcess)
-    alice = await team.person("alice")
-    await wait_indexed(team.path)
-    sent = await alice.send(workspace=team.ws, topic="new", title="Idle", type="inform", to=["researcher"],
-                            text="indexed while idle")
-    assert sent["op"] == "sent", sent
-    await wait_indexed(team.path, timeout=1.0)

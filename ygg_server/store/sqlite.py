@@ -489,19 +489,17 @@ def _insert(conn, sql: str, rows: list[tuple]) -> Sequence[int]:
 
 # --- search: the FTS5 index is fed in chunks, and search reads what it does not hold yet ---
 
-def index_messages(conn: sqlite3.Connection, limit: int | None = None) -> tuple[int, int]:
-    """Index the messages above the search index's watermark (meta fts_seq), or the next `limit` of them, and
-    move it past them, in the caller's transaction, so the index and its watermark move together; return how
-    many were indexed and how many are left above the watermark."""
+def index_messages(conn: sqlite3.Connection) -> int:
+    """Index the messages above the search index's watermark (meta fts_seq) and move it past them, in the
+    caller's transaction, so the index and its watermark move together; return how many were indexed."""
     (done,) = conn.execute("SELECT value FROM meta WHERE key = 'fts_seq'").fetchone()
     (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
-    upto = top if limit is None else min(top, done + limit)
-    if upto <= done:
-        return 0, 0
+    if top <= done:
+        return 0
     n = conn.execute("INSERT INTO messages_fts (rowid, text) SELECT seq, text FROM messages WHERE seq > ? AND seq <= ?",
-                     (done, upto)).rowcount
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'fts_seq'", (upto,))
-    return n, top - upto
+                     (done, top)).rowcount
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'fts_seq'", (top,))
+    return n
 
 
 # A workspace's messages (and topics), found through its conversations: `messages_conversation` and
