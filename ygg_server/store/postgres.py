@@ -214,11 +214,6 @@ MIGRATIONS: list[str] = [
     DROP INDEX deliveries_message;
     CREATE INDEX deliveries_message_seq ON deliveries (message_seq);
     """,
-    # 6: the SQLite schema's migration 9: the topics a funding may un-pause, indexed with the condition it asks
-    """
-    CREATE INDEX topics_waiting_funds ON topics (id)
-        WHERE status = 'paused' OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0);
-    """,
 ]
 
 

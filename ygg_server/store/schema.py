@@ -133,11 +133,4 @@ MIGRATIONS: list[str] = [
     DROP INDEX deliveries_message;
     CREATE INDEX deliveries_message_seq ON deliveries (message_seq);
     """,
-    # 9: the topics a funding may un-pause (store/sqlite.credit_paused) in an index of their own, with the very
-    # condition it asks: else every funding read every topic's state inside the writer's batch; the index
-    # holds only topics waiting for funds, so other topic writes add nothing to it
-    """
-    CREATE INDEX topics_waiting_funds ON topics (id)
-        WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0);
-    """,
 ]
