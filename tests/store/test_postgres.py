@@ -457,10 +457,9 @@ async def test_personas_and_rulebooks_written_through_two_nodes_at_once_lose_not
     assert sorted(versions) == list(range(1, 17)), "each write its own version"
 
 
-async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_another(server):
-    """Seed 003 §14: "The highest score gets the task." On PostgreSQL the scoring has presence (from every live
-    node), load, trust and response time, as on SQLite: pike, connected to node B, scores online for a send
-    through node A, and once it holds an unacknowledged wake, a load-weighted ranking puts nova first."""
+async def _translators_pike_on_another_node(server):
+    """The party's pike and nova both translators; pike connected to another node (B), seen online there:
+    (workspace, conversation, alice's client, pike's client)."""
     from tests.net.test_party import setup_party
 
     ws, cid, alice, keys = await setup_party(server)
@@ -469,6 +468,18 @@ async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_an
         assert r["op"] == "set_profile", r
     pike = await server.client(f"ws://127.0.0.1:{(await server.node()).port}/", api_key=keys["pike"])
     await pike.request("ping")
+    for _ in range(100):  # node B records pike's presence just after the ping's answer
+        if (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]):
+            break
+        await asyncio.sleep(0.05)
+    return ws, cid, alice, pike
+
+
+async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_another(server):
+    """Seed 003 §14: "The highest score gets the task." On PostgreSQL the scoring has presence (from every live
+    node), load, trust and response time, as on SQLite: pike, connected to node B, scores online for a send
+    through node A, and once it holds an unacknowledged wake, a load-weighted ranking puts nova first."""
+    ws, cid, alice, pike = await _translators_pike_on_another_node(server)
 
     async def ask(title):
         sent = await alice.send(workspace=ws, conversation=cid, topic="new", title=title, type="request",
@@ -476,10 +487,6 @@ async def test_assignment_on_one_node_sees_an_agent_online_and_loaded_through_an
         assert sent["op"] == "sent", sent
         return sent["message"]["assignment"]
 
-    for _ in range(100):  # node B records pike's presence just after the ping's answer
-        if (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]):
-            break
-        await asyncio.sleep(0.05)
     a = await ask("First")
     online = {s["name"]: p["value"] for s in a["scores"] for p in s["parts"] if p["name"] == "online"}
     assert online == {"pike": 1.0, "nova": 0.0} and a["scores"][0]["name"] == "pike", a
@@ -493,18 +500,7 @@ async def test_explain_assignment_on_one_node_sees_an_agent_online_through_anoth
     """docs/protocol.md, `explain_assignment`: who a request to the capability would go to now, with every score's
     parts. On PostgreSQL a send scores an agent connected to another live node online; explain_assignment counted
     this node's connections only, so it showed that agent offline and another one chosen than a send chooses."""
-    from tests.net.test_party import setup_party
-
-    ws, cid, alice, keys = await setup_party(server)
-    for name in ("pike", "nova"):
-        r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])
-        assert r["op"] == "set_profile", r
-    pike = await server.client(f"ws://127.0.0.1:{(await server.node()).port}/", api_key=keys["pike"])
-    await pike.request("ping")
-    for _ in range(100):  # node B records pike's presence just after the ping's answer
-        if (await alice.call("presence", workspace=ws))["online"].get(pike.me["id"]):
-            break
-        await asyncio.sleep(0.05)
+    ws, cid, alice, pike = await _translators_pike_on_another_node(server)
     ex = await alice.call("explain_assignment", workspace=ws, capability="translation", text="translate this")
     online = {s["name"]: p["value"] for s in ex["assignment"]["scores"] for p in s["parts"] if p["name"] == "online"}
     assert online == {"pike": 1.0, "nova": 0.0}, ex
@@ -686,6 +682,20 @@ def _until_waiting_or_done(watcher, thread: threading.Thread, timeout: float = 1
         time.sleep(0.02)
 
 
+def _race(held: _HeldAtCommit, watcher, first, second) -> None:
+    """`first` (on `held`) runs to its COMMIT and is held there; `second` starts, through another connection, and
+    runs until it waits for a lock (or is done); then `first` commits and both finish."""
+    a = threading.Thread(target=first)
+    a.start()
+    assert held.at_commit.wait(10)
+    b = threading.Thread(target=second)
+    b.start()
+    _until_waiting_or_done(watcher, b)
+    held.go.set()
+    a.join(10)
+    b.join(10)
+
+
 def test_two_nodes_never_give_a_person_a_second_free_organization(pg_url):
     """Seed 002: "Each person gets one Free organization." Checked, then inserted: two create_org for one
     person through two nodes at once (two connections, READ COMMITTED) take turns, so the second sees the
@@ -701,15 +711,7 @@ def test_two_nodes_never_give_a_person_a_second_free_organization(pg_url):
             except admin.AdminError as e:
                 got[name] = e.code
 
-        first = threading.Thread(target=create, args=(held, "One"))
-        first.start()
-        assert held.at_commit.wait(10)
-        second = threading.Thread(target=create, args=(b, "Two"))
-        second.start()
-        _until_waiting_or_done(watcher, second)
-        held.go.set()
-        first.join(10)
-        second.join(10)
+        _race(held, watcher, lambda: create(held, "One"), lambda: create(b, "Two"))
         assert got == {"One": "free", "Two": "free_org_limit"}, got
         assert watcher.execute("SELECT count(*) FROM orgs WHERE owner = ? AND plan = 'free'", (carol,)).fetchone()[0] == 1
     finally:
@@ -846,15 +848,7 @@ def test_a_join_while_another_node_restricts_the_workspace_waits_and_is_refused(
             except admin.AdminError as e:
                 got["join"] = e.code
 
-        first = threading.Thread(target=restrict)
-        first.start()
-        assert held.at_commit.wait(10)
-        second = threading.Thread(target=join)
-        second.start()
-        _until_waiting_or_done(watcher, second)
-        held.go.set()
-        first.join(10)
-        second.join(10)
+        _race(held, watcher, restrict, join)
         assert got == {"restrict": True, "join": "unknown_workspace"}, got
         assert watcher.execute("SELECT count(*) FROM memberships WHERE workspace = ? AND participant = ?",
                                (ws, bob)).fetchone()[0] == 0, "bob is not in the restricted workspace"
@@ -891,15 +885,7 @@ def test_a_write_into_a_workspace_another_node_is_deleting_leaves_nothing_of_it(
             except admin.AdminError as e:
                 got[op] = e.code
 
-        first = threading.Thread(target=delete)
-        first.start()
-        assert held.at_commit.wait(10)
-        second = threading.Thread(target=write)
-        second.start()
-        _until_waiting_or_done(watcher, second)
-        held.go.set()
-        first.join(10)
-        second.join(10)
+        _race(held, watcher, delete, write)
         assert got["delete"] is True, got
         if op in ("add_member", "add_group"):
             assert got[op] == "unknown_workspace", got
