@@ -57,9 +57,9 @@ def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
 def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE", names: bool = True) -> str:
     """A workspace by id, else (`names`) by a name only one workspace has (a name is anyone's to choose: one that
     spells another workspace's id never stands for it, nor in its way). On PostgreSQL its row is held until the
-    commit (`reach.locking`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops
+    commit (`db.row_lock`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops
     writing there, and an op that comes during a delete finds the workspace gone."""
-    lock = reach.locking(conn, lock)
+    lock = db.row_lock(conn, lock)
     rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall() or \
         (conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,)).fetchall() if names else [])
     if len(rows) != 1:
@@ -257,8 +257,8 @@ def _may_leave(conn: sqlite3.Connection, kind: str, where: str, pid: str) -> Non
         raise AdminError(f"unknown_{kind}", f"that person is not in this {word}")
     # PostgreSQL: the owners' rows locked, so a leave another connection has written but not committed is
     # waited for and counted (SQLite's BEGIN IMMEDIATE already lets one writer at a time judge)
-    lock = "" if isinstance(conn, sqlite3.Connection) else " FOR UPDATE"
-    owners = conn.execute(f"SELECT {who} FROM {table} WHERE {col} = ? AND role = 'owner'{lock}", (where,)).fetchall()
+    owners = conn.execute(f"SELECT {who} FROM {table} WHERE {col} = ? AND role = 'owner'" + db.row_lock(conn, "UPDATE"),
+                          (where,)).fetchall()
     if mine[0] == Role.OWNER and len(owners) <= 1:
         raise AdminError("last_owner", f"the {word}'s last owner cannot leave it")
 

@@ -10,6 +10,8 @@ import sqlite3
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from .store import sqlite as db
+
 _hasher = PasswordHasher()
 KEY_PREFIX = "yggk"
 TOKEN_PREFIX = "yggs"
@@ -71,9 +73,8 @@ def new_session(conn: sqlite3.Connection, participant: str, now: int, lifetime: 
     if key is None:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
     else:
-        lock = " FOR SHARE" if getattr(conn, "dialect", "sqlite") == "postgres" else ""
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
-                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + lock, (*row, participant, key))
+                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + db.row_lock(conn), (*row, participant, key))
     return token, expires
 
 

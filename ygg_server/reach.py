@@ -24,14 +24,6 @@ from .store import sqlite as db
 ORG_ADMINS = (Role.OWNER, Role.ADMIN)
 
 
-def locking(conn, mode: str = "SHARE") -> str:
-    """A row lock for a SELECT on PostgreSQL (` FOR SHARE`): a workspace row read before a management op writes
-    into it is held until the commit, so a delete another connection has written waits, or is waited for and
-    then finds the row gone, and no row is left in a deleted workspace. SQLite's BEGIN IMMEDIATE already lets one
-    writer at a time judge: nothing."""
-    return "" if isinstance(conn, sqlite3.Connection) else f" FOR {mode}"
-
-
 def workspace_role(org_role: str) -> Role:
     """The role an organization's member has in its workspaces: admins manage everything (seed 002)."""
     return Role.ADMIN if org_role in ORG_ADMINS else Role.MEMBER
@@ -103,7 +95,7 @@ def open_org_to(conn: sqlite3.Connection, org: str, pid: str, role: str, now: in
     left: list[str] = []
     for ws, restricted in conn.execute(
             "SELECT id, restricted FROM workspaces WHERE org = ? AND personal_of IS NULL ORDER BY created_at"
-            + locking(conn), (org,)).fetchall():
+            + db.row_lock(conn), (org,)).fetchall():
         if not opens(restricted, role):
             _leave(conn, ws, pid)
             continue
@@ -147,9 +139,9 @@ def join_workspace(conn: sqlite3.Connection, ws: str, pid: str, now: int) -> lis
     are judged, so a restriction, a demotion or a leave another connection has written but not committed is
     waited for and judged after (else its rescan of the rows through the organization would miss this one);
     SQLite's BEGIN IMMEDIATE already lets one writer at a time judge."""
-    if not isinstance(conn, sqlite3.Connection):
+    if lock := db.row_lock(conn):
         conn.execute("""SELECT 1 FROM workspaces w JOIN org_members o ON o.org = w.org AND o.person = ?
-                        WHERE w.id = ?""" + locking(conn), (pid, ws)).fetchall()
+                        WHERE w.id = ?""" + lock, (pid, ws)).fetchall()
     found = joinable(conn, pid, ws)
     if not found:
         return None
@@ -173,8 +165,8 @@ def _in_org(conn: sqlite3.Connection, org: str, aid: str) -> bool:
 def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> list[str]:
     """Seed 003 §19: `owner`'s agents go with it into `ws`, unless pinned elsewhere or the organization's
     plan has no room for one more agent; return the ids of those left out for the plan. A workspace deleted
-    meanwhile (PostgreSQL: its row is held from here, `locking`) gets none."""
-    if conn.execute("SELECT 1 FROM workspaces WHERE id = ?" + locking(conn), (ws,)).fetchone() is None:
+    meanwhile (PostgreSQL: its row is held from here, `db.row_lock`) gets none."""
+    if conn.execute("SELECT 1 FROM workspaces WHERE id = ?" + db.row_lock(conn), (ws,)).fetchone() is None:
         return []
     org, *plan = db.org_of(conn, ws)
     limit = plan_of(*plan).agents

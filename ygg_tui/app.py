@@ -237,8 +237,7 @@ class YggApp(App):
         w, main = self.store.workspaces.get(ws), self.main
         if w is None or main is None:
             return
-        main._dirty.add("participants")
-        main._schedule()
+        main.redraw("participants")
         for ids, verb in ((joined, "joined"), (left, "left")):
             if ids:
                 self.notify(f"{', '.join(self.store.name(p) for p in ids)} {verb} {w.name}.", title="members")
@@ -257,8 +256,7 @@ class YggApp(App):
         except (Refused, ConnectionError, asyncio.TimeoutError, AttributeError):
             return
         if changed:
-            self.main._dirty.add("participants")
-            self.main._schedule()
+            self.main.redraw("participants")
 
     # --- navigation the palette and screens share ---
 

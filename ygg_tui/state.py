@@ -17,6 +17,12 @@ from itertools import count
 from .words import printable, topic_status
 
 SYSTEM = "system.ygg"
+
+
+def _drawable(msg: dict) -> None:
+    """A message's text made safe to draw (`words.printable`) once, as it comes in, not at every layout."""
+    if msg.get("text"):
+        msg["text"] = printable(msg["text"])
 POOL = "pool"
 
 
@@ -346,6 +352,7 @@ class Store:
         return th
 
     def _take_message(self, msg: dict, ch: Change) -> bool:
+        _drawable(msg)
         th = self.thread(msg["workspace"], msg["conversation"], msg.get("topic"))
         if th.add_live(msg):
             ch.threads.setdefault(th.key, []).append(msg)
@@ -403,11 +410,17 @@ class Store:
         self.woke[mid] = [d["to"] for d in deliveries if d.get("wake")]
         self.context[mid] = sum(1 for d in deliveries if not d.get("wake"))
 
-    def apply_history(self, th: Thread, reply: dict) -> int:
-        for m in reply.get("messages", ()):
+    def take_page(self, messages: list[dict]) -> list[dict]:
+        """A history page's messages as they come in: made drawable, and whom each woke noted; returns them."""
+        for m in messages:
+            _drawable(m)
             if "woke" in m and m["id"] not in self.woke:
                 self.woke[m["id"]] = list(m["woke"])
-        return th.add_page(reply.get("messages", []), reply.get("cursor"), bool(reply.get("more")))
+        return messages
+
+    def apply_history(self, th: Thread, reply: dict) -> int:
+        page = self.take_page(reply.get("messages", []))
+        return th.add_page(page, reply.get("cursor"), bool(reply.get("more")))
 
     def apply_event(self, frame: dict) -> Change:
         kind = frame.get("kind")

@@ -189,6 +189,19 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
+async def seed_topic(team, sender, title: str, texts: list[str]) -> dict:
+    """`sender` (a client) opens an inform topic in General with `texts[0]` and writes the rest into it; returns
+    the first `sent` reply."""
+    first = await sender.send(workspace=team.ws, conversation="general", topic="new", title=title, type="inform",
+                              text=texts[0])
+    assert first["op"] == "sent", first
+    for text in texts[1:]:
+        sent = await sender.send(workspace=team.ws, conversation="general", topic=first["message"]["topic"],
+                                 type="inform", text=text)
+        assert sent["op"] == "sent", sent
+    return first
+
+
 async def open_topic(team, opener, agent: str, title: str, text: str, conversation: str = "general") -> dict:
     """`opener` (a person's client) asks `agent` in a new topic; returns the `sent` reply."""
     sent = await opener.send(workspace=team.ws, conversation=conversation, topic="new", title=title,

@@ -7,16 +7,12 @@ from ygg_tui.screens.help import HelpScreen
 from ygg_tui.screens.search import SearchScreen
 from ygg_tui.widgets.sidebar import Sidebar
 
-from .conftest import PW, SIZE, answer, open_topic, read_all, ready, wait_for, wait_text
+from .conftest import PW, SIZE, answer, open_topic, read_all, ready, seed_topic, wait_for, wait_text
 
 
 async def test_jk_next_unread_search_help_palette_mouse(team):
     bob = await team.person("bob")
-    first = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Old news",
-                           type="inform", text="the needle is here")
-    for i in range(5):
-        await bob.send(workspace=team.ws, conversation="general", topic=first["message"]["topic"], type="inform",
-                       text=f"filler {i}")
+    first = await seed_topic(team, bob, "Old news", ["the needle is here", *(f"filler {i}" for i in range(5))])
     await read_all(team, "alice", expect=6)
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
@@ -100,11 +96,7 @@ async def test_a_search_result_in_a_topic_not_loaded_yet_is_selected(team):
     """Opening a result whose topic was never on screen: the topic loads and the cursor lands on the message
     (its first page's arrival used to redraw the list and drop the cursor)."""
     bob = await team.person("bob")
-    far = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Far away",
-                         type="inform", text="the kiwi is here")
-    for i in range(3):
-        await bob.send(workspace=team.ws, conversation="general", topic=far["message"]["topic"], type="inform",
-                       text=f"after {i}")
+    far = await seed_topic(team, bob, "Far away", ["the kiwi is here", *(f"after {i}" for i in range(3))])
     await bob.send(workspace=team.ws, conversation="general", topic="new", title="Recent", type="inform",
                    text="newest topic")
     app = team.app()

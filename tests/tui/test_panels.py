@@ -7,7 +7,7 @@ from ygg_tui.widgets.participants import ParticipantsPanel
 from ygg_tui.widgets.sidebar import Sidebar
 from ygg_tui.widgets.topics import TopicList
 
-from .conftest import SIZE, answer, open_topic, read_all, ready, screen_text, wait_for, wait_text
+from .conftest import SIZE, answer, open_topic, read_all, ready, screen_text, seed_topic, wait_for, wait_text
 
 
 def option_texts(ol) -> list[str]:
@@ -253,11 +253,8 @@ async def test_what_comes_while_you_read_older_messages_stays_unread_until_you_s
     is not marked read (the TUI acks a delivery when it is seen); the title says "↓ 1 new below", and scrolling
     down to it reads it."""
     bob = await team.person("bob")
-    first = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Long thread",
-                           type="inform", text="message 0")
+    first = await seed_topic(team, bob, "Long thread", [f"message {i}" for i in range(60)])
     tid = first["message"]["topic"]
-    for i in range(1, 60):
-        assert (await bob.send(workspace=team.ws, topic=tid, type="inform", text=f"message {i}"))["op"] == "sent"
     await read_all(team, "alice", expect=60)
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:

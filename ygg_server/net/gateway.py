@@ -691,13 +691,17 @@ class Gateway:
         ws = frame.get("workspace")
         if not isinstance(ws, str):
             return protocol.error(ref, "bad_frame", "join_workspace needs workspace")
+        out = await self._manage_hidden("unknown_workspace", admin.join_workspace, ws, conn.participant, True)  # (by id)
+        return {"op": "join_workspace", "ref": ref, **out}
+
+    async def _manage_hidden(self, unknown: str, fn, *args) -> dict:
+        """`manage`, its `unknown` refusal answered `not_found`, exactly as an id one may not see."""
         try:
-            out = await self.manage(admin.join_workspace, ws, conn.participant, True)  # (by id only)
+            return await self.manage(fn, *args)
         except admin.AdminError as e:
-            if e.code == "unknown_workspace":
+            if e.code == unknown:
                 raise queries.NotFound from None
             raise
-        return {"op": "join_workspace", "ref": ref, **out}
 
     async def _leave(self, conn: Conn, ref, frame, field: str, role_of: Callable, leave: Callable) -> dict:
         """The connection's person leaves the organization or workspace `frame[field]` (`not_found` if not in it);
@@ -812,8 +816,8 @@ class Gateway:
         if not isinstance(ws, str) or not isinstance(name, str) or not isinstance(members, list) \
                 or not all(isinstance(m, str) for m in members):
             return protocol.error(ref, "bad_frame", "add_group needs workspace, name and members (a list of names)")
-        if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
-            return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
+        if refused := await self._not_group_admin(conn, ws, ref):
+            return refused
         out = await self.manage(admin.add_group, ws, name, members)
         return {"op": "add_group", "ref": ref, **out}
 
@@ -824,15 +828,16 @@ class Gateway:
         ws, name = frame.get("workspace"), frame.get("name")
         if not isinstance(ws, str) or not isinstance(name, str):
             return protocol.error(ref, "bad_frame", "remove_group needs workspace and name")
+        if refused := await self._not_group_admin(conn, ws, ref):
+            return refused
+        out = await self._manage_hidden("unknown_group", admin.remove_group, ws, name)
+        return {"op": "remove_group", "ref": ref, **out}
+
+    async def _not_group_admin(self, conn: Conn, ws: str, ref) -> dict | None:
+        """`forbidden` unless the connection's person is an owner or admin of `ws` (who make and remove its groups)."""
         if await self._my_role(admin.role_in, ws, conn) not in ("owner", "admin"):
             return protocol.error(ref, "forbidden", "the workspace's owners and admins make and change its groups")
-        try:
-            out = await self.manage(admin.remove_group, ws, name)
-        except admin.AdminError as e:
-            if e.code == "unknown_group":
-                raise queries.NotFound from None
-            raise
-        return {"op": "remove_group", "ref": ref, **out}
+        return None
 
     async def _op_set_budget(self, conn: Conn, ref, frame) -> dict:
         ws, topic, budget = frame.get("workspace"), frame.get("topic"), frame.get("budget")

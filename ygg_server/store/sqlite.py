@@ -222,6 +222,13 @@ def serialized(conn: sqlite3.Connection, key: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (key,))
 
 
+def row_lock(conn, mode: str = "SHARE") -> str:
+    """What a SELECT ends with to hold the rows it reads until the COMMIT: ` FOR SHARE` (or `mode`) on
+    PostgreSQL (its sqlite3-shaped adapter), where another node may write them meanwhile; nothing on SQLite,
+    whose BEGIN IMMEDIATE already lets one writer at a time judge."""
+    return f" FOR {mode}" if getattr(conn, "dialect", "sqlite") == "postgres" else ""
+
+
 # --- loading what the core judges against ---
 
 def _ids(raw: str | None) -> frozenset[str] | None:

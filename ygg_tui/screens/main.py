@@ -83,8 +83,7 @@ class MainScreen(ManageActions, Screen):
         return hint(id, getattr(self.app, "keymap_overrides", {}), isinstance(self.focused, TextArea))
 
     def on_descendant_focus(self) -> None:
-        self._dirty |= {"needs_human", "participants"}  # (their hints follow the focus)
-        self._schedule()
+        self.redraw("needs_human", "participants")  # (their hints follow the focus)
 
     def on_descendant_blur(self) -> None:
         self.on_descendant_focus()
@@ -318,6 +317,11 @@ class MainScreen(ManageActions, Screen):
     async def _reload_conversations(self, ws: str) -> None:
         await self.app.session.reload_conversations(ws)
         self._dirty |= {"sidebar", "title"}
+        self._schedule()
+
+    def redraw(self, *parts: str) -> None:
+        """Draw these parts again ("participants", "sidebar", ...), with whatever else is due, once."""
+        self._dirty.update(parts)
         self._schedule()
 
     def _schedule(self) -> None:

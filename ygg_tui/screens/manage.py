@@ -317,9 +317,8 @@ class ManageActions:
             "Agents' messages here stop when it runs out, even with credits in their wallets.",
             lambda got: ("set_budget", {"workspace": t["workspace"], "topic": topic, "budget": budget_of(got)}))
         if reply:
-            budget = budget_of(got)
             t["budget"] = reply["budget"]
-            said = "no budget." if budget is None else f"budget {budget} credits."
+            said = "no budget." if reply["budget"] is None else f"budget {reply['budget']} credits."
             self.notify(f"{t.get('title') or 'The topic'}: {said}")
             self.refresh_all()
 

@@ -97,10 +97,7 @@ class OperatorScreen(Screen):
                 reply = await session.call("history", workspace=self.workspace, conversation=cid, limit=100)
             except Exception:
                 continue
-            for m in reply.get("messages", []):
-                if "woke" in m and m["id"] not in self.store.woke:
-                    self.store.woke[m["id"]] = list(m["woke"])
-            self._add(reply.get("messages", []))
+            self._add(self.store.take_page(reply.get("messages", [])))
         self.feed.sort(key=lambda m: m["created_at"])
         self.ready = True
         self._dirty |= {"feed", "topics", "agents"}

@@ -206,7 +206,7 @@ class Composer(Vertical):
         bar = self.query_one("#reply-bar", Static)
         if self.reply_to:
             m = self.reply_to
-            first = printable(m.get("text") or "").split("\n")[0][:60]
+            first = (m.get("text") or "").split("\n")[0][:60]  # (drawable: the store made it so)
             bar.update(Text.assemble(("↳ replying to ", "dim"), (self.namer(m.get("author", "")), "bold"),
                                      (" (esc cancels)", "dim italic"), (f": {first}", "dim")))
             bar.display = True

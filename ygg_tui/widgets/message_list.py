@@ -28,7 +28,7 @@ from textual.strip import Strip
 
 from ..keymap import bind
 from ..messages import LoadOlder, ReachedEnd, ReplyTo
-from ..words import NOTICE_WORDS, STATE_MARK, assignment_line, printable
+from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
 INDENT = 2
@@ -261,7 +261,7 @@ class MessageList(ScrollView, can_focus=True):
         return max(self.scrollable_content_region.width - INDENT, 8)
 
     def _height(self, m: dict, width: int) -> int:
-        text = printable(m.get("text") or "")
+        text = m.get("text") or ""  # (drawable: the store made it so)
         if "\n" not in text and len(text) <= width and text.isascii():
             return 2 if text else 1
         return 1 + count_lines(text, width) if text else 1
@@ -308,7 +308,11 @@ class MessageList(ScrollView, can_focus=True):
             if not self._follow:
                 self.post_message(ReachedEnd())
             self._follow = True
-        if self.more and not self.fetching and self.key and new <= self.scrollable_content_region.height:
+        self._older_if_near_top(new)
+
+    def _older_if_near_top(self, y: float) -> None:
+        """Within a screen of the top, with older pages to come: ask for the next one (one at a time)."""
+        if self.more and not self.fetching and self.key and y <= self.scrollable_content_region.height:
             self.fetching = True
             self.post_message(LoadOlder(self.key))
 
@@ -390,7 +394,7 @@ class MessageList(ScrollView, can_focus=True):
         fill = text_style if notice else base
         head_strip = Strip(segs).crop(0, width).extend_cell_length(width, fill)
         out = [head_strip]
-        text = printable(m.get("text") or "")
+        text = m.get("text") or ""  # (drawable: the store made it so)
         if text:
             for line in wrap(text, width - INDENT):
                 out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
@@ -446,8 +450,12 @@ class MessageList(ScrollView, can_focus=True):
         self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False)
 
     def action_first(self) -> None:
+        """The first message loaded, and the page before it: asked for here too, as the view may not move (it was
+        at the top already, or the list was still settling at its end, which then took the view back down)."""
         if self._msgs:
+            self._follow = False
             self.cursor = 0
+            self._older_if_near_top(self.scroll_y)
 
     def action_last(self) -> None:
         if self._msgs:
