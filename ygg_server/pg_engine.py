@@ -832,7 +832,7 @@ class PgEngine:
             [x[0] for x in idem], [x[1] for x in idem], [x[2] for x in idem],
             1 if flags else 0,  # other nodes cache flags: make them drop theirs
             self.node, pg.CHANNEL, news, [db.party_json(x) for x in cs],
-            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs])
+            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs], [db.waits_funds(t) for t in ts])
         stored_ids: dict[tuple[str, str], int] = {}
         inserted: set[str] = set()
         for kind, n, mid, who in rows:
@@ -939,13 +939,14 @@ class PgEngine:
         paused: dict[str, Topic] = {}
         for step in range(2):
             # where agents wait for funds: paused for credits, or open again with some still unfunded
+            # (found through the partial index topics_waiting_funds: the writer marks them, waits_funds)
             if account == POOL:
                 rows = await self.conn.fetch(
-                    """SELECT id, state FROM topics WHERE workspace = $1 AND (status = 'paused'
-                       OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0)) ORDER BY id FOR UPDATE""", ws)
+                    """SELECT id, state FROM topics WHERE workspace = $1 AND waits_funds IS NOT NULL
+                       ORDER BY id FOR UPDATE""", ws)
             else:
                 rows = await self.conn.fetch(
-                    """SELECT id, state FROM topics WHERE status IN ('paused', 'open')
+                    """SELECT id, state FROM topics WHERE waits_funds IS NOT NULL
                        AND (convert_from(state, 'UTF8')::jsonb -> 'unfunded' ? $1
                             OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""", account)
             for tid, state in rows:
@@ -1188,11 +1189,12 @@ cg AS (UPDATE conversations c SET party = (c.party::jsonb || jsonb_build_object(
 cv AS (INSERT INTO conversations (id, workspace, kind, name, members, party, created_at)
        SELECT x.*, $1 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $51::text[]) AS x
        ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party),
-tp AS (INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at)
+tp AS (INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, waits_funds,
+                           updated_at)
        SELECT x.*, $1 FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[],
-                                  $13::bytea[], $14::bigint[]) AS x
+                                  $13::bytea[], $14::bigint[], $55::smallint[]) AS x
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
-       state = excluded.state, updated_at = excluded.updated_at),
+       state = excluded.state, updated_at = excluded.updated_at, waits_funds = excluded.waits_funds),
 m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
       SELECT * FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[],
                            $22::bytea[], $23::bigint[])

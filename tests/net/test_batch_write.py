@@ -229,3 +229,17 @@ def test_deliveries_stored_before_migration_8_get_their_messages_seq(tmp_path):
     assert rows(path, "SELECT message, message_seq FROM deliveries ORDER BY id") == \
         [("m2", 24), ("m0", 10), ("m2", 24), ("m1", 17)]
     assert rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'deliveries_message'") == [(0,)]
+
+
+def test_topics_stored_before_migration_9_that_wait_for_funds_are_marked(tmp_path):
+    """Migration 9 marks the rows the old scan found (paused, or open with agents still unfunded), so a funding
+    after the upgrade still finds them; the others stay unmarked."""
+    path = db.db_path(tmp_path)
+    c = migrated_before(path, "waits_funds")
+    for tid, status, state in (("paused", "paused", '{"paused_by":"a"}'), ("open", "open", '{"x":1}'),
+                               ("unfunded", "open", '{"unfunded":{"a":"wallet"}}'), ("closed", "closed", '{}')):
+        c.execute("""INSERT INTO topics (id, workspace, conversation, opener, status, state, created_at, updated_at)
+                     VALUES (?, 'ws', 'c', 'a', ?, ?, 0, 0)""", (tid, status, state))
+    c.close()
+    db.connect(path).close()
+    assert rows(path, "SELECT id FROM topics WHERE waits_funds IS NOT NULL ORDER BY id") == [("paused",), ("unfunded",)]

@@ -82,3 +82,18 @@ def test_deleting_and_listing_topics_read_only_the_workspace_s_own_rows(tmp_path
         assert _scans(conn, ws, lambda: queries.list_topics(conn, alice, {"workspace": ws, **f})) == [], f
     assert _scans(conn, ws, lambda: admin.delete_workspace(conn, ws)) == []
     conn.close()
+
+
+def test_a_funding_reads_only_the_topics_where_agents_wait_for_funds(tmp_path):
+    """docs/rules.md, "Credits": a funding looks at the topics where agents wait for funds; they are found through
+    the partial index of the rows the writer marks (topics.waits_funds), never by reading every topic's state
+    (50,000 open topics once made each funding 0.1-0.2 s inside the writer's batch)."""
+    conn = db.connect(db.db_path(tmp_path))
+    admin.add_person(conn, "alice", "pw-" + "x" * 8)
+    ws = admin.add_workspace(conn, "team", "alice")["id"]
+    admin.add_agent(conn, "helper", "alice", ws)
+    assert _scans(conn, ws, lambda: admin.fund(conn, None, 5, pool_ws=ws)) == []  # a workspace's: SEARCH by it
+    # an agent's, in every workspace: the index holds only the marked rows
+    assert [plan for _, plan in _scans(conn, ws, lambda: admin.fund(conn, "helper", 5))] == \
+        ["SCAN topics USING INDEX topics_waiting_funds"]
+    conn.close()

@@ -151,11 +151,15 @@ async def test_two_agents_out_of_credits_in_one_topic_are_each_woken_there(team)
         assert r["reason"] == "credits_exhausted"
     t = (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]
     assert (t["status"], t["paused_by"]) == ("paused", ids["poor1"])  # the first stays named
-    for name in ("poor2", "poor1"):  # the second one first: the topic reopens, poor1 still waits there
+    # a funding finds the topics where agents wait for funds by the mark the writer keeps (waits_funds)
+    waits = lambda: team.conn.execute("SELECT waits_funds FROM topics WHERE id = ?", (topic,)).fetchone()[0]  # noqa: E731
+    assert waits() == 1
+    for name, after in (("poor2", 1), ("poor1", None)):  # poor2 first: the topic reopens, poor1 still waits there
         await alice.call("fund", workspace=team.ws, agent=name, amount=5)
         d = await agents[name].next_delivery(timeout=10)
         assert d["wake"] and d["message"]["notice"] == "credits_refilled" and d["message"]["topic"] == topic
         assert (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]["status"] == "open"
+        assert waits() == after
 
 
 async def test_the_clock_nudges_a_silent_agent(store, database):

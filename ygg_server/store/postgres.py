@@ -214,6 +214,15 @@ MIGRATIONS: list[str] = [
     DROP INDEX deliveries_message;
     CREATE INDEX deliveries_message_seq ON deliveries (message_seq);
     """,
+    # 6: the SQLite schema's migration 9: the topics where agents wait for funds, marked by the writer and found
+    # through a partial index (a funding read every paused or open topic)
+    """
+    ALTER TABLE topics ADD COLUMN waits_funds SMALLINT;
+    UPDATE topics SET waits_funds = 1
+     WHERE status = 'paused' OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0);
+    CREATE INDEX topics_waiting_funds ON topics (workspace) WHERE waits_funds IS NOT NULL;
+    DROP INDEX topics_paused;
+    """,
 ]
 
 
@@ -362,9 +371,10 @@ UPDATE deliveries d SET acked_at = $1 FROM a WHERE d.id = a.id RETURNING d.id, d
 _OVERRIDES_RAW = {
     # sqlite.credit_paused: the paused topics a funding may un-pause are locked, in id order
     # (the engine's lock order: topics, then wallets)
-    """SELECT state FROM topics WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0)""":
-        """SELECT state FROM topics WHERE status = 'paused'
-           OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0) ORDER BY id FOR UPDATE""",
+    "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = ?":
+        "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = $1 ORDER BY id FOR UPDATE",
+    "SELECT state FROM topics WHERE waits_funds IS NOT NULL":
+        "SELECT state FROM topics WHERE waits_funds IS NOT NULL ORDER BY id FOR UPDATE",
     # sqlite.usage: a month's messages of an organization are its shared row plus every node's row
     # (`usage_nodes`, where each node counts an unmetered plan's), as the engine's limit check adds them
     """SELECT count FROM usage WHERE org = ? AND month = ?""":

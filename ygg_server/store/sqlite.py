@@ -352,11 +352,15 @@ def credit_paused(conn: sqlite3.Connection, workspace: str | None = None, agent:
 
     Paused for credits, or open again with agents still listed in `unfunded` (core.lifecycle.unfunded;
     a row stored before `unfunded` names only `paused_by`)."""
-    rows = conn.execute(
-        """SELECT state FROM topics WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0)"""
-    ).fetchall()
-    topics = [t for t in (decode_topic(r[0]) for r in rows) if unfunded(t)]
-    return [t for t in topics if (workspace is None or t.workspace == workspace) and (agent is None or agent in unfunded(t))]
+    rows = conn.execute("SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = ?", (workspace,)) \
+        if workspace is not None else conn.execute("SELECT state FROM topics WHERE waits_funds IS NOT NULL")
+    topics = [t for t in (decode_topic(r[0]) for r in rows.fetchall()) if unfunded(t)]
+    return [t for t in topics if agent is None or agent in unfunded(t)]
+
+
+def waits_funds(t: Topic) -> int | None:
+    """The topics row's `waits_funds` (schema migration 9): 1 while agents wait for funds there, else NULL."""
+    return 1 if unfunded(t) else None
 
 
 def due_topics(conn: sqlite3.Connection) -> list[tuple[int, str]]:
@@ -443,12 +447,13 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
         )
     if topics:
         many(
-            """INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at)
-               VALUES (?,?,?,?,?,?,?,?,?)
+            """INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at,
+                                   waits_funds)
+               VALUES (?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
-               state = excluded.state, updated_at = excluded.updated_at""",
-            [(t.id, t.workspace, t.conversation, t.opener, t.status, next_due(t), encode_topic(t), t.created_at, now)
-             for t, now in topics.values()],
+               state = excluded.state, updated_at = excluded.updated_at, waits_funds = excluded.waits_funds""",
+            [(t.id, t.workspace, t.conversation, t.opener, t.status, next_due(t), encode_topic(t), t.created_at, now,
+              waits_funds(t)) for t, now in topics.values()],
         )
     out: list[Stored] = []
     if msgs:
