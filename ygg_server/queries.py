@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Container
 from typing import Any
 
 import msgspec
@@ -326,10 +327,15 @@ def list_groups(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _member(conn, ws, pid)
     rows = conn.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY name", (ws,)).fetchall()
-    # as a send to the group reaches them (`Directory.resolve`): not a revoked agent, nor someone who left (back
-    # in the group if they come back)
     here = db.load_directory(conn, ws).memberships
-    return {"groups": [{"name": n, "members": [i for i in msgspec.json.decode(m) if i in here]} for n, m in rows]}
+    return {"groups": [group_row(n, m, here) for n, m in rows]}
+
+
+def group_row(name: str, members: str | bytes, here: Container[str]) -> dict:
+    """A group as `list_groups` (and the `groups` event) shows it: its members as a send to the group reaches them
+    (`Directory.resolve`), those in the workspace (`here`): not a revoked agent, nor someone who left (back in the
+    group if they come back)."""
+    return {"name": name, "members": [i for i in msgspec.json.decode(members) if i in here]}
 
 
 def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozenset()) -> dict:

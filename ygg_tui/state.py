@@ -461,6 +461,10 @@ class Store:
                 w.members.pop(pid, None)
                 w.presence.pop(pid, None)
             return Change(members={w.id: tuple(list(frame.get(k) or ()) for k in ("joined", "left", "changed"))})
+        if kind == "groups":  # made, changed or removed by anyone: @-completion offers them as they are now
+            if frame["workspace"] in self.workspaces:
+                self.set_groups(frame["workspace"], frame.get("groups") or [])
+            return Change()
         if kind == "message":
             ch = Change()
             msg = frame["message"]

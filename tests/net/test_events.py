@@ -273,6 +273,36 @@ async def test_followers_are_told_of_whom_the_organization_brings_and_a_restrict
     assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [], [erin])
 
 
+async def test_followers_are_told_of_a_workspace_s_groups_as_they_change(team):
+    """docs/protocol.md's `groups`: a group made, changed or removed (by an owner on the socket, or by the operator
+    from the command line) reaches the workspace's followers with its groups as `list_groups` lists them; a
+    member who leaves is no longer in the groups told. Not a follower of another workspace."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    lab = team.admin(admin.add_workspace, "lab", "carol")["id"]
+    alice, bob, carol = [await team.person(h) for h in ("alice", "bob", "carol")]
+    await alice.subscribe(team.ws)
+    await bob.subscribe(team.ws)
+    await carol.subscribe(lab)
+    researcher = next(m["id"] for m in (await alice.call("list_members", workspace=team.ws))["members"]
+                      if m["name"] == "researcher")
+
+    assert (await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher", "@bob"]))["op"] \
+        == "add_group"
+    for c in (alice, bob):
+        ev = await _event(c, "groups", timeout=3)
+        assert ev == {"op": "event", "kind": "groups", "workspace": team.ws,
+                      "groups": (await c.call("list_groups", workspace=team.ws))["groups"]}
+        assert [(g["name"], sorted(g["members"])) for g in ev["groups"]] == [("crew", sorted([researcher, bob.me["id"]]))]
+    await bob.call("leave_workspace", workspace=team.ws)
+    ev = await _event(alice, "groups", timeout=3)
+    assert ev["groups"] == [{"name": "crew", "members": [researcher]}]
+    team.admin(admin.remove_group, team.ws, "crew")  # the operator, from another connection to the database
+    ev = await _event(alice, "groups", timeout=3)
+    assert ev["groups"] == []
+    await _quiet(alice, "groups")  # once each
+    await _quiet(carol, "groups")
+
+
 async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team, monkeypatch):
     """docs/protocol.md: monitor taken away stops that workspace's messages on open connections within a second.
     A subscribe checks the permissions, then follows; a change committed between the two was rescanned before the

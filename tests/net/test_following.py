@@ -37,9 +37,9 @@ def test_who_is_in_a_followed_workspace_is_kept_until_its_last_follower_goes():
     m = lambda *ids, **standing: {i: standing.get(i, "member") for i in ids}  # noqa: E731
     assert f.moved("w1", m("x")) is None, "not followed: nothing kept"
     f.set(a, {"w1"}, set())
-    f.know("w1", m("x", "y"))
+    f.know("w1", m("x", "y"), [])
     f.set(b, {"w1"}, set())
-    f.know("w1", m("x"))  # (read before a change the next rescan tells: the first read stays)
+    f.know("w1", m("x"), [])  # (read before a change the next rescan tells: the first read stays)
     assert f.moved("w1", m("x", "y")) is None, "the same: nothing to tell"
     assert f.moved("w1", m("x", "z")) == (["z"], ["y"], [])
     assert f.moved("w1", m("x", "z")) is None, "told once"
@@ -50,6 +50,23 @@ def test_who_is_in_a_followed_workspace_is_kept_until_its_last_follower_goes():
     f.drop(b)
     f.set(a, {"w1"}, set())
     assert f.moved("w1", m("q")) is None, "forgotten with the last follower: a new first read"
+
+
+def test_a_followed_workspace_s_groups_are_told_once_each_change():
+    """`groups` events tell each change of a followed workspace's groups once, against what was last read
+    (known as the first connection followed it), and are forgotten with the workspace's last follower."""
+    f, a = Following(), _Conn()
+    crew = [{"name": "crew", "members": ["x"]}]
+    assert f.regrouped("w1", crew) is False, "not followed: nothing kept"
+    f.set(a, {"w1"}, set())
+    f.know("w1", {}, [])
+    assert f.regrouped("w1", []) is False
+    assert f.regrouped("w1", crew) is True
+    assert f.regrouped("w1", crew) is False, "told once"
+    assert f.regrouped("w1", [{"name": "crew", "members": ["x", "y"]}]) is True, "a member added"
+    f.drop(a)
+    f.set(a, {"w1"}, set())
+    assert f.regrouped("w1", []) is False, "forgotten with the last follower: a new first read"
 
 
 def test_a_members_standing_compares_a_listed_row_with_a_read_one():

@@ -582,6 +582,28 @@ async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_gener
     assert ev["topic"]["id"] == sent["message"]["topic"]
 
 
+async def test_followers_on_another_node_are_told_of_the_workspace_s_groups(server):
+    """docs/protocol.md's `groups`: a group made through node A, or by the operator, reaches a follower on node B."""
+    other = await server.node()
+    server.admin(admin.add_person, "alice", PW)
+    ws = server.admin(admin.add_workspace, "team", "alice")["id"]
+    helper = server.admin(admin.add_agent, "helper", "alice")["id"]
+    follower = await server.person("alice", url=f"ws://127.0.0.1:{other.port}/")
+    await follower.subscribe(ws)
+
+    async def groups():
+        while True:
+            ev = await follower.next_event(timeout=10)
+            if ev.get("kind") == "groups":
+                return ev["groups"]
+
+    made = await (await server.person("alice")).call("add_group", workspace=ws, name="crew", members=["helper"])
+    assert made["op"] == "add_group", made
+    assert await groups() == [{"name": "crew", "members": [helper]}]
+    server.admin(admin.remove_group, ws, "crew")
+    assert await groups() == []
+
+
 async def test_followers_on_another_node_are_told_who_left_and_who_joined(server):
     """docs/protocol.md's `members`: every node rescans after a membership changes, so a follower connected to
     node B hears of someone leaving through node A, of an agent made there, and whose role or permissions

@@ -44,6 +44,26 @@ async def test_enter_sends_ctrl_j_newline_type_state_title(team):
         await wait_text(pilot, "Two lines", "first line", "second line")
 
 
+async def test_a_group_made_or_removed_elsewhere_is_offered_or_withdrawn_at_once(team):
+    """The `groups` event: a group the operator (or another owner) makes while the app is open is offered by
+    @-completion without signing in again, and one removed is no longer offered."""
+    from ygg_server import admin
+
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert "helpers" not in app.store.group_names(team.ws)
+        team.server.admin(admin.add_group, team.ws, "helpers", ["researcher", "reviewer"])
+        await wait_for(pilot, lambda: app.store.group_names(team.ws) == ["helpers"], what="the group is offered")
+        c = main.composer
+        await pilot.press(*"group:hel")
+        assert c.completing
+        await pilot.press("tab")
+        assert c.text == "group:helpers "
+        team.server.admin(admin.remove_group, team.ws, "helpers")
+        await wait_for(pilot, lambda: app.store.group_names(team.ws) == [], what="the group is withdrawn")
+
+
 async def test_completion_of_participants_and_groups(team):
     # a group with a conversation, so that its name is known
     team.server.conn.execute("INSERT INTO groups (workspace, name, members) VALUES (?,?,?)",

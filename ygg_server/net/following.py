@@ -5,9 +5,9 @@ monitor permission, monitors it (every message). Each event goes to the connecti
 here, so fanning a batch out, or telling of someone who came, costs what it reaches, not how many
 connections are open (a server of many small teams has many connections, few in any one workspace).
 `Conn.follows` and `Conn.monitors` are kept as each connection's own view; they change only through `set`.
-Who is in each followed workspace, with their role and permissions, as last read, is kept here too (`moved`),
-so its followers can be told who joined, who left and whose standing changed; it is forgotten with the
-workspace's last follower.
+Who is in each followed workspace, with their role and permissions, and its groups, as last read, are kept here
+too (`moved`, `regrouped`), so its followers can be told who joined, who left and whose standing changed, and
+what its groups are now; they are forgotten with the workspace's last follower.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Following:
         self._follows: dict[str, set[Any]] = {}  # workspace -> the connections following it
         self._monitors: dict[str, set[Any]] = {}  # workspace -> the connections monitoring it
         self._members: dict[str, dict[str, tuple]] = {}  # followed workspace -> {member: standing}, as last read
+        self._groups: dict[str, list[dict]] = {}  # followed workspace -> its groups (`list_groups`), as last read
 
     def set(self, conn: Any, follows: set[str], monitors: set[str]) -> None:
         """`conn` follows exactly `follows` and monitors exactly `monitors` from now on."""
@@ -37,17 +38,26 @@ class Following:
         for ws in conn.follows - follows:
             if ws not in self._follows:
                 self._members.pop(ws, None)
+                self._groups.pop(ws, None)
         conn.follows, conn.monitors = follows, monitors
 
     def drop(self, conn: Any) -> None:
         """`conn` went: it follows nothing."""
         self.set(conn, set(), set())
 
-    def know(self, ws: str, members: dict[str, tuple]) -> None:
-        """Who is in `ws` ({id: `standing_of`}), read as a connection began to follow it (kept if it was known
-        already)."""
+    def know(self, ws: str, members: dict[str, tuple], groups: list[dict]) -> None:
+        """Who is in `ws` ({id: `standing_of`}) and its groups, read as a connection began to follow it (kept if
+        they were known already)."""
         if ws in self._follows:
             self._members.setdefault(ws, members)
+            self._groups.setdefault(ws, groups)
+
+    def regrouped(self, ws: str, groups: list[dict]) -> bool:
+        """`groups` are followed `ws`'s groups now: whether they differ from those last read (known before)."""
+        if ws not in self._follows:
+            return False
+        before, self._groups[ws] = self._groups.get(ws), groups
+        return before is not None and before != groups
 
     def moved(self, ws: str, members: dict[str, tuple]) -> tuple[list[str], list[str], list[str]] | None:
         """`members` ({id: `standing_of`}) are in followed `ws` now: (joined, left, changed: those in it before

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -597,8 +598,9 @@ class Gateway:
         if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
             return None
         self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if monitor else set()))
-        # what `members` events tell against
-        self.following.know(ws, {m["id"]: standing_of(m) for m in listed["members"]})
+        # what `members` and `groups` events tell against
+        members = {m["id"]: standing_of(m) for m in listed["members"]}
+        self.following.know(ws, members, (await self.read(_groups, {ws: members}))[ws])
         # a change committed since the checks above may have been rescanned before this connection followed (that
         # rescan passed it by): its access is read again now that it follows, as a rescan reads it (a narrowing is
         # told as one), and it is answered as it now follows
@@ -1003,13 +1005,19 @@ class Gateway:
         followed = list(self.following.followed())
         if not followed:
             return
-        for ws, members in (await self.read(_members, followed)).items():
-            moved = self.following.moved(ws, members) if members else None  # (none: deleted; workspace_gone says)
+        standings = {ws: members for ws, members in (await self.read(_members, followed)).items()
+                     if members}  # (none: deleted; workspace_gone says)
+        groups = await self.read(_groups, standings)
+        for ws, members in standings.items():
+            events = []
+            moved = self.following.moved(ws, members)
             if moved is not None:
-                ev = {"op": "event", "kind": "members", "workspace": ws, "joined": moved[0], "left": moved[1]}
-                if moved[2]:
-                    ev["changed"] = moved[2]
-                for c in self.following.followers(ws):
+                events.append({"op": "event", "kind": "members", "workspace": ws, "joined": moved[0], "left": moved[1],
+                               **({"changed": moved[2]} if moved[2] else {})})
+            if self.following.regrouped(ws, groups[ws]):
+                events.append({"op": "event", "kind": "groups", "workspace": ws, "groups": groups[ws]})
+            for c in self.following.followers(ws):
+                for ev in events:
                     c.push(ev)
 
     async def _sweeper(self) -> None:
@@ -1124,6 +1132,15 @@ def _members(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, dict[
                              WHERE m.workspace IN ({{}}) AND coalesce(a.revoked, 0) = 0""", workspaces)
     for ws, pid, *rest in rows:
         out[ws][pid] = standing_of(queries.standing(*rest))
+    return out
+
+
+def _groups(conn: sqlite3.Connection, here: dict[str, Container[str]]) -> dict[str, list[dict]]:
+    """Each workspace's groups as `list_groups` lists them, given who is in it (`here`)."""
+    out: dict[str, list[dict]] = {ws: [] for ws in here}
+    for ws, name, members in _chunks(conn, "SELECT workspace, name, members FROM groups WHERE workspace IN ({}) "
+                                           "ORDER BY workspace, name", list(here)):
+        out[ws].append(queries.group_row(name, members, here[ws]))
     return out
 
 
