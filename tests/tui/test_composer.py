@@ -10,7 +10,7 @@ from ygg_server import admin
 
 from ygg_tui.words import REFUSALS
 
-from .conftest import SIZE, open_topic, ready, wait_for, wait_text
+from .conftest import SIZE, open_topic, ready, seed_topic, wait_for, wait_text
 
 
 async def test_enter_sends_ctrl_j_newline_type_state_title(team):
@@ -62,6 +62,23 @@ async def test_a_group_made_or_removed_elsewhere_is_offered_or_withdrawn_at_once
         assert c.text == "group:helpers "
         team.server.admin(admin.remove_group, team.ws, "helpers")
         await wait_for(pilot, lambda: app.store.group_names(team.ws) == [], what="the group is withdrawn")
+
+
+async def test_a_reply_begun_in_one_topic_is_not_sent_from_another(team):
+    """`r` makes the composer a response in reply to the selected message; leaving the topic (another one, or a new
+    one) drops the reply and its response type, which no message of the next topic is in reply to."""
+    bob = await team.person("bob")
+    await seed_topic(team, bob, "Lunch", ["pizza?"])
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_for(pilot, lambda: any(m["text"] == "pizza?" for m in main.messages.messages))
+        main.messages.focus()
+        await pilot.press("k", "r")
+        c = main.composer
+        assert c.reply_to is not None and c.mtype == "response"
+        main.action_new_topic()
+        assert c.reply_to is None and c.mtype == "request"
 
 
 async def test_completion_of_participants_and_groups(team):

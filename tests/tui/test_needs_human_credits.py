@@ -29,14 +29,18 @@ async def test_needs_human_queue_jump_and_resume(team):
         first = main.topic
         assert app.store.topics[first]["title"] == "Deploy plan"  # oldest first
         assert main.composer.area.has_focus  # ready to answer
+        # (asked in a response: the answer goes to the asker, addressed in front, as the next topic's is to its own)
+        await wait_for(pilot, lambda: main.composer.text == "@researcher ", what="addressed to the asker")
         main.messages.focus()
         await pilot.press("h")
         assert app.store.topics[main.topic]["title"] == "Budget"
+        await wait_for(pilot, lambda: main.composer.text == "@reviewer ", what="to this topic's asker")
         main.messages.focus()
         await pilot.press("h")
         assert main.topic == first  # it wraps around
+        await wait_for(pilot, lambda: main.composer.text == "@researcher ")
         # answering resumes the topic, and the queue shrinks
-        await pilot.press(*"@researcher yes, go ahead", "enter")
+        await pilot.press(*"yes, go ahead", "enter")
         d = await delivery_with(researcher, "@researcher yes, go ahead")
         assert d["wake"]
         await wait_for(pilot, lambda: app.store.topics[first]["status"] == "open", what="resumed")
@@ -132,6 +136,34 @@ async def test_h_answers_the_question_that_paused_the_topic(team):
         assert d["wake"] and d["message"]["in_reply_to"] == q["message"]["id"]
         assert d["message"]["to"] == [team.ids["researcher"]]
         await wait_for(pilot, lambda: app.store.topics[tid]["status"] == "open", what="resumed")
+
+
+async def test_h_answers_a_question_asked_in_an_inform_to_the_asker_alone(team):
+    """A question asked in an inform (needs_human) cannot be answered in reply: h starts the answer with `@asker`,
+    so it goes to the asker alone as a request (it wakes it) and not to every agent of the topic."""
+    researcher = await team.agent("researcher")
+    reviewer = await team.agent("reviewer")
+    alice2 = await team.person("alice")
+    sent = await alice2.send(workspace=team.ws, conversation="general", topic="new", title="Release",
+                             type="request", to=["researcher", "reviewer"], text="Ship it?")
+    tid = sent["message"]["topic"]
+    await delivery_with(reviewer, "Ship it?")
+    await delivery_with(researcher, "Ship it?")
+    q = await researcher.send(workspace=team.ws, conversation="general", topic=tid, type="inform", to=["@alice"],
+                              state="needs_human", text="Before I go on: may I delete the old builds?")
+    assert q["op"] == "sent", q
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_text(pilot, "1 waiting on a person")
+        main.messages.focus()
+        await pilot.press("h")
+        c = main.composer
+        await wait_for(pilot, lambda: c.text == "@researcher ", what="addressed to the asker")
+        assert c.reply_to is None and c.area.has_focus
+        await pilot.press(*"yes", "enter")
+        d = await delivery_with(researcher, "@researcher yes")
+        assert d["wake"] and d["message"]["type"] == "request" and d["message"]["to"] == [team.ids["researcher"]]
 
 
 async def test_the_panels_name_the_keys_that_work_where_the_focus_is(team):

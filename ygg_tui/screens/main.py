@@ -166,7 +166,7 @@ class MainScreen(ManageActions, Screen):
         self.query_one(TopicList).select(key if not empty else NEW)
         self.query_one(ParticipantsPanel).show(w.id, topic, cid)
         self.composer.new_topic = empty
-        self.composer.reply_to = None
+        self.composer.leave_topic()
         self._title()
         self._read()
         self._header()
@@ -394,7 +394,7 @@ class MainScreen(ManageActions, Screen):
         if self.conversation is None:
             return
         self.composer.new_topic = True
-        self.composer.reply_to = None
+        self.composer.leave_topic()
         self.query_one(TopicList).select(NEW)
         self.composer.area.focus()
 
@@ -433,7 +433,9 @@ class MainScreen(ManageActions, Screen):
     async def _answer_the_question(self, topic: dict) -> None:
         """When the topic paused on a request to this person, the composer answers it (a response in reply), as
         `r` on it would: written as it was, the answer went as a new request to every participant of the topic,
-        woke each agent in it, and left the question pending. Esc writes to everyone instead."""
+        woke each agent in it, and left the question pending. Esc writes to everyone instead. A question asked in
+        a response or an inform (which cannot be answered in reply) is answered by a request to the asker alone:
+        the composer starts with `@asker `, to keep or rub out."""
         th = self.store.threads.get(thread_key(topic["conversation"], topic["id"]))
         if th is None:
             return
@@ -443,10 +445,15 @@ class MainScreen(ManageActions, Screen):
                   if m.get("state") == "needs_human"}
         question = next((m for m in reversed(th.messages) if m.get("author") in asking
                          and m.get("state") == "needs_human"), None)
-        if question is None or question.get("type") != "request" or self.store.my_id not in (question.get("to") or ()):
-            return  # (a question asked in a response or an inform is answered with a request, as before)
-        if self.topic == topic["id"] and self.composer.reply_to is None and not self.composer.text:
-            self.composer.set_reply(question)
+        if question is None or self.store.my_id not in (question.get("to") or ()):
+            return
+        c = self.composer
+        if self.topic != topic["id"] or c.reply_to is not None or c.text:
+            return
+        if question.get("type") == "request":
+            c.set_reply(question)
+        else:
+            c.address(self.store.name(question["author"]))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())

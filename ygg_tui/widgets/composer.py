@@ -133,6 +133,7 @@ class Composer(Vertical):
         self.namer = namer or (lambda p: p)
         self.completing = False
         self._in_flight: list[str] = []  # first lines of the messages sent and not answered yet
+        self._addressed: str | None = None  # the `@name ` put in front by `address`, while it may still be untouched
 
     def compose(self) -> ComposeResult:
         yield Static("", id="reply-bar")
@@ -188,7 +189,23 @@ class Composer(Vertical):
         self.new_topic = False
         if self.mtype == "response":
             self.mtype = "request"
+        self._addressed = None
         self.hide_refusal()
+
+    def address(self, name: str) -> None:
+        """Start the text with `@name ` (seed 004: an @mention at the start addresses), to keep or rub out."""
+        self._addressed = f"@{name} "
+        self._set_text(self._addressed)
+
+    def leave_topic(self) -> None:
+        """Another topic (or a new one) is on screen: a reply, its response type and an `address` left untouched
+        belonged to the one before."""
+        self.reply_to = None
+        if self.mtype == "response":
+            self.mtype = "request"
+        if self._addressed is not None and self.text == self._addressed:
+            self._set_text("")
+        self._addressed = None
 
     # --- meta line ---
 
