@@ -49,6 +49,10 @@ class Submit(Message):
     text: str
 
 
+class LeftComposer(Message):
+    """Esc in the composer with nothing to cancel: the reader goes back to the messages."""
+
+
 @dataclass
 class ReplyTo(Message):
     message: dict = field(default_factory=dict)

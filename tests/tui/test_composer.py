@@ -81,6 +81,19 @@ async def test_a_reply_begun_in_one_topic_is_not_sent_from_another(team):
         assert c.reply_to is None and c.mtype == "request"
 
 
+async def test_esc_in_the_composer_goes_back_to_the_messages(team):
+    """Esc in the composer (nothing to cancel) hands the keys to the message list, where the hints send the reader
+    ("esc then h", j/k, r): it wrapped round to the conversation list instead."""
+    await seed_topic(team, await team.person("bob"), "Lunch", ["pizza?"])
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_for(pilot, lambda: main.topic is not None)
+        main.composer.area.focus()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is main.messages, what="the message list has the keys")
+
+
 async def test_completion_of_participants_and_groups(team):
     # a group with a conversation, so that its name is known
     team.server.conn.execute("INSERT INTO groups (workspace, name, members) VALUES (?,?,?)",

@@ -70,6 +70,7 @@ def test_needs_human_queue(snap_compare, sync_team):
         main.messages.focus()
         await pilot.press("h")
         await wait_for(pilot, lambda: not main.messages.fetching and len(main.messages) >= 2)
+        await wait_for(pilot, lambda: main.composer.text == "@researcher ", what="the answer addressed to the asker")
         quiet(pilot)
         await pilot.pause(0.1)
 

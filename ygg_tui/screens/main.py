@@ -13,7 +13,7 @@ from ygg_server.client import Refused
 
 from .. import rulebook
 from ..keymap import bind, hint
-from ..messages import LoadOlder, ReachedEnd, ReplyTo, Submit
+from ..messages import LeftComposer, LoadOlder, ReachedEnd, ReplyTo, Submit
 from ..state import Change, Store, thread_key
 from ..widgets.composer import Composer, leading_mentions
 from ..widgets.message_list import MessageList
@@ -582,6 +582,10 @@ class MainScreen(ManageActions, Screen):
         title = "This conversation's rulebook" + ("" if change == "show" else " (saved)")
         self.app.notify(rulebook.describe(reply), title=title, timeout=8)
         return True
+
+    @on(LeftComposer)
+    def _left_composer(self) -> None:
+        self.messages.focus()  # (the next focus wrapped round to the conversation list)
 
     @on(Submit)
     def _submit(self, event: Submit) -> None:

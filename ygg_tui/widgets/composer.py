@@ -21,7 +21,7 @@ from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from ..keymap import bind
-from ..messages import Submit
+from ..messages import LeftComposer, Submit
 from ..words import REFUSALS, STATE_MARK, printable, refusal_sentence
 
 TYPES = ("request", "response", "inform")
@@ -271,7 +271,7 @@ class Composer(Vertical):
                 self.mtype = "request"
         else:
             self.hide_refusal()
-            self.screen.focus_next()
+            self.post_message(LeftComposer())
 
     # --- refusals ---
 
