@@ -10,6 +10,12 @@ A personal workspace (seed 003 §65) is its person's alone: it is never opened t
 Agents follow their owner (seed 003 §19) into every workspace the owner reaches, unless pinned, as long as
 the organization's plan has room (seed 002: "An agent counts once per organization it is in, while its
 token is valid"); an agent its plan leaves out is reported, not failed.
+
+Leaving keeps what the workspace's admins decided: the role and permissions of the person who leaves, and of
+their agents there, are kept (`departed`) and given back when they come back by themselves or through the
+organization (`_welcome`), the role no higher than the way back gives: a viewer comes back a viewer, a member
+whose send was taken away comes back without it, an agent keeps who it may message and take messages from.
+A person added again directly by an admin has the role the admin gives (their agents still keep theirs).
 """
 
 from __future__ import annotations
@@ -36,32 +42,69 @@ def opens(restricted, org_role: str) -> bool:
 
 
 def add_direct(conn: sqlite3.Connection, ws: str, pid: str, role: Role, now: int) -> None:
-    """`pid` added to `ws` itself: the row stays whatever its organization does."""
+    """`pid` added to `ws` itself: the row stays whatever its organization does (with the role given, whatever
+    it had when it left)."""
     conn.execute(
         """INSERT INTO memberships (workspace, participant, role, created_at, direct) VALUES (?,?,?,?,1)
            ON CONFLICT (workspace, participant) DO UPDATE SET role = excluded.role, direct = 1""",
         (ws, pid, role, now),
     )
+    conn.execute("DELETE FROM departed WHERE workspace = ? AND participant = ?", (ws, pid))
 
 
 def _add_through_org(conn: sqlite3.Connection, ws: str, pid: str, role: Role, now: int) -> None:
-    """`pid` reaches `ws` through its organization; a direct row is left as it is."""
-    conn.execute(
+    """`pid` reaches `ws` through its organization (taking back what it had if it left); a direct row is left as
+    it is."""
+    added = conn.execute(
         """INSERT INTO memberships (workspace, participant, role, created_at, direct) VALUES (?,?,?,?,0)
-           ON CONFLICT (workspace, participant) DO UPDATE SET role = excluded.role WHERE memberships.direct = 0""",
-        (ws, pid, role, now),
-    )
+           ON CONFLICT (workspace, participant) DO NOTHING""", (ws, pid, role, now)).rowcount
+    if added:
+        _welcome(conn, ws, pid)
+    else:
+        conn.execute("UPDATE memberships SET role = ? WHERE workspace = ? AND participant = ? AND direct = 0",
+                     (role, ws, pid))
+
+
+# From the most to the least a role may do: one who comes back gets the lesser of the two roles.
+_RANK = (Role.OWNER, Role.ADMIN, Role.MEMBER, Role.VIEWER)
+_KEPT = ("role", "send", "receive", "monitor", "can_message", "takes_from")
+
+
+def _remember(conn: sqlite3.Connection, ws: str, pids: list[str]) -> None:
+    """`pids` leave `ws`: their role and permissions there are kept for their coming back."""
+    cols = ", ".join(_KEPT)
+    conn.execute(f"""INSERT INTO departed (workspace, participant, {cols})
+                     SELECT workspace, participant, {cols} FROM memberships
+                     WHERE workspace = ? AND participant IN ({",".join("?" * len(pids))})
+                     ON CONFLICT (workspace, participant) DO UPDATE SET
+                     {", ".join(f"{c} = excluded.{c}" for c in _KEPT)}""", (ws, *pids))
+
+
+def _welcome(conn: sqlite3.Connection, ws: str, pid: str) -> None:
+    """`pid`'s new row in `ws` takes back what it had when it left (the lesser role of the two)."""
+    kept = conn.execute(f"SELECT {', '.join(_KEPT)} FROM departed WHERE workspace = ? AND participant = ?",
+                        (ws, pid)).fetchone()
+    if kept is None:
+        return
+    (now_role,) = conn.execute("SELECT role FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
+    role = max(Role(kept[0]), Role(now_role), key=_RANK.index)
+    conn.execute(f"UPDATE memberships SET {', '.join(f'{c} = ?' for c in _KEPT)} WHERE workspace = ? AND participant = ?",
+                 (role, *kept[1:], ws, pid))
+    conn.execute("DELETE FROM departed WHERE workspace = ? AND participant = ?", (ws, pid))
 
 
 def _leave(conn: sqlite3.Connection, ws: str, pid: str, direct_too: bool = False) -> bool:
     """`pid`, there through the organization only (or at all, `direct_too`), no longer reaches `ws`; nor do
     its agents. False: it stays (added to `ws` directly, or never there)."""
-    gone = conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ?"
-                        + ("" if direct_too else " AND direct = 0"), (ws, pid))
-    if gone.rowcount == 0:  # added to it directly (or never there): stays, with its agents
-        return False
-    conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant IN (SELECT id FROM agents WHERE owner = ?)",
-                 (ws, pid))
+    if conn.execute("SELECT 1 FROM memberships WHERE workspace = ? AND participant = ?"
+                    + ("" if direct_too else " AND direct = 0"), (ws, pid)).fetchone() is None:
+        return False  # added to it directly (or never there): stays, with its agents
+    gone = [pid, *(a for (a,) in conn.execute(
+        """SELECT m.participant FROM memberships m JOIN agents a ON a.id = m.participant
+           WHERE m.workspace = ? AND a.owner = ?""", (ws, pid)).fetchall())]
+    _remember(conn, ws, gone)
+    conn.execute(f"DELETE FROM memberships WHERE workspace = ? AND participant IN ({','.join('?' * len(gone))})",
+                 (ws, *gone))
     return True
 
 
@@ -182,4 +225,5 @@ def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> lis
             continue
         conn.execute("INSERT INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)",
                      (ws, aid, Role.MEMBER, now))
+        _welcome(conn, ws, aid)
     return left

@@ -57,6 +57,50 @@ async def test_admin_commands_and_queries_on_a_plain_connection(store, database)
         c.close()
 
 
+async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided(store, database):
+    """Seed 002's roles and per-membership permissions are the admins' to set: a viewer who leaves and joins again
+    by themselves (or through the organization) comes back a viewer, and their agent keeps the permissions taken
+    away from it; they came back as the organization's default (a member, every permission). An admin who adds the
+    person again directly gives the role they choose."""
+    from ygg_server import permissions
+
+    c = admin_connection(store, database)
+    try:
+        alice = admin.add_person(c, "alice", PW)["id"]
+        ws = admin.add_workspace(c, "team", "alice")["id"]
+        org = next(w["org"] for w in queries.list_workspaces(c, alice, {})["workspaces"] if w["id"] == ws)
+        bob = admin.add_person(c, "bob", PW)["id"]
+        admin.add_org_member(c, org, "bob")
+        helper = admin.add_agent(c, "helper", "bob")["id"]
+        admin.add_member(c, ws, "bob", "viewer")
+        permissions.set_permissions(c, ws, helper, {"send": False, "takes_from": ["@alice"]})
+
+        def standing() -> dict:
+            rows = {m["id"]: m for m in queries.list_members(c, alice, {"workspace": ws})["members"]}
+            return {"bob": rows[bob]["role"] if bob in rows else None,
+                    "helper": (rows[helper]["send"], rows[helper]["takes_from"]) if helper in rows else None}
+
+        kept = {"bob": "viewer", "helper": (False, [alice])}
+        assert standing() == kept
+        admin.leave_workspace(c, ws, "bob")
+        assert standing() == {"bob": None, "helper": None}
+        assert admin.join_workspace(c, ws, "bob")["role"] == "viewer"
+        assert standing() == kept, "back by themselves: as the admins left them"
+        admin.leave_org(c, org, "bob")  # (back through the organization, not directly: out of it with it)
+        assert standing() == {"bob": None, "helper": None}
+        admin.add_org_member(c, org, "bob")  # invited again: back through the organization
+        assert standing() == kept
+        admin.leave_workspace(c, ws, "bob")
+        admin.add_member(c, ws, "bob", "member")  # an admin's choice
+        assert standing() == {"bob": "member", "helper": (False, [alice])}
+        assert c.execute("SELECT count(*) FROM departed").fetchone()[0] == 0, "nothing kept once back"
+        admin.leave_workspace(c, ws, "bob")
+        admin.delete_workspace(c, ws)
+        assert c.execute("SELECT count(*) FROM departed").fetchone()[0] == 0, "deleted with the workspace"
+    finally:
+        c.close()
+
+
 async def test_history_search_and_topics_read_the_same(team):
     alice = await team.person("alice")
     first = await alice.send(workspace=team.ws, topic="new", title="Plans", to=["researcher"], text="The quick brown fox")

@@ -223,6 +223,14 @@ MIGRATIONS: list[str] = [
     CREATE INDEX topics_waiting_funds ON topics (workspace) WHERE waits_funds IS NOT NULL;
     DROP INDEX topics_paused;
     """,
+    # 7: the SQLite schema's migration 10: the standing kept for one who left a workspace (reach.py)
+    """
+    CREATE TABLE departed (
+        workspace TEXT NOT NULL, participant TEXT NOT NULL, role TEXT NOT NULL, send INTEGER NOT NULL,
+        receive INTEGER NOT NULL, monitor INTEGER NOT NULL, can_message TEXT, takes_from TEXT,
+        PRIMARY KEY (workspace, participant)
+    );
+    """,
 ]
 
 

@@ -142,4 +142,14 @@ MIGRATIONS: list[str] = [
     UPDATE topics SET waits_funds = 1 WHERE status = 'paused' OR (status = 'open' AND instr(state, '"unfunded":{"') > 0);
     CREATE INDEX topics_waiting_funds ON topics (workspace) WHERE waits_funds IS NOT NULL;
     """,
+    # 10: the standing a person (and each of their agents) had in a workspace they left, given back when they come
+    # back by themselves or through the organization (ygg_server/reach.py: a viewer rejoined as a member, and a
+    # membership's permissions taken away came back, by leaving and joining again)
+    """
+    CREATE TABLE departed (
+        workspace TEXT NOT NULL, participant TEXT NOT NULL, role TEXT NOT NULL, send INTEGER NOT NULL,
+        receive INTEGER NOT NULL, monitor INTEGER NOT NULL, can_message TEXT, takes_from TEXT,
+        PRIMARY KEY (workspace, participant)
+    );
+    """,
 ]
