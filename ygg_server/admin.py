@@ -13,7 +13,7 @@ import uuid
 
 import msgspec
 
-from . import auth, names, reach
+from . import auth, idempotency, names, reach
 from .core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
 from .store import sqlite as db
@@ -359,6 +359,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
             db.unindex_workspace(conn, ws)
         conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
                      (ws,))
+        idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
             where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
             conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))

@@ -214,6 +214,11 @@ MIGRATIONS: list[str] = [
     DROP INDEX deliveries_message;
     CREATE INDEX deliveries_message_seq ON deliveries (message_seq);
     """,
+    # 6: idempotency rows found oldest first by the sweep that deletes them (ygg_server/idempotency.py; SQLite
+    # reads them by rowid, the order they were written in, and needs no index)
+    """
+    CREATE INDEX idempotency_created_at ON idempotency (created_at);
+    """,
 ]
 
 
