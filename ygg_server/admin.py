@@ -433,7 +433,8 @@ def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[st
     workspace's agents (and people), addressed as `group:<name>`; named again, its members are replaced (so
     members are added and removed). Members are written as in a send's `to` (`Directory.resolve`): someone
     of another workspace is unknown there exactly as a made-up name is (`unknown_member`)."""
-    if _named("group", name, trim=False) and (":" in name or "@" in name or "," in name):
+    name = _named("group", name, trim=False)
+    if ":" in name or "@" in name or "," in name:
         raise AdminError("bad_name", "a group's name has no ':', '@' or ','")
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
         raise AdminError("empty_group", "a group has at least one member: agents, @people or group:s of the workspace")

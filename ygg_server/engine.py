@@ -423,8 +423,8 @@ class Engine:
                 self._commit(d, ws, now, out)
 
     def _sweep(self) -> None:
-        """Idempotency rows older than the window go, a chunk per batch while a backlog lasts, then once a minute
-        (`idempotency.sweep_sqlite`): a millisecond or two of the writer's time, never a long delete."""
+        """Idempotency rows older than the window go, a chunk (2-3 ms) every 0.05 s while a backlog lasts, then
+        once a minute (`idempotency.sweep_sqlite`), inside the batch being committed: never a long delete."""
         now = self.clock()
         if now >= self._sweep_at:
             self._sweep_at = idempotency.next_sweep(now, idempotency.sweep_sqlite(self.conn, now, self.idempotency_window))
