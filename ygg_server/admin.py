@@ -13,7 +13,7 @@ import uuid
 
 import msgspec
 
-from . import auth, reach
+from . import auth, idempotency, names, reach
 from .core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
 from .store import sqlite as db
@@ -106,6 +106,30 @@ def org_role(conn: sqlite3.Connection, org_id: str, pid: str) -> str | None:
 
 # --- mutations ---
 
+def _named(kind: str, value, trim: bool = True, code: str = "bad_name") -> str:
+    """`value` as `names.clean` keeps it; its refusal an AdminError (`code`) naming the rule broken."""
+    try:
+        return names.clean(kind, value, trim=trim)
+    except names.BadName as e:
+        raise AdminError(code, e.detail) from None
+
+
+# Names one place holds once: kind -> (the names already in a place, what the refusal calls that place).
+_ONCE = {"workspace": ("SELECT name FROM workspaces WHERE org = ?", "this organization has a workspace"),  # personal too
+         "org": ("SELECT name FROM orgs WHERE owner = ?", "this person owns an organization")}
+
+
+def _name_free(conn: sqlite3.Connection, kind: str, where: str, name: str) -> None:
+    """Refused `name_taken` when the place `where` (an organization; an owner) holds a `kind` called `name`
+    written another way: compared trimmed and case-folded, as people read names. Checked, then written: on
+    PostgreSQL the checks in one place take turns (`db.serialized`)."""
+    sql, what = _ONCE[kind]
+    db.serialized(conn, f"names:{kind}:{where}")
+    folded = name.casefold()
+    if any(n.strip().casefold() == folded for (n,) in conn.execute(sql, (where,)).fetchall()):
+        raise AdminError("name_taken", f"{what} called {name!r} already; pick another name")
+
+
 def _not_personal(conn: sqlite3.Connection, ws: str, detail: str) -> None:
     """Seed 003 §65: a personal workspace is its person's alone, never deleted, left or shared."""
     if conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None:
@@ -131,6 +155,7 @@ def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: b
 
 def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str = DEFAULT_PLAN) -> dict:
     """A person, their own organization, and their one personal workspace (seed 002, seed 003 §65)."""
+    _named("handle", handle, trim=False, code="bad_handle")
     if not handle or not handle.replace("_", "").replace("-", "").replace(".", "").isalnum() \
             or handle.startswith(ID_PREFIXES):
         raise AdminError("bad_handle", "a handle is letters, digits, '-', '_' and '.', and does not begin as an id "
@@ -175,24 +200,25 @@ def _one_free(conn: sqlite3.Connection, owner: str, org: str | None = None) -> N
 def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT_PLAN, licensed: int | None = None) -> dict:
     """Seed 002: everyone "can create or join more" organizations; the creator is its owner. "Each person gets
     one Free organization": a second Free one is refused (`free_org_limit`)."""
-    if not name.strip():
-        raise AdminError("bad_name", "an organization needs a name")
+    name = _named("org", name)
     licensed = _licence(plan, licensed)
     with db.Tx(conn):
         pid = person(conn, owner)
         if plan == "free":
             _one_free(conn, pid)
+        _name_free(conn, "org", pid, name)
         oid = new_id()
         conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at, licensed) VALUES (?,?,?,?,?,?)",
-                     (oid, name.strip(), plan, pid, now_us(), licensed))
+                     (oid, name, plan, pid, now_us(), licensed))
         conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (oid, pid, Role.OWNER))
-    return {"id": oid, "name": name.strip(), "plan": plan, "licensed": licensed}
+    return {"id": oid, "name": name, "plan": plan, "licensed": licensed}
 
 
 def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: bool = False,
                   org_ref: str | None = None) -> dict:
     """A workspace in `owner`'s own (first) organization, or in `org_ref`, where `owner` must be its owner or an
     admin: open to all its members, or `restricted` (seed 002) to its admins and the people added directly."""
+    name = _named("workspace", name)
     now = now_us()
     with db.Tx(conn):
         pid = person(conn, owner)
@@ -207,6 +233,7 @@ def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: b
         count = conn.execute("SELECT count(*) FROM workspaces WHERE org = ? AND personal_of IS NULL", (oid,)).fetchone()[0]
         if limit is not None and count >= limit:
             raise AdminError("plan_limit", f"the {plan} plan allows {limit} workspace(s) besides each personal one")
+        _name_free(conn, "workspace", oid, name)
         ws, *left = _make_workspace(conn, oid, name, pid, now, personal=False, restricted=restricted)
     return {"id": ws, "name": name, "org": oid, "restricted": restricted, "left_out": left}
 
@@ -332,6 +359,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
             db.unindex_workspace(conn, ws)
         conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
                      (ws,))
+        idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
             where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
             conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))
@@ -356,7 +384,8 @@ def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> d
 
 def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None) -> dict:
     """An agent of `owner`: in all their workspaces, or pinned to one; its API key is shown once."""
-    if not name or "@" in name or name.startswith(("group:", "dm:", "capability:", *ID_PREFIXES)):
+    name = _named("agent", name, trim=False)
+    if "@" in name or name.startswith(("group:", "dm:", "capability:", *ID_PREFIXES)):
         raise AdminError("bad_name", "an agent's name has no '@' and no reserved prefix")
     now = now_us()
     key, key_id, key_hash = auth.new_api_key()
@@ -404,8 +433,9 @@ def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[st
     workspace's agents (and people), addressed as `group:<name>`; named again, its members are replaced (so
     members are added and removed). Members are written as in a send's `to` (`Directory.resolve`): someone
     of another workspace is unknown there exactly as a made-up name is (`unknown_member`)."""
-    if not isinstance(name, str) or not name or ":" in name or "@" in name or "," in name or name != name.strip():
-        raise AdminError("bad_name", "a group's name has no ':', '@', ',' or surrounding spaces")
+    name = _named("group", name, trim=False)
+    if ":" in name or "@" in name or "," in name:
+        raise AdminError("bad_name", "a group's name has no ':', '@' or ','")
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
         raise AdminError("empty_group", "a group has at least one member: agents, @people or group:s of the workspace")
     with db.Tx(conn):

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from . import auth, protocol
+from . import auth, idempotency, protocol
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due, plan_of,
 )
@@ -80,9 +80,11 @@ class _Command:
 
 
 class Engine:
-    def __init__(self, path, *, clock: Callable[[], int] = now_us):
+    def __init__(self, path, *, clock: Callable[[], int] = now_us, idempotency_window: int = idempotency.WINDOW_US):
         self.path = path
         self.clock = clock
+        self.idempotency_window = idempotency_window  # how long a client_id's answer is kept (microseconds)
+        self._sweep_at = 0  # when the next chunk of older idempotency rows goes (`_sweep`)
         self.conn = db.connect(path)
         self._checkpoints = db.Checkpointer(path, self.conn)
         self._queue: queue.SimpleQueue[_Command | None] = queue.SimpleQueue()
@@ -280,6 +282,7 @@ class Engine:
                 for cmd in batch:
                     results.append((cmd, self._one(cmd, out)))
                 self._timers(out)
+                self._sweep()
                 self._flush()
         except Exception as e:  # the commit failed: nothing in this batch happened
             log.exception("batch failed")
@@ -418,6 +421,13 @@ class Engine:
             d = due(view, t, now)
             if d.topics:
                 self._commit(d, ws, now, out)
+
+    def _sweep(self) -> None:
+        """Idempotency rows older than the window go, a chunk (2-3 ms) every 0.05 s while a backlog lasts, then
+        once a minute (`idempotency.sweep_sqlite`), inside the batch being committed: never a long delete."""
+        now = self.clock()
+        if now >= self._sweep_at:
+            self._sweep_at = idempotency.next_sweep(now, idempotency.sweep_sqlite(self.conn, now, self.idempotency_window))
 
     # --- commands (run in the writer thread, inside the batch's transaction) ---
 

@@ -42,7 +42,7 @@ from typing import Any, Callable
 import asyncpg
 import msgspec
 
-from . import auth, protocol
+from . import auth, idempotency, protocol
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
     general_id, next_due, plan_of,
@@ -139,8 +139,12 @@ class _Work:
 
 class PgEngine:
     def __init__(self, url: str, *, clock: Callable[[], int] = now_us, prepared: bool | None = None,
-                 node: str | None = None, lease: float = 30.0, timer_interval: float = 1.0):
+                 node: str | None = None, lease: float = 30.0, timer_interval: float = 1.0,
+                 idempotency_window: int = idempotency.WINDOW_US):
         self.url = url
+        self.idempotency_window = idempotency_window  # how long a client_id's answer is kept (microseconds)
+        self._sweep_at = 0  # when the next chunk of older idempotency rows goes (`_sweep`)
+        self._sweeping: asyncio.Task | None = None
         self.dsn, self.prepared = pg.parse_dsn(url, prepared)
         self.path = url  # what the gateway's reader and admin connections open
         self.events = True  # topic and balance events are always handed over (in this process)
@@ -233,6 +237,10 @@ class PgEngine:
             loop.run_until_complete(self.aclose())
 
     async def aclose(self) -> None:
+        if self._sweeping is not None:
+            self._sweeping.cancel()
+            await asyncio.gather(self._sweeping, return_exceptions=True)
+            self._sweeping = None
         if getattr(self, "_ack_task", None) is not None:
             self._ack_task.cancel()
             self._ack_task = None
@@ -411,6 +419,8 @@ class PgEngine:
                 await self._due(out)
             except Exception:
                 log.exception("timers failed")
+        if self.clock() >= self._sweep_at and (self._sweeping is None or self._sweeping.done()):
+            self._sweeping = asyncio.get_running_loop().create_task(self._sweep())
         later = {id(c) for c in self._deferred}
         for cmd in batch:
             r = results.get(id(cmd))
@@ -1027,6 +1037,21 @@ class PgEngine:
         c = d.conversation or conv
         return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
                 "changed": d.conversation is not None}, out
+
+    async def _sweep(self) -> None:
+        """Idempotency rows older than the window go, a chunk at a time (`idempotency.SWEEP_PG`), on a pool
+        connection beside the writer, never in its way; one node at a time (a node that finds the sweep
+        lock taken leaves the chunk to the node holding it)."""
+        now = self.clock()
+        self._sweep_at = now + idempotency.EVERY_US  # (tried again then, whatever happens here)
+        try:
+            async with self.pool.acquire() as c, c.transaction():
+                if not await c.fetchval(idempotency.SWEEP_LOCK):
+                    return
+                status = await c.execute(idempotency.SWEEP_PG, now - self.idempotency_window)
+            self._sweep_at = idempotency.next_sweep(now, int(status.split()[-1]))
+        except Exception:
+            log.exception("idempotency sweep failed")
 
     # --- timers: claimed, so one node handles each due topic ---
 

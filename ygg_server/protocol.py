@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from . import names
 from .core import SYSTEM, Message, MessageType, Post, State
 from .core.assign import explain
 from .core.party import PartyView, roster_obj
@@ -122,6 +123,11 @@ def to_post(frame: dict, *, message_id: str, author: str, workspace: str) -> Pos
     ok &= good
     title, good = _opt_str(frame.get("title"))
     ok &= good
+    if title is not None and title.strip():  # (a blank title is no title: the core decides what that means)
+        try:
+            title = names.clean("title", title)
+        except names.BadName as e:
+            raise BadFrame(e.detail, frame.get("ref")) from None
     topic = frame.get("topic")
     if topic is not None and not isinstance(topic, str):
         raise BadFrame("topic must be a topic id or \"new\"", frame.get("ref"))

@@ -57,6 +57,17 @@ REFUSALS: dict[str, str] = {
 }
 
 
+def as_sentence(detail: str) -> str:
+    """A server's detail ("a workspace's name is at most 80 characters") as a sentence: capitalised, ended."""
+    detail = detail.strip()
+    return detail[:1].upper() + detail[1:] + ("" if not detail or detail.endswith((".", "!", "?")) else ".")
+
+
+def refused_in_words(e) -> str:
+    """A management op's refusal (`client.Refused`): its reason in words, then the server's detail."""
+    return f"{refusal_sentence(e.reason)} {as_sentence(e.frame.get('detail', ''))}".strip()
+
+
 def refusal_sentence(reason: str | None) -> str:
     if not reason:
         return "The server refused this."

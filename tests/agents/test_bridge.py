@@ -298,3 +298,30 @@ async def test_revoked_key_stops_the_bridge_instead_of_spinning(server):
     task = asyncio.create_task(b.run())
     done, _ = await asyncio.wait({task}, timeout=5)
     assert task in done and task.exception() is not None
+
+
+class Titling(Backend):
+    """Answers each wake by opening a new topic under the title a model made up: long, over two lines."""
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        return TurnOutput(text="Opened.", type="inform", topic="new", to=["@alice"],
+                          title="Follow-up on the question\nabout topics, " + "and more " * 20)
+
+
+async def test_a_models_long_title_is_clipped_to_one_line_within_the_servers_bound(server):
+    """docs/protocol.md, "Names and titles": a topic's title is one line of at most 100 characters, else the send
+    is a `bad_frame`. A model's title is not the bridge's to refuse: it goes out clipped to one line, in bounds."""
+    from ygg_server.names import TITLE
+
+    server.agent("researcher")
+    await server.run(Bridge(server.config("researcher"), Titling()))
+    alice = await server.person("alice")
+    await ask(alice, server.ws, "researcher", "What is a topic?")
+
+    async def opened():
+        topics = (await alice.call("list_topics", workspace=server.ws))["topics"]
+        return [t for t in topics if t["title"] != "Q"]
+
+    (t,) = await until(opened)
+    assert len(t["title"]) == TITLE and t["title"].startswith("Follow-up on the question about topics, and more")
+    assert t["title"].endswith("…") and "\n" not in t["title"]

@@ -171,6 +171,25 @@ async def test_join_workspace_and_remove_group_from_the_cli(tmp_path):
         assert err["error"] == ("unknown_group" if args[0] == "team" else "unknown_workspace") and err["detail"]
 
 
+async def test_the_cli_refuses_names_that_are_unbounded_unprintable_or_taken(tmp_path):
+    """docs/protocol.md, "Names and titles": the operator's commands check names as the socket's ops do, and
+    say which rule a name broke (a name with an escape sequence was stored, and printed by every client)."""
+    d = tmp_path
+    err = await cli(d, "add-person", "p" * 41, "--password", PW, ok=False)
+    assert err == {"error": "bad_handle", "detail": "a handle is at most 40 characters (this one has 41)"}
+    await cli(d, "add-person", "alice", "--password", PW)
+    err = await cli(d, "add-workspace", "team\x1b]0;owned\x07", "--owner", "alice", ok=False)
+    assert err["error"] == "bad_name" and "U+001B at character 5" in err["detail"]
+    err = await cli(d, "add-org", "o" * 81, "--owner", "alice", ok=False)
+    assert err["error"] == "bad_name" and "an organization's name is at most 80 characters" in err["detail"]
+    await cli(d, "add-workspace", "team", "--owner", "alice")
+    err = await cli(d, "add-workspace", "Team ", "--owner", "alice", ok=False)
+    assert err == {"error": "name_taken", "detail": "this organization has a workspace called 'Team' already; "
+                                                     "pick another name"}
+    err = await cli(d, "add-agent", "r\nm -rf", "--owner", "alice", ok=False)
+    assert err["error"] == "bad_name" and "U+000A" in err["detail"]
+
+
 async def test_commands_take_effect_at_once_on_a_running_server(served):
     """PROTOCOL.md: "The admin commands work whether or not a server is serving that data dir at the time, and a running server sees their effect at once"."""
     d = served.dir

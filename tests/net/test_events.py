@@ -25,6 +25,29 @@ async def test_presence_events_reach_followers(team):
     assert ev["participant"] == agent.me["id"] and ev["online"] is False
 
 
+async def test_someone_who_joins_a_workspace_while_connected_is_announced_online_there(team):
+    """docs/protocol.md, `presence`: followers of a workspace are told who in it comes online and goes. Carol,
+    connected, added to lab, was told to lab's followers as a member who joined (`members`) but never as online,
+    though going (a leave, her last connection closing) was told: she looked offline there until she
+    reconnected. Her agent, brought into lab with her, is announced too."""
+    team.admin(admin.add_person, "carol", "pw-" + "x" * 8)
+    scout = team.admin(admin.add_agent, "scout", "carol")
+    lab = team.admin(admin.add_workspace, "lab", "alice", True)["id"]  # (restricted: open to no one else)
+    carol = await team.person("carol")
+    agent = await team.client(api_key=scout["api_key"])
+    alice = await team.person("alice")
+    await alice.subscribe(lab)
+    team.admin(admin.add_member, lab, "carol")
+    ev = await _event(alice, "members")
+    assert sorted(ev["joined"]) == sorted([carol.me["id"], agent.me["id"]]), ev
+    told = {(await _event(alice, "presence"))["participant"] for _ in range(2)}
+    assert told == {carol.me["id"], agent.me["id"]}
+    assert (await alice.call("presence", workspace=lab))["online"][carol.me["id"]] is True
+    await carol.close()
+    ev = await _event(alice, "presence")
+    assert (ev["workspace"], ev["participant"], ev["online"]) == (lab, carol.me["id"], False)
+
+
 async def test_topic_events_of_a_direct_conversation_stay_private(team):
     """A direct conversation is between its members: others following the workspace learn nothing of it."""
     team.admin(admin.add_person, "carol", "pw-" + "x" * 8)

@@ -274,6 +274,27 @@ async def test_the_reply_bar_keeps_its_esc_hint_on_a_narrow_screen(team):
         assert main.composer.reply_to is None
 
 
+async def test_a_title_over_the_bound_is_said_in_the_prompt_and_kept_to_fix(team):
+    """docs/protocol.md, "Names and titles": a title is one line of at most 100 characters. The prompt says so in
+    words with what was typed still there (the server would refuse the send `bad_frame`); shortened, it goes."""
+    researcher = await team.agent("researcher")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"@researcher hi", "enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TitlePrompt", what="title prompt")
+        inp = app.screen.query_one("Input")
+        inp.value = "t" * 101
+        await pilot.press("enter")
+        said = "✗ A topic's title is at most 100 characters (this one has 101). Fix it, or esc to cancel."
+        await wait_for(pilot, lambda: said in str(app.screen.query_one("#title-error").render()), what="the bound")
+        assert type(app.screen).__name__ == "TitlePrompt" and inp.value == "t" * 101
+        inp.value = "t" * 100
+        await pilot.press("enter")
+        d = await researcher.next_delivery(timeout=5)
+        assert d["message"]["title"] == "t" * 100
+
+
 async def test_an_empty_title_is_said_not_ignored(team):
     """⏎ on an empty title did nothing at all, with "⏎ open the topic" written under it: it says a title is needed
     now; esc gives the text back."""

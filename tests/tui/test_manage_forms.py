@@ -196,6 +196,23 @@ async def test_a_workspace_left_from_another_device_is_offered_when_the_palette_
         await wait_for(pilot, lambda: team.ws in app.store.workspaces, what="team joined again")
 
 
+async def test_a_workspace_name_too_long_or_taken_is_refused_in_words(team):
+    """docs/protocol.md, "Names and titles": a workspace's name is at most 80 characters, and an organization
+    holds a name once (compared as people read it). Each refusal comes back in the form, saying which rule."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await _palette(pilot, "new workspace", FormScreen)
+        await fill(pilot, name="w" * 81)
+        await wait_for(pilot, lambda: told(app, "That name cannot be used here. A workspace's name is at most 80 "
+                                                "characters (this one has 81)"), what="the bound in words")
+        await fill(pilot, name="TEAM")
+        await wait_for(pilot, lambda: told(app, "That name is taken here; pick another. This organization has a "
+                                                "workspace called 'TEAM' already"), what="the taken name in words")
+        await fill(pilot, name="lab")
+        await wait_for(pilot, lambda: any(w.name == "lab" for w in app.store.workspaces.values()), what="lab made")
+
+
 async def test_a_person_makes_an_agent_and_is_shown_its_key_once(team):
     """Seed 002: agents belong to a person, names unique per owner, one key each; seed 003 §19: an agent is in
     every workspace of its owner unless pinned. The key works at once; a taken name is refused in words."""

@@ -36,6 +36,7 @@ import msgspec
 import websockets
 
 from ..client import Client, Refused
+from ..names import TITLE
 from ..core import SYSTEM, general_id
 from . import backends, corpus, directives, tools as toolbox
 from .config import AgentConfig
@@ -436,7 +437,7 @@ class Bridge:
         if out.waiting_for:
             fields["waiting_for"] = out.waiting_for
         if out.title or fields["topic"] == "new":
-            fields["title"] = out.title or _clip(out.text or "", 60)
+            fields["title"] = _clip(out.title, TITLE) if out.title else _clip(out.text or "", 60)
         return fields
 
     # --- tools ---
@@ -507,7 +508,7 @@ class Bridge:
                 fields[k] = [x for x in v if isinstance(x, str)]
         for k in ("title", "in_reply_to"):
             if isinstance(a.get(k), str) and a[k]:
-                fields[k] = a[k]
+                fields[k] = _clip(a[k], TITLE) if k == "title" else a[k]  # (a model's title: one line, in bounds)
         if fields["topic"] == "new" and "title" not in fields:
             fields["title"] = _clip(text, 60)
         parent = target if why in ("request", "person") and target.get("id") in self.state.owed else None

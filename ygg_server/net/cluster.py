@@ -456,24 +456,33 @@ class PgGateway(Gateway):
                 elsewhere = await self._elsewhere(c, [pid], now)
                 if (pid in self.conns) != online or elsewhere:
                     return  # it came back (or went) meanwhile, or it is still connected to another node
-                await c.execute("SELECT pg_notify($1, $2)", pg.CHANNEL, msgspec.json.encode(
-                    {"n": self.engine.node, "p": [pid, online, sorted(workspaces)]}).decode())
+                await self._notify_presence(c, pid, online, workspaces)
         except Exception:
             log.exception("presence of %s not recorded", pid)
             return
         self._tell_presence(pid, workspaces, online, targets)
+
+    async def _notify_presence(self, c, pid: str, online: bool, workspaces: frozenset[str]) -> None:
+        """Tell the other nodes that `pid` came or went in `workspaces` (their `_remote` tells their followers)."""
+        await c.execute("SELECT pg_notify($1, $2)", pg.CHANNEL, msgspec.json.encode(
+            {"n": self.engine.node, "p": [pid, online, sorted(workspaces)]}).decode())
 
     async def _elsewhere(self, c, ids: list[str], now: int) -> set[str]:
         """Those of `ids` online through another node (an agent silent there for presence_timeout is not)."""
         return await pg.present_elsewhere(c, ids, self.engine.node, now, self.node_timeout,
                                           self.limits.presence_timeout)
 
-    def _tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
-        if targets is None:
-            targets = self.following.reaching(workspaces)
-        for c in targets:
-            for ws in c.follows & workspaces:
-                c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": pid, "online": online})
+    def _joined(self, pid: str, workspaces: frozenset[str]) -> None:
+        """(`Gateway._joined`, and the other nodes' followers told too, as of a first connection.)"""
+        super()._joined(pid, workspaces)
+        self._spawn(self._announce_joined(pid, workspaces))
+
+    async def _announce_joined(self, pid: str, workspaces: frozenset[str]) -> None:
+        try:
+            async with self.engine.pool.acquire() as c:
+                await self._notify_presence(c, pid, True, workspaces)
+        except Exception:
+            log.exception("presence of %s in a joined workspace not told to the other nodes", pid)
 
     async def _op_presence(self, conn: Conn, ref, frame) -> dict:
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]

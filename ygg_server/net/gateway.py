@@ -442,10 +442,20 @@ class Gateway:
     def _presence(self, conn: Conn, online: bool) -> None:
         """Tell those following a workspace that someone in it came or went (and the engine, for scoring)."""
         self.engine.seen(conn.participant, online)
-        for c in self.following.reaching(conn.workspaces):
-            for ws in c.follows & conn.workspaces:
-                c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": conn.participant,
-                        "online": online})
+        self._tell_presence(conn.participant, conn.workspaces, online)
+
+    def _tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
+        """A `presence` event for `pid` to the connections following any of `workspaces` (or `targets`)."""
+        if targets is None:
+            targets = self.following.reaching(workspaces)
+        for c in targets:
+            for ws in c.follows & workspaces:
+                c.push({"op": "event", "kind": "presence", "workspace": ws, "participant": pid, "online": online})
+
+    def _joined(self, pid: str, workspaces: frozenset[str]) -> None:
+        """`pid`, connected here, is in `workspaces` now (joined, added, a restriction lifted): their followers
+        are told it is online, as when it connects (going the other way, `members` and `workspace_gone` tell)."""
+        self._tell_presence(pid, workspaces, True)
 
     # --- frames ---
 
@@ -976,10 +986,13 @@ class Gateway:
     async def _refresh_access(self, pids: list[str] | None = None) -> None:
         """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;
         for all of them, who is in each followed workspace too."""
+        gained: dict[str, frozenset[str]] = {}  # who is in more workspaces than before: announced after `members`
         for pid, mine in (await self.read(_access, list(self.conns) if pids is None else pids)).items():
             if pid not in self.conns:
                 continue
             self._receives[pid] = frozenset(ws for ws, (receive, _) in mine.items() if receive)
+            if new := frozenset(mine) - self.conns[pid][0].workspaces:
+                gained[pid] = new
             for c in self.conns[pid]:
                 before, c.workspaces = c.workspaces, frozenset(mine)
                 for ws in c.follows - c.workspaces:  # followed, and no longer theirs: deleted, left, removed
@@ -997,6 +1010,8 @@ class Gateway:
         self._events_wanted()
         if pids is None:
             await self._members_moved()
+        for pid, new in gained.items():
+            self._joined(pid, new)
 
     async def _members_moved(self) -> None:
         """Who is in each workspace followed here, read again: its followers are told who joined and who left

@@ -231,6 +231,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (workspace, participant)
     );
     """,
+    # 8: idempotency rows found oldest first by the sweep that deletes them (ygg_server/idempotency.py; SQLite
+    # reads them by rowid, the order they were written in, and needs no index)
+    """
+    CREATE INDEX idempotency_created_at ON idempotency (created_at);
+    """,
 ]
 
 

@@ -13,6 +13,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from ygg_server import names
+
+from ..words import as_sentence
+
 
 def plain(choices: list[tuple[str, str]]) -> list[tuple[Text, str]]:
     """A choice's label as text, not markup: names people chose ("Q[1]", "x [/draft]") are shown as they are."""
@@ -40,12 +44,15 @@ class TitlePrompt(ModalScreen[str | None]):
 
     @on(Input.Submitted, "#title")
     def _done(self, event: Input.Submitted) -> None:
-        title = event.value.strip()
-        if title:
-            self.dismiss(title)
-        else:  # (⏎ did nothing at all: say why)
-            self.query_one("#title-error", Static).update(Text("A topic needs a title: a few words, or esc to "
-                                                               "cancel.", style="red"))
+        if not event.value.strip():  # (⏎ did nothing at all: say why)
+            error = "A topic needs a title: a few words, or esc to cancel."
+        else:
+            try:  # (the server's rule, said here before the message goes: the typing stays to fix)
+                self.dismiss(names.clean("title", event.value))
+                return
+            except names.BadName as e:
+                error = f"✗ {as_sentence(e.detail)} Fix it, or esc to cancel."
+        self.query_one("#title-error", Static).update(Text(error, style="red"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -13,7 +13,7 @@ from textual import work
 
 from ygg_server.client import Refused
 
-from ..words import refusal_sentence
+from ..words import refused_in_words
 from .dialogs import ConfirmScreen, Field, FormScreen, ShownOnce
 
 FLAGS = {"send": "Send: may write in this workspace", "receive": "Receive: gets messages here",
@@ -34,7 +34,7 @@ class ManageActions:
         try:
             return await self.app.session.call(op, **fields)
         except Refused as e:
-            self.notify(f"{refusal_sentence(e.reason)} {e.frame.get('detail', '')}".strip(), severity="error",
+            self.notify(refused_in_words(e), severity="error",
                         title=f"refused: {e.reason}")
         except (ConnectionError, asyncio.TimeoutError):
             self.notify("The connection dropped before the server answered: look whether it was done, then try "
@@ -62,7 +62,7 @@ class ManageActions:
             except ValueError as e:
                 error = str(e)
             except Refused as e:
-                error = f"✗ refused ({e.reason}): {refusal_sentence(e.reason)} {e.frame.get('detail', '')}".strip()
+                error = f"✗ refused ({e.reason}): {refused_in_words(e)}"
             except (ConnectionError, asyncio.TimeoutError):
                 error = "✗ The connection dropped before the server answered: look whether it was done, then try again."
 

@@ -1,0 +1,98 @@
+"""Names and titles are one bounded line of printable text, and a place holds a name once (docs/protocol.md,
+"Names and titles"): on the socket's ops, the admin functions the CLI runs, and a send's `title`."""
+
+from __future__ import annotations
+
+import pytest
+
+from ygg_server import admin
+
+PW = "pw-" + "x" * 8
+ESC = "\x1b[2J"  # clears a terminal that prints it
+
+
+async def test_names_and_titles_are_bounded_and_printable_on_every_op(team):
+    """A 1 MB workspace name, or a title that clears the screen of whoever prints it, was stored as sent. Each
+    is refused, naming the rule and the bound; at the bound a name goes through, stored trimmed."""
+    alice = await team.person("alice")
+
+    async def refused(op, **fields):
+        r = await alice.request(op, **fields)
+        assert r["op"] == "error", (op, fields, r)
+        return r["code"], r["detail"]
+
+    code, detail = await refused("create_workspace", name="w" * 81)
+    assert code == "bad_name" and "a workspace's name is at most 80 characters (this one has 81)" in detail
+    code, detail = await refused("create_workspace", name="x" * (1 << 19))  # (half a megabyte: under MAX_FRAME)
+    assert code == "bad_name" and "at most 80" in detail
+    code, detail = await refused("create_workspace", name="lab" + ESC)
+    assert code == "bad_name" and "U+001B at character 4" in detail
+    code, detail = await refused("create_org", name="acme\nwelcome")
+    assert code == "bad_name" and "an organization's name has no control characters, line breaks" in detail
+    code, detail = await refused("create_org", name="evil\u2028corp")
+    assert code == "bad_name" and "U+2028" in detail
+    code, detail = await refused("add_agent", name="a" * 65)
+    assert code == "bad_name" and "an agent's name is at most 64 characters" in detail
+    code, detail = await refused("add_agent", name=" scout")
+    assert code == "bad_name" and "no spaces around it" in detail
+    code, detail = await refused("add_group", workspace=team.ws, name="gpj.exe\u202e", members=["researcher"])
+    assert code == "bad_name" and "bidi" in detail and "U+202E" in detail
+    code, detail = await refused("add_group", workspace=team.ws, name="g" * 65, members=["researcher"])
+    assert code == "bad_name" and "a group's name is at most 64 characters" in detail
+
+    made = await alice.call("create_workspace", name="  " + "w" * 80 + " ")
+    assert made["name"] == "w" * 80, "trimmed, then bounded"
+    names = {w["id"]: w["name"] for w in (await alice.call("list_workspaces"))["workspaces"]}
+    assert names[made["id"]] == "w" * 80
+    assert (await alice.call("add_agent", name="s" * 64))["name"] == "s" * 64
+    assert (await alice.call("add_group", workspace=team.ws, name="g" * 64, members=["researcher"]))["name"] == "g" * 64
+
+
+async def test_a_topics_title_is_one_bounded_line(team):
+    """A title is set at a topic's first message; a long one or one with a line break or an escape is refused
+    `bad_frame`, naming `title` and the bound, and nothing is stored. Message text keeps its newlines."""
+    alice = await team.person("alice")
+    for title, words in (("t" * 101, "a topic's title is at most 100 characters (this one has 101)"),
+                         ("Review\nthe patch", "U+000A at character 7"),
+                         ("Review" + ESC, "U+001B")):
+        r = await alice.request("send", workspace=team.ws, topic="new", title=title, to=["researcher"], text="hi")
+        assert (r["op"], r["code"]) == ("error", "bad_frame") and words in r["detail"], r
+    assert (await alice.call("list_topics", workspace=team.ws))["topics"] == [], "nothing stored"
+    r = await alice.send(workspace=team.ws, topic="new", title=" " + "t" * 100 + " ", to=["researcher"],
+                         text="line one\nline two")
+    assert r["op"] == "sent" and r["message"]["title"] == "t" * 100
+    assert r["message"]["text"] == "line one\nline two"
+
+
+async def test_a_place_holds_a_name_once(team):
+    """A second workspace "team" in alice's organization (or " TEAM ", which reads the same) is refused
+    `name_taken`, as is one named as her personal workspace; another organization may use the name. One owner's
+    organizations are told apart by name too; another person may name theirs alike."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    for name in ("team", " TEAM ", "Alice (Personal)"):
+        r = await alice.request("create_workspace", name=name)
+        assert (r["op"], r.get("code")) == ("error", "name_taken"), (name, r)
+        assert "this organization has a workspace called" in r["detail"] and name.strip() in r["detail"]
+    acme = team.admin(admin.add_org, "Acme", "alice")["id"]  # (a Team plan: room for workspaces)
+    assert (await alice.call("create_workspace", name="team", org=acme))["org"] == acme, "another organization's"
+    r = await alice.request("create_workspace", name="Team", org=acme)
+    assert r.get("code") == "name_taken", r
+    r = await alice.request("create_org", name=" ACME ")
+    assert (r.get("code"), r.get("detail")) == ("name_taken", "this person owns an organization called 'ACME' "
+                                                               "already; pick another name"), r
+    assert (await bob.call("create_org", name="acme"))["name"] == "acme", "another owner's"
+
+
+def test_the_admin_functions_refuse_what_the_socket_refuses(team):
+    """The admin CLI runs these functions: a handle is bounded too (`bad_handle`), and a workspace the operator
+    names is checked as one a person names."""
+    with pytest.raises(admin.AdminError, match="a handle is at most 40 characters") as e:
+        team.admin(admin.add_person, "h" * 41, PW)
+    assert e.value.code == "bad_handle"
+    assert team.admin(admin.add_person, "h" * 40, PW)["handle"] == "h" * 40
+    with pytest.raises(admin.AdminError, match="U\\+0007") as e:
+        team.admin(admin.add_workspace, "ding\a", "alice")
+    assert e.value.code == "bad_name"
+    with pytest.raises(admin.AdminError, match="a workspace called 'Team' already") as e:
+        team.admin(admin.add_workspace, "Team", "alice")
+    assert e.value.code == "name_taken"

@@ -1,0 +1,127 @@
+"""A send's `client_id` is remembered for a week, then forgotten by a sweep; a deleted workspace's answers go with
+it (docs/protocol.md, "Sending": `client_id`), on both stores."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from ygg_server import admin, idempotency
+
+from .conftest import PW, _serve, _shutdown
+
+DAY = 24 * 3600 * 1_000_000
+
+
+async def rows(s, sql: str = "SELECT client_id FROM idempotency ORDER BY client_id") -> list:
+    return [r[0] for r in s.conn.execute(sql).fetchall()]
+
+
+async def until(pred, what: str, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while not (got := await pred()):
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+    return got
+
+
+@pytest.fixture
+async def clocked(store, database):
+    """A server whose engine's clock the test moves on (`s.later(us)`); alice owns workspaces team and lab."""
+    offset = [0]
+    s = await _serve(store, database, clock=lambda: time.time_ns() // 1000 + offset[0])
+    s.later = lambda us: offset.__setitem__(0, offset[0] + us)
+    s.admin(admin.add_person, "alice", PW)
+    s.ws = s.admin(admin.add_workspace, "team", "alice")["id"]
+    s.lab = s.admin(admin.add_workspace, "lab", "alice")["id"]
+    yield s
+    await _shutdown(s)
+
+
+async def test_answers_older_than_the_window_are_swept_oldest_first_in_chunks(clocked):
+    """Every send of the TUI and the agent bridge has a client_id, so its answer was stored twice, for good. An
+    answer is replayed for a week (the bridge resends after a restart however long); older ones are deleted a
+    chunk at a time (a backlog of several chunks goes too), and the same client_id is then a new send."""
+    s = clocked
+    for i in range(idempotency.CHUNK * 2 + 5):  # written long ago
+        s.conn.execute("INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?, ?, ?, 0)",
+                       ("human.x", f"backlog-{i:04}", b"{}"))
+    alice = await s.person("alice")
+    first = await alice.send(workspace=s.ws, topic="new", title="Old", text="old", client_id="old")
+    s.later(idempotency.EVERY_US)
+    await until(lambda: _only(s, ["old"]), "the backlog swept")
+    s.later(6 * DAY)
+    kept = await alice.send(workspace=s.ws, topic="new", title="Kept", text="kept", client_id="kept")
+    assert (await alice.send(workspace=s.ws, topic="new", title="Old", text="old", client_id="old"))["duplicate"]
+    s.later(DAY + 1_000_000)  # "old" is a week and a second old; "kept" a day
+
+    await until(lambda: _only(s, ["kept"]), "the week-old answer swept")
+    again = await alice.send(workspace=s.ws, topic="new", title="Old", text="old", client_id="old")
+    assert "duplicate" not in again and again["message"]["id"] != first["message"]["id"], "a new send now"
+    dup = await alice.send(workspace=s.ws, topic="new", title="Kept", text="kept", client_id="kept")
+    assert dup["duplicate"] and dup["message"]["id"] == kept["message"]["id"], "within the week: replayed"
+
+
+def test_a_sqlite_sweep_reads_one_chunk_by_rowid(tmp_path):
+    """The writer's sweep never stalls it: it deletes from the CHUNK rows written first (by rowid, no index
+    needed), so a backlog goes in chunks, and rows not old enough stop it."""
+    from ygg_server.store import sqlite as db
+
+    conn = db.connect(db.db_path(tmp_path))
+    put = "INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES ('p', ?, x'7b7d', ?)"
+    for i in range(idempotency.CHUNK * 2 + 5):
+        conn.execute(put, (f"old-{i}", 0))
+    conn.execute(put, ("new", 10 * DAY))
+    now = 10 * DAY
+    assert [idempotency.sweep_sqlite(conn, now) for _ in range(4)] == [idempotency.CHUNK, idempotency.CHUNK, 5, 0]
+    assert conn.execute("SELECT client_id FROM idempotency").fetchall() == [("new",)]
+    assert idempotency.next_sweep(now, idempotency.CHUNK) == now + idempotency.AGAIN_US
+    assert idempotency.next_sweep(now, 5) == now + idempotency.EVERY_US
+    conn.close()
+
+
+async def _only(s, ids: list[str]) -> bool:
+    return await rows(s) == ids
+
+
+async def test_a_deleted_workspace_takes_the_answers_that_replay_its_messages(clocked):
+    """Seed 003 §66: the owner keeps "deleting the workspace", and with it everything in it. The stored answer
+    to a send there kept the message's text, and the same client_id was answered with it after the delete."""
+    s = clocked
+    alice = await s.person("alice")
+    await alice.send(workspace=s.lab, topic="new", title="Secret", text="the lab's secret", client_id="in-lab")
+    await alice.send(workspace=s.ws, topic="new", title="Plain", text="plain", client_id="in-team")
+    assert await rows(s) == ["in-lab", "in-team"]
+    await alice.call("delete_workspace", workspace=s.lab)
+    assert await rows(s) == ["in-team"]
+    r = await alice.request("send", workspace=s.lab, topic="new", title="Secret", text="again", client_id="in-lab")
+    assert (r["op"], r.get("reason")) == ("refused", "unknown_workspace"), r
+    dup = await alice.send(workspace=s.ws, topic="new", title="Plain", text="plain", client_id="in-team")
+    assert dup["duplicate"], "another workspace's answers stay"
+
+
+async def test_one_postgresql_node_sweeps_at_a_time(store, clocked):
+    """On PostgreSQL every node's writer would sweep; a node that finds the sweep's lock held leaves it to the
+    one holding it (the lock is held here, as by another node mid-sweep), and sweeps when it is free."""
+    if store != "postgres":
+        pytest.skip("SQLite has one writer")
+    from ygg_server.store import postgres as pg
+
+    s = clocked
+    other = await pg.connect(*pg.parse_dsn(s.database))
+    try:
+        tx = other.transaction()
+        await tx.start()  # (the lock waited for, in case this node's first sweep holds it now)
+        await other.execute(idempotency.SWEEP_LOCK.replace("pg_try_advisory_xact_lock", "pg_advisory_xact_lock"))
+        s.conn.execute("INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?, ?, ?, 0)",
+                       ("human.x", "c", b"{}"))
+        s.later(idempotency.EVERY_US + 1)
+        await asyncio.sleep(2.5)  # (the engine looks once a timer_interval, a second)
+        assert await rows(s) == ["c"], "left to the node holding the lock"
+        await tx.rollback()
+    finally:
+        await other.close()
+    s.later(idempotency.EVERY_US + 1)
+    await until(lambda: _only(s, []), "swept once the lock is free")

@@ -1,0 +1,55 @@
+"""Names and titles: one line of bounded, printable text (docs/protocol.md, "Names and titles").
+
+Every op that names something (an organization, a workspace, an agent, a group, a person's handle) or titles a
+topic checks it here, on both stores and in the admin CLI alike, so what one client stores every other client
+and terminal can print: no escape sequences, no line breaks, no text that reads backwards. Message text is
+not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
+"""
+
+from __future__ import annotations
+
+import re
+
+# kind: (how a refusal names it, the most characters it has). As chat products bound theirs: Slack's channel
+# names 80, Zulip's stream and topic names 60; a topic title here has room for an agent's longer summary.
+BOUNDS: dict[str, tuple[str, int]] = {
+    "org": ("an organization's name", 80),
+    "workspace": ("a workspace's name", 80),
+    "agent": ("an agent's name", 64),
+    "group": ("a group's name", 64),
+    "handle": ("a handle", 40),
+    "title": ("a topic's title", 100),
+}
+TITLE = BOUNDS["title"][1]
+
+# Control characters (Unicode category Cc: C0, DEL, C1), the line and paragraph separators, and the bidi
+# embeddings, overrides and isolates (which make a name read other than it is written).
+_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+class BadName(ValueError):
+    """A name or title refused; `detail` says which and why."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+
+def clean(kind: str, value: object, *, trim: bool = True) -> str:
+    """`value` as it is stored: trimmed of surrounding whitespace (`trim`; else such whitespace is refused, for
+    names written in a send's `to`), not empty, at most its kind's bound in characters, and without the
+    characters `_REFUSED` names. Raises BadName naming the kind and the rule broken."""
+    word, bound = BOUNDS[kind]
+    if not isinstance(value, str):
+        raise BadName(f"{word} is text")
+    text = value.strip() if trim else value
+    if text != value.strip():
+        raise BadName(f"{word} has no spaces around it")
+    if not text:
+        raise BadName(f"{word} is not empty")
+    if len(text) > bound:
+        raise BadName(f"{word} is at most {bound} characters (this one has {len(text)})")
+    if bad := _REFUSED.search(text):
+        raise BadName(f"{word} has no control characters, line breaks or bidi overrides "
+                      f"(U+{ord(bad.group()):04X} at character {bad.start() + 1})")
+    return text
