@@ -103,8 +103,10 @@ class Inbox:
             if not item.wake:
                 context.append(item)
                 continue
-            sink = min(self.sinks, key=lambda s: len(s.leased))
-            if len(sink.leased) >= sink.prefetch:
+            # the least loaded connection with room (the least loaded may be full while another has room)
+            sink = min((s for s in self.sinks if len(s.leased) < s.prefetch), key=lambda s: len(s.leased),
+                       default=None)
+            if sink is None:
                 return
             self.holder[item.id] = sink
             self.bundle[item.id] = [c.id for c in context]

@@ -1,0 +1,67 @@
+"""The protocol as an agent written in another language meets it: raw frames over a real socket, checked
+against what docs/protocol.md promises (nothing but `websockets`, as examples/echo_agent.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import websockets
+
+
+class Raw:
+    """One raw connection: frames out as JSON, frames in kept until asked for."""
+
+    def __init__(self, ws):
+        self.ws, self.seen, self.n = ws, [], 0
+
+    @classmethod
+    async def open(cls, url: str, **auth) -> "Raw":
+        c = cls(await websockets.connect(url))
+        c.session = await c.call({"op": "auth", **auth})
+        return c
+
+    async def call(self, frame: dict, timeout: float = 5.0) -> dict:
+        self.n += 1
+        frame = {**frame, "ref": f"r{self.n}"}
+        await self.ws.send(json.dumps(frame))
+        while True:
+            m = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+            if m.get("ref") == frame["ref"] and m["op"] not in ("deliver", "event"):
+                return m
+            self.seen.append(m)
+
+    async def deliveries(self, quiet: float = 0.5) -> list[dict]:
+        """The deliver frames that came, once none came for `quiet` seconds."""
+        try:
+            while True:
+                self.seen.append(json.loads(await asyncio.wait_for(self.ws.recv(), quiet)))
+        except TimeoutError:
+            pass
+        out = [m for m in self.seen if m["op"] == "deliver"]
+        self.seen = [m for m in self.seen if m["op"] != "deliver"]
+        return out
+
+
+async def _requests(alice, ws: str, n: int, to: str = "researcher") -> list[str]:
+    """`n` requests to `to`, each in its own topic: `n` wakes."""
+    out = []
+    for i in range(n):
+        r = await alice.send(workspace=ws, topic="new", title=f"q{i}", to=[to], text=f"q{i}")
+        out.append(r["message"]["id"])
+    return out
+
+
+async def test_a_wake_goes_to_a_connection_with_room_while_another_is_full(team):
+    """Each wake is claimed by one connection, "at most `prefetch` per connection": a connection with room
+    gets the next wake even when a connection holding fewer leases is full (before: the least-loaded one was
+    chosen whether or not it had room, and the wakes waited for it while the other sat idle)."""
+    small = await Raw.open(team.url, api_key=team.keys["researcher"], prefetch=1)
+    alice = await team.person("alice")
+    await _requests(alice, team.ws, 1)
+    assert len(await small.deliveries()) == 1  # full
+    big = await Raw.open(team.url, api_key=team.keys["researcher"], prefetch=8)
+    await _requests(alice, team.ws, 4)
+    got = await big.deliveries()
+    assert len(got) == 4, [d["message"]["text"] for d in got]
+    assert await small.deliveries() == []
