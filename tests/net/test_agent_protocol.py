@@ -65,3 +65,18 @@ async def test_a_wake_goes_to_a_connection_with_room_while_another_is_full(team)
     got = await big.deliveries()
     assert len(got) == 4, [d["message"]["text"] for d in got]
     assert await small.deliveries() == []
+
+
+async def test_auth_options_out_of_their_range_are_a_bad_frame_not_silently_replaced(team):
+    """`prefetch` is 1..256 and `directives` false (docs/protocol.md, "Authentication"): anything else is
+    answered `bad_frame` naming the option, and the connection may sign in again (before: `prefetch: 1000`
+    signed in with 16, `directives: "no"` with directives, and the agent never knew)."""
+    async with websockets.connect(team.url) as ws:
+        c = Raw(ws)
+        for bad in ({"prefetch": 1000}, {"prefetch": 0}, {"prefetch": "8"}, {"prefetch": True},
+                    {"directives": "no"}, {"directives": 0}):
+            err = await c.call({"op": "auth", "api_key": team.keys["researcher"], **bad})
+            assert err["op"] == "error" and err["code"] == "bad_frame", (bad, err)
+            assert next(iter(bad)) in err["detail"], err
+        ok = await c.call({"op": "auth", "api_key": team.keys["researcher"], "prefetch": 256, "directives": True})
+        assert ok["op"] == "session", ok

@@ -333,6 +333,13 @@ class Gateway:
                 return False
 
     async def _session(self, conn: Conn, frame: dict, ref: Any, quiet: bool = False) -> bool:
+        prefetch, directives = frame.get("prefetch"), frame.get("directives", True)
+        if prefetch is not None and (type(prefetch) is not int or not 1 <= prefetch <= 256):
+            conn.push(protocol.error(ref, "bad_frame", "prefetch is a whole number from 1 to 256 (default 16)"))
+            return False
+        if type(directives) is not bool:
+            conn.push(protocol.error(ref, "bad_frame", "directives is true or false (default true)"))
+            return False
         keys = _auth_keys(conn, frame)
         wait = self._limiter.retry_after(keys, time.monotonic())
         if wait > 0:  # too many failures from this address or for this credential: not even checked
@@ -356,10 +363,8 @@ class Gateway:
             key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
             token, expires = await self.engine.submit("session", pid, expires, key)
         conn.participant, conn.kind, conn.token, conn.expires_at = pid, kind, token, expires
-        prefetch = frame.get("prefetch")
-        if isinstance(prefetch, int) and 1 <= prefetch <= 256:
-            conn.prefetch = prefetch
-        if kind == Kind.AGENT and frame.get("directives") is not False:  # an agent's wakes carry their directive
+        conn.prefetch = prefetch or self.limits.prefetch
+        if kind == Kind.AGENT and directives:  # an agent's wakes carry their directive
             conn.dress = self.issuer.dress
         conn.push({"op": "session", "ref": ref, "token": token, "expires_at": protocol.iso(expires),
                    "me": {"id": pid, "handle": handle, "kind": kind}})
