@@ -104,12 +104,16 @@ def to_post(frame: dict, *, message_id: str, author: str, workspace: str) -> Pos
     marked malformed: the core turns it into an inform, never a wake.
     """
     ok = True
-    text = frame.get("text", "")
-    if not isinstance(text, str):
+    text = frame.get("text")
+    if text is None:  # null is as if left out, in every content field
+        text = ""
+    elif not isinstance(text, str):
         text, ok = encode({"text": text}), False
     if len(text) > MAX_TEXT:
         raise BadFrame(f"text longer than {MAX_TEXT} characters", frame.get("ref"))
-    mtype = frame.get("type", "request")
+    mtype = frame.get("type")
+    if mtype is None:
+        mtype = "request"
     if not isinstance(mtype, str) or mtype not in MessageType._value2member_map_:
         mtype, ok = MessageType.INFORM, False
     state = frame.get("state")
@@ -131,14 +135,19 @@ def to_post(frame: dict, *, message_id: str, author: str, workspace: str) -> Pos
     topic = frame.get("topic")
     if topic is not None and not isinstance(topic, str):
         raise BadFrame("topic must be a topic id or \"new\"", frame.get("ref"))
-    size = frame.get("attachment_bytes", 0)
+    size = frame.get("attachment_bytes")
+    if size is None:
+        size = 0
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         size, ok = 0, False
+    handoff = frame.get("handoff")
+    if handoff is not None and type(handoff) is not bool:
+        handoff, ok = False, False
     return Post(
         id=message_id, author=author, workspace=workspace, topic=topic or None,
         type=MessageType(mtype), text=text, title=title, to=to,
         state=State(state) if state else None, waiting_for=waiting_for, in_reply_to=in_reply_to,
-        attachment_bytes=size, malformed=not ok, handoff=frame.get("handoff") is True,
+        attachment_bytes=size, malformed=not ok, handoff=handoff is True,
     )
 
 

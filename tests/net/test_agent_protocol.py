@@ -80,3 +80,26 @@ async def test_auth_options_out_of_their_range_are_a_bad_frame_not_silently_repl
             assert next(iter(bad)) in err["detail"], err
         ok = await c.call({"op": "auth", "api_key": team.keys["researcher"], "prefetch": 256, "directives": True})
         assert ok["op"] == "session", ok
+
+
+async def test_a_null_content_field_is_as_if_left_out_and_a_handoff_is_a_bool(team):
+    """docs/protocol.md, "Sending": a field that is null is as if left out (a serializer that writes its unset
+    fields as null gets the defaults: `type` request, `text` empty), and `handoff` is a content field like the
+    others: anything but true or false downgrades the message (before: `type: null` or `text: null` made a
+    malformed inform while `title: null` was no title; `"handoff": "yes"` was dropped in silence, and the
+    agent believed it had handed off)."""
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    base = {"op": "send", "workspace": team.ws, "conversation": "general", "topic": "new", "title": "Nulls",
+            "to": ["reviewer"], "text": "look", "state": None, "in_reply_to": None, "waiting_for": None}
+    sent = await agent.call({**base, "type": None})
+    assert sent["op"] == "sent" and "malformed" not in sent["message"], sent
+    assert sent["message"]["type"] == "request" and sent["deliveries"][0]["wake"] is True
+    topic = sent["message"]["topic"]
+    empty = await agent.call({**base, "topic": topic, "type": "inform", "text": None})
+    assert empty["op"] == "sent" and "malformed" not in empty["message"] and empty["message"]["text"] == ""
+    for bad in ("yes", 1, [True]):
+        odd = await agent.call({**base, "topic": topic, "handoff": bad})
+        assert odd["op"] == "sent" and odd["message"].get("malformed") is True, (bad, odd)
+        assert odd["message"]["type"] == "inform" and "handoff" not in odd["message"]
+    plain = await agent.call({**base, "topic": topic, "handoff": False})
+    assert plain["op"] == "sent" and "malformed" not in plain["message"] and "handoff" not in plain["message"]
