@@ -103,3 +103,25 @@ async def test_a_null_content_field_is_as_if_left_out_and_a_handoff_is_a_bool(te
         assert odd["message"]["type"] == "inform" and "handoff" not in odd["message"]
     plain = await agent.call({**base, "topic": topic, "handoff": False})
     assert plain["op"] == "sent" and "malformed" not in plain["message"] and "handoff" not in plain["message"]
+
+
+async def test_acked_names_what_the_ack_retired_and_nothing_else(team):
+    """docs/protocol.md, "Receiving": `acked.ids` are the deliveries this ack retired (the wake and the context
+    it carried); an id that is not an unacked delivery of the acker (made up, already acked, another's) is
+    left out, and nothing else happens."""
+    alice = await team.person("alice")
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    other = await Raw.open(team.url, api_key=team.keys["reviewer"])
+    first = await alice.send(workspace=team.ws, topic="new", title="Ack", to=["researcher"], text="q1")
+    topic = first["message"]["topic"]
+    await agent.call({"op": "ack", "ids": [d["id"] for d in await agent.deliveries()]})
+    await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text="fyi")
+    await alice.send(workspace=team.ws, topic=topic, to=["researcher", "reviewer"], text="q2")
+    wake, = await agent.deliveries()
+    theirs, = await other.deliveries()
+    assert wake["context_reasons"] == ["context_inform"]
+    acked = await agent.call({"op": "ack", "ids": [wake["id"], 10**12, theirs["id"]]})
+    assert acked == {"op": "acked", "ref": acked["ref"], "ids": [wake["id"], *wake["context_ids"]]}
+    again = await agent.call({"op": "ack", "ids": [wake["id"]]})
+    assert again["op"] == "acked" and again["ids"] == []
+    assert (await other.call({"op": "ack", "ids": [theirs["id"]]}))["ids"] == [theirs["id"]]
