@@ -8,6 +8,8 @@ import json
 
 import websockets
 
+from ygg_server import admin
+
 
 class Raw:
     """One raw connection: frames out as JSON, frames in kept until asked for."""
@@ -125,3 +127,16 @@ async def test_acked_names_what_the_ack_retired_and_nothing_else(team):
     again = await agent.call({"op": "ack", "ids": [wake["id"]]})
     assert again["op"] == "acked" and again["ids"] == []
     assert (await other.call({"op": "ack", "ids": [theirs["id"]]}))["ids"] == [theirs["id"]]
+
+
+async def test_a_conversation_one_may_not_write_in_is_refused_saying_what_one_may(team):
+    """An agent writing in a group's conversation it is not in is refused `unknown_conversation` (exactly as a
+    made-up one: nothing is told of conversations one is not in), and the detail says where it may write
+    (before: "no such conversation", for a group `list_groups` had just shown it)."""
+    team.admin(admin.add_group, team.ws, "reviewers", ["reviewer"])
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    base = {"op": "send", "workspace": team.ws, "topic": "new", "title": "Hi", "text": "hi"}
+    group = await agent.call({**base, "conversation": "group:reviewers"})
+    made_up = await agent.call({**base, "conversation": "group:nobody"})
+    assert group["reason"] == made_up["reason"] == "unknown_conversation"
+    assert group["detail"] == made_up["detail"] and "member" in group["detail"], group

@@ -71,7 +71,8 @@ def decide(view: View, post: Post, now: int) -> Decision:
     # Who may write in a conversation: anyone in General, its members, and any person in a group's.
     if conv is None or not (conv.kind == _GENERAL or aid in conv.members
                             or (conv.kind == _GROUP and author.kind == _HUMAN)):
-        return refused(R.UNKNOWN_CONVERSATION, "no such conversation")
+        return refused(R.UNKNOWN_CONVERSATION, "no such conversation for you: write in general, dm:<participant>, "
+                       "or a group or conversation you are a member of")
 
     # Topics: "Every message names its topic: the one it continues, or new to open one."
     tref = post.topic
