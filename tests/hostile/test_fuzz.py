@@ -162,7 +162,7 @@ def test_parse_answers_every_frame_with_a_frame_or_bad_frame(data):
 @given(json_objects(op=st.just("send")) | send_frames(st.just({k: k for k in (
         "ws", "person", "agent", "general", "dm", "topic", "message", "dm_topic", "group")})).map(json.dumps))
 def test_to_post_keeps_server_fields_and_downgrades_wrong_types(text):
-    """docs/protocol.md: "Wrong field types in content (`text`, `type`, `state`, `to`, `waiting_for`, `in_reply_to`, `title`) do not fail the send: the message is stored as an **inform** with `"malformed": true`"."""
+    """docs/protocol.md: "Wrong field types in content (`text`, `type`, `state`, `to`, `waiting_for`, `in_reply_to`, `title`, `handoff`, `attachment_bytes`) do not fail the send: the message is stored as an **inform** with `"malformed": true`", and "a field that is null is as if left out"."""
     try:
         op, ref, frame = protocol.parse(text)
     except protocol.BadFrame:
@@ -175,15 +175,16 @@ def test_to_post_keeps_server_fields_and_downgrades_wrong_types(text):
     assert (post.id, post.author, post.workspace) == ("srv-id", "srv-author", "srv-ws")
     msgspec.convert(msgspec.to_builtins(post), Post)  # every field has its declared type
     content = {k: frame.get(k) for k in ("text", "type", "state", "to", "waiting_for", "in_reply_to", "title")}
-    well_typed = (
-        isinstance(content["text"], str) or content["text"] is None and "text" not in frame
-    ) and (content["type"] in (None, "request", "response", "inform") and ("type" not in frame or content["type"])) \
+    well_typed = content["text"] is None or isinstance(content["text"], str)
+    well_typed = well_typed and content["type"] in (None, "request", "response", "inform") \
         and content["state"] in (None, "working", "waiting", "needs_human", "done") \
         and all(v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
                 for v in (content["to"], content["waiting_for"])) \
         and all(v is None or isinstance(v, str) for v in (content["in_reply_to"], content["title"]))
-    size = frame.get("attachment_bytes", 0)
-    well_typed = well_typed and isinstance(size, int) and not isinstance(size, bool) and size >= 0
+    size = frame.get("attachment_bytes")
+    size = 0 if size is None else size
+    well_typed = well_typed and isinstance(size, int) and not isinstance(size, bool) and size >= 0 \
+        and type(frame.get("handoff")) in (bool, type(None))
     assert post.malformed == (not well_typed)  # the core stores a malformed post as an inform (test_isolation)
 
 

@@ -140,3 +140,29 @@ async def test_a_conversation_one_may_not_write_in_is_refused_saying_what_one_ma
     made_up = await agent.call({**base, "conversation": "group:nobody"})
     assert group["reason"] == made_up["reason"] == "unknown_conversation"
     assert group["detail"] == made_up["detail"] and "member" in group["detail"], group
+
+
+async def test_an_agent_renews_its_session_on_the_open_connection_and_keeps_its_wakes(team, monkeypatch):
+    """An agent's session lasts an hour; `auth` again on the open connection renews it (a new `session`),
+    the connection and the wakes it holds staying as they are, so a long-running agent is not cut off each
+    hour (before: `bad_frame` "already authenticated"; the connection closed at the hour, 1008, and its
+    wakes went back). Another's credentials are refused, the connection staying who it was."""
+    from ygg_server import auth
+
+    monkeypatch.setattr(auth, "AGENT_SESSION", 3_000_000)  # 3 s
+    alice = await team.person("alice")
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    await alice.send(workspace=team.ws, topic="new", title="Long", to=["researcher"], text="take your time")
+    held, = await agent.deliveries()
+    await asyncio.sleep(1.5)
+    renewed = await agent.call({"op": "auth", "api_key": team.keys["researcher"]})
+    assert renewed["op"] == "session" and renewed["me"] == agent.session["me"], renewed
+    assert renewed["expires_at"] > agent.session["expires_at"] and renewed["token"] != agent.session["token"]
+    other = await agent.call({"op": "auth", "api_key": team.keys["reviewer"]})
+    assert other["op"] == "error" and other["code"] == "bad_frame" and "researcher" in other["detail"], other
+    await asyncio.sleep(2.0)  # past the first session's end
+    assert (await agent.call({"op": "whoami"}))["id"] == agent.session["me"]["id"]
+    assert await agent.deliveries(0.3) == []  # the wake was not offered again
+    assert (await agent.call({"op": "ack", "ids": [held["id"]]}))["ids"] == [held["id"]]
+    resumed = await Raw.open(team.url, token=renewed["token"])
+    assert resumed.session["op"] == "session"

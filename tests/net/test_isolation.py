@@ -35,7 +35,7 @@ async def test_unknown_op_and_unparsable_frames_keep_the_connection(team):
             (json.dumps({"op": "deliver", "ref": 2}), 2), (json.dumps({"op": "send", "ref": 3}), 3),
             (json.dumps({"op": "send", "ref": 4, "workspace": 7}), 4),
             (json.dumps({"op": "ack", "ref": 5, "ids": ["a"]}), 5),
-            (json.dumps({"op": "auth", "ref": 6, "handle": "alice", "password": PW}), 6),
+            (json.dumps({"op": "auth", "ref": 6, "handle": "bob", "password": PW}), 6),  # another: alice renews here
             (json.dumps({"op": "history", "ref": 7, "workspace": team.ws, "limit": "many"}), 7),
             (b"\xff\xfe binary", None),
         ]

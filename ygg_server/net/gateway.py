@@ -39,6 +39,8 @@ ws_log = logging.getLogger("ygg.net.websockets")
 ws_log.setLevel(logging.INFO)
 
 
+# what an expired session is told (docs/protocol.md, "Authentication")
+EXPIRED = "the session expired: connect and authenticate again (auth on the open connection before expires_at renews it)"
 DROP_GRACE = 2.0  # seconds a dropped slow connection has to take its close frame
 
 
@@ -122,6 +124,7 @@ class Conn:
     limits: Limits
     participant: str = ""
     kind: str = ""
+    handle: str = ""
     token: str = ""
     expires_at: int = 0
     prefetch: int = 16
@@ -333,6 +336,8 @@ class Gateway:
                 return False
 
     async def _session(self, conn: Conn, frame: dict, ref: Any, quiet: bool = False) -> bool:
+        """Sign the connection in, or, on a connection already signed in, renew its session (the same participant's
+        credentials: a new session, the connection and what it holds kept; options left out stay as they are)."""
         prefetch, directives = frame.get("prefetch"), frame.get("directives", True)
         if prefetch is not None and (type(prefetch) is not int or not 1 <= prefetch <= 256):
             conn.push(protocol.error(ref, "bad_frame", "prefetch is a whole number from 1 to 256 (default 16)"))
@@ -359,15 +364,26 @@ class Gateway:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         pid, kind, handle, token, expires = res
+        renew = bool(conn.participant)
+        if renew and pid != conn.participant:
+            conn.push(protocol.error(ref, "bad_frame", f"this connection is signed in as {conn.handle}; auth again "
+                                     "here renews that session: open another connection to sign in as another"))
+            return False
         if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
             token, expires = await self.engine.submit("session", pid, expires, key)
-        conn.participant, conn.kind, conn.token, conn.expires_at = pid, kind, token, expires
-        conn.prefetch = prefetch or self.limits.prefetch
-        if kind == Kind.AGENT and directives:  # an agent's wakes carry their directive
-            conn.dress = self.issuer.dress
+            if renew and await self.read(auth.session_participant, token, time.time_ns() // 1000) is None:
+                conn.push(protocol.error(ref, "unauthenticated", "this agent's key was replaced or revoked"))
+                return False  # (`_attach` checks this for a new connection)
+        conn.participant, conn.kind, conn.handle, conn.token, conn.expires_at = pid, kind, handle, token, expires
+        if prefetch is not None:
+            conn.prefetch = prefetch
+        if kind == Kind.AGENT and ("directives" in frame or not renew):  # an agent's wakes carry their directive
+            conn.dress = self.issuer.dress if directives else None
         conn.push({"op": "session", "ref": ref, "token": token, "expires_at": protocol.iso(expires),
                    "me": {"id": pid, "handle": handle, "kind": kind}})
+        if renew and pid in self.inboxes:  # a larger prefetch has room for more
+            self.inboxes[pid].offer()
         return True
 
     async def _attach(self, conn: Conn) -> bool:
@@ -477,7 +493,7 @@ class Gateway:
             return
         if conn.expires_at <= time.time_ns() // 1000:
             await self._in_order(conn)
-            conn.push(protocol.error(ref, "unauthenticated", "the session expired; authenticate again"))
+            conn.push(protocol.error(ref, "unauthenticated", EXPIRED))
             await self._close(conn, 1008, "session expired")
             return
         if op in _PIPELINED:
@@ -572,8 +588,8 @@ class Gateway:
         while conn.inflight:
             await self._settled(conn)
 
-    async def _op_auth(self, conn: Conn, ref, frame) -> dict:
-        return protocol.error(ref, "bad_frame", "already authenticated")
+    async def _op_auth(self, conn: Conn, ref, frame) -> None:
+        await self._session(conn, frame, ref)  # a renewal (its answers pushed there)
 
     async def _op_ping(self, conn: Conn, ref, frame) -> dict:
         return {"op": "pong", "ref": ref}
@@ -1054,7 +1070,7 @@ class Gateway:
             for conns in list(self.conns.values()):
                 for c in list(conns):
                     if c.expires_at <= now:
-                        c.push(protocol.error(None, "unauthenticated", "the session expired; authenticate again"))
+                        c.push(protocol.error(None, "unauthenticated", EXPIRED))
                         asyncio.ensure_future(self._close(c, 1008, "session expired"))
             self._silences()
 
