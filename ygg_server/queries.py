@@ -70,8 +70,15 @@ def _visible(conn: sqlite3.Connection, ws: str, pid: str, monitor: bool) -> list
 
 
 def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
+    """The id of the conversation `ref` names as a send names it (`general`, `dm:<participant>`, `group:<name>`
+    or an id), if `pid` may read it; else NotFound."""
     if not isinstance(ref, str):
         raise NotFound
+    if ref.startswith(("dm:", "group:")):
+        conv = db.load_directory(conn, ws).conversation(ref, pid, {})
+        if conv is None:
+            raise NotFound
+        ref = conv.id
     cid = general_id(ws) if ref == "general" else ref
     visible = _visible(conn, ws, pid, monitor)
     row = conn.execute("SELECT 1 FROM conversations WHERE id = ? AND workspace = ?", (cid, ws)).fetchone()

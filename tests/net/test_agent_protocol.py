@@ -166,3 +166,27 @@ async def test_an_agent_renews_its_session_on_the_open_connection_and_keeps_its_
     assert (await agent.call({"op": "ack", "ids": [held["id"]]}))["ids"] == [held["id"]]
     resumed = await Raw.open(team.url, token=renewed["token"])
     assert resumed.session["op"] == "session"
+
+
+async def test_history_and_rulebooks_name_a_conversation_as_a_send_does(team):
+    """A conversation named in a send as `dm:<participant>` or `group:<name>` is named so in `history`,
+    `list_topics` and `get_rulebook` too (before: only `general` or an id; `dm:reviewer` was `not_found`
+    right after a send there had been `sent`)."""
+    team.admin(admin.add_group, team.ws, "reviewers", ["reviewer"])
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    dm = await agent.call({"op": "send", "workspace": team.ws, "conversation": "dm:reviewer", "topic": "new",
+                           "title": "Between us", "text": "psst"})
+    assert dm["op"] == "sent", dm
+    page = await agent.call({"op": "history", "workspace": team.ws, "conversation": "dm:reviewer"})
+    assert [m["id"] for m in page.get("messages", [])] == [dm["message"]["id"]], page
+    topics = await agent.call({"op": "list_topics", "workspace": team.ws, "conversation": "dm:reviewer"})
+    assert [t["id"] for t in topics["topics"]] == [dm["message"]["topic"]], topics
+    rules = await agent.call({"op": "get_rulebook", "workspace": team.ws, "conversation": "dm:reviewer"})
+    assert rules["op"] == "get_rulebook" and rules["conversation"] == dm["message"]["conversation"], rules
+    alice = await Raw.open(team.url, handle="alice", password="pw-" + "x" * 8)
+    g = await alice.call({"op": "send", "workspace": team.ws, "conversation": "group:reviewers", "topic": "new",
+                          "title": "Group", "to": ["group:reviewers"], "text": "all of you"})
+    page = await alice.call({"op": "history", "workspace": team.ws, "conversation": "group:reviewers"})
+    assert [m["id"] for m in page.get("messages", [])] == [g["message"]["id"]], page
+    for ref in ("dm:nobody", "group:nobody", "dm:researcher"):  # no such one, or one's own self
+        assert (await agent.call({"op": "history", "workspace": team.ws, "conversation": ref}))["code"] == "not_found"
