@@ -32,9 +32,9 @@ class Forbidden(Exception):
 
 
 def _member(conn: sqlite3.Connection, ws: Any, pid: str) -> tuple[str, bool]:
-    """(role, monitors) of `pid` in `ws`, or NotFound."""
+    """(role, monitors) of `pid` in `ws`, or NotFound (a `bad_frame` when `ws` is not even a string)."""
     if not isinstance(ws, str):
-        raise NotFound
+        raise ValueError("workspace must be a workspace id (see list_workspaces)")
     row = conn.execute("SELECT role, monitor FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
     if row is None:
         raise NotFound
@@ -73,7 +73,7 @@ def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
     """The id of the conversation `ref` names as a send names it (`general`, `dm:<participant>`, `group:<name>`
     or an id), if `pid` may read it; else NotFound."""
     if not isinstance(ref, str):
-        raise NotFound
+        raise ValueError("conversation must be general, dm:<participant>, group:<name> or a conversation id")
     if ref.startswith(("dm:", "group:")):
         conv = db.load_directory(conn, ws).conversation(ref, pid, {})
         if conv is None:

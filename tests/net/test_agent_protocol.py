@@ -190,3 +190,19 @@ async def test_history_and_rulebooks_name_a_conversation_as_a_send_does(team):
     assert [m["id"] for m in page.get("messages", [])] == [g["message"]["id"]], page
     for ref in ("dm:nobody", "group:nobody", "dm:researcher"):  # no such one, or one's own self
         assert (await agent.call({"op": "history", "workspace": team.ws, "conversation": ref}))["code"] == "not_found"
+
+
+async def test_a_query_without_its_workspace_is_a_bad_frame_naming_it_as_for_a_send(team):
+    """A missing or non-string `workspace` is a `bad_frame` in a send (docs/protocol.md, "Sending"); a query
+    or a rulebook without one is too, its detail naming the field (before: `not_found` "no such thing", as if
+    the workspace had been named and was not the agent's, for a typo such as `workpsace`)."""
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    for frame in ({"op": "history", "workpsace": team.ws}, {"op": "list_topics", "workspace": 5},
+                  {"op": "presence"}, {"op": "get_rulebook", "workspace": None, "conversation": "general"},
+                  {"op": "get_rulebook", "workspace": team.ws}):
+        err = await agent.call(frame)
+        assert err["op"] == "error" and err["code"] == "bad_frame", (frame, err)
+        assert ("conversation" if "workspace" in frame and frame["workspace"] == team.ws else "workspace") \
+            in err["detail"], (frame, err)
+    made_up = await agent.call({"op": "history", "workspace": "made-up"})
+    assert made_up["code"] == "not_found"
