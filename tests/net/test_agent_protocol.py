@@ -110,7 +110,7 @@ async def test_a_null_content_field_is_as_if_left_out_and_a_handoff_is_a_bool(te
 async def test_acked_names_what_the_ack_retired_and_nothing_else(team):
     """docs/protocol.md, "Receiving": `acked.ids` are the deliveries this ack retired (the wake and the context
     it carried); an id that is not an unacked delivery of the acker (made up, already acked, another's) is
-    left out, and nothing else happens."""
+    left out, and nothing else happens. An id written as a string is a `bad_frame` that says ids are integers."""
     alice = await team.person("alice")
     agent = await Raw.open(team.url, api_key=team.keys["researcher"])
     other = await Raw.open(team.url, api_key=team.keys["reviewer"])
@@ -127,6 +127,8 @@ async def test_acked_names_what_the_ack_retired_and_nothing_else(team):
     again = await agent.call({"op": "ack", "ids": [wake["id"]]})
     assert again["op"] == "acked" and again["ids"] == []
     assert (await other.call({"op": "ack", "ids": [theirs["id"]]}))["ids"] == [theirs["id"]]
+    as_text = await agent.call({"op": "ack", "ids": [str(wake["id"])]})  # PROTOCOL.md writes "<delivery id>"
+    assert as_text["code"] == "bad_frame" and "integer" in as_text["detail"], as_text
 
 
 async def test_a_conversation_one_may_not_write_in_is_refused_saying_what_one_may(team):

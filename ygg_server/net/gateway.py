@@ -611,7 +611,7 @@ class Gateway:
         ids = frame.get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and -2**63 <= i < 2**63
                                                 for i in ids):  # a delivery id is a 64-bit SQLite integer
-            return protocol.error(ref, "bad_frame", "ids must be a list of delivery ids")
+            return protocol.error(ref, "bad_frame", "ids must be a list of delivery ids: the integer id of each deliver frame")
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(ids) if inbox else []
         extra = [i for i in ids if i not in retired]  # unknown here: still let the store check them
