@@ -162,6 +162,8 @@ async def test_an_agent_renews_its_session_on_the_open_connection_and_keeps_its_
     assert renewed["expires_at"] > agent.session["expires_at"] and renewed["token"] != agent.session["token"]
     other = await agent.call({"op": "auth", "api_key": team.keys["reviewer"]})
     assert other["op"] == "error" and other["code"] == "bad_frame" and "researcher" in other["detail"], other
+    wrong = await agent.call({"op": "auth", "api_key": team.keys["researcher"][:-1] + "x"})
+    assert wrong["code"] == "unauthenticated" and "stays signed in as researcher" in wrong["detail"], wrong
     await asyncio.sleep(2.0)  # past the first session's end
     assert (await agent.call({"op": "whoami"}))["id"] == agent.session["me"]["id"]
     assert await agent.deliveries(0.3) == []  # the wake was not offered again

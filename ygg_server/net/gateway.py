@@ -359,7 +359,8 @@ class Gateway:
                 res = await asyncio.to_thread(res.check)
         if res is None:
             self._limiter.failed(keys, time.monotonic())
-            conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid"))
+            still = f" (this connection stays signed in as {conn.handle})" if conn.participant else ""
+            conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid" + still))
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
             return False
