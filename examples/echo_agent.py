@@ -13,7 +13,7 @@ import websockets
 
 
 async def main(url: str, api_key: str, max_wakes: int = 0) -> None:
-    async with websockets.connect(url) as ws:
+    async with websockets.connect(url, max_size=2**24) as ws:  # a wake may be over 1 MiB
         await ws.send(json.dumps({"op": "auth", "ref": "hi", "api_key": api_key}))
         session = json.loads(await ws.recv())
         assert session["op"] == "session", session

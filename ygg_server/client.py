@@ -101,7 +101,7 @@ class Client:
         delay = 0.1
         while not self.closed:
             try:
-                async with connect(self.url, max_size=2**22, open_timeout=self.timeout, logger=ws_log) as ws:
+                async with connect(self.url, max_size=2**24, open_timeout=self.timeout, logger=ws_log) as ws:
                     self._ws = ws
                     self._forget_unacked()
                     session = await self._hello(ws)

@@ -18,8 +18,8 @@ class Raw:
         self.ws, self.seen, self.n = ws, [], 0
 
     @classmethod
-    async def open(cls, url: str, **auth) -> "Raw":
-        c = cls(await websockets.connect(url))
+    async def open(cls, url: str, max_size: int | None = 2**24, **auth) -> "Raw":
+        c = cls(await websockets.connect(url, max_size=max_size))  # docs/protocol.md: frames up to 16 MiB
         c.session = await c.call({"op": "auth", **auth})
         return c
 
@@ -210,3 +210,33 @@ async def test_a_query_without_its_workspace_is_a_bad_frame_naming_it_as_for_a_s
             in err["detail"], (frame, err)
     made_up = await agent.call({"op": "history", "workspace": "made-up"})
     assert made_up["code"] == "not_found"
+
+
+async def test_a_wake_carries_a_bounded_context_and_the_rest_comes_with_the_next(team):
+    """A person can pile context on an agent (informs of up to 200,000 characters each): one wake carries at
+    most 400,000 characters of it, oldest first, and what did not fit comes with the next wake, so a deliver
+    frame stays within the 16 MiB docs/protocol.md tells clients to accept (before: every piece rode on the
+    one wake, a frame of any size: a client's limit closed the connection, 1009, and the same frame came
+    again after each reconnect, the agent wedged for good)."""
+    alice = await team.person("alice")
+    first = await alice.send(workspace=team.ws, topic="new", title="Pile", to=["researcher"], text="start")
+    topic = first["message"]["topic"]
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    await agent.call({"op": "ack", "ids": [d["id"] for d in await agent.deliveries()]})
+    await agent.ws.close()
+    piled = []
+    for i in range(5):
+        r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text=f"{i}" * 150_000)
+        piled.append(r["message"]["id"])
+    await alice.send(workspace=team.ws, topic=topic, to=["researcher"], text="now answer")
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    carried = []
+    for turn in range(4):
+        wake, = await agent.deliveries()
+        assert sum(len(m["text"]) for m in wake["context"]) <= 400_000, [len(m["text"]) for m in wake["context"]]
+        carried += [m["id"] for m in wake["context"]]
+        await agent.call({"op": "ack", "ids": [wake["id"]]})
+        if len(carried) == len(piled):
+            break
+        await alice.send(workspace=team.ws, topic=topic, to=["researcher"], text=f"and again {turn}")
+    assert carried == piled

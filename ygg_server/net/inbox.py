@@ -17,6 +17,10 @@ from typing import Any, Callable, Protocol
 from ..core.party import PartyView
 from ..protocol import for_agent, roster_for
 
+# characters of context text one wake carries at most (two of the longest messages): a deliver frame stays
+# within what docs/protocol.md tells clients to accept; what does not fit comes with the next wake
+MAX_CONTEXT = 400_000
+
 
 class Sink(Protocol):
     """A connection as the inbox sees it."""
@@ -108,11 +112,11 @@ class Inbox:
                        default=None)
             if sink is None:
                 return
+            carried, context = fit(context)
             self.holder[item.id] = sink
-            self.bundle[item.id] = [c.id for c in context]
+            self.bundle[item.id] = [c.id for c in carried]
             sink.leased.add(item.id)
-            sink.push(deliver_frame(item, context, self.participant, getattr(sink, "rosters", None)))
-            context = []
+            sink.push(deliver_frame(item, carried, self.participant, getattr(sink, "rosters", None)))
 
     def ack(self, ids: list[int]) -> list[int]:
         """Retire acked deliveries (and the context their wakes carried); return every id retired."""
@@ -140,6 +144,16 @@ class Inbox:
         self._gone_order.append(i)
         if len(self._gone_order) > 100_000:
             self.gone.discard(self._gone_order.popleft())
+
+
+def fit(context: list[Item]) -> tuple[list[Item], list[Item]]:
+    """The context a wake carries (the oldest, up to MAX_CONTEXT characters of text, at least one) and the rest."""
+    size = 0
+    for n, c in enumerate(context):
+        size += len(c.message.get("text") or "")
+        if size > MAX_CONTEXT and n:
+            return context[:n], context[n:]
+    return context, []
 
 
 def deliver_frame(item: Item, context: list[Item], me: str | None = None,
