@@ -240,3 +240,17 @@ async def test_a_wake_carries_a_bounded_context_and_the_rest_comes_with_the_next
             break
         await alice.send(workspace=team.ws, topic=topic, to=["researcher"], text=f"and again {turn}")
     assert carried == piled
+
+
+async def test_a_recipient_written_almost_right_is_refused_with_the_right_spelling(team):
+    """`unknown_recipient`'s detail says what to write when someone here goes by that name written otherwise:
+    an agent with `@` (people are `@handle`, agents bare names), another case (before: "nobody by '@researcher'
+    in this workspace", whatever the agent developer had meant)."""
+    agent = await Raw.open(team.url, api_key=team.keys["reviewer"])
+    base = {"op": "send", "workspace": team.ws, "conversation": "general", "topic": "new", "title": "Hi", "text": "hi"}
+    for wrote, meant in (("@researcher", "researcher"), ("Researcher", "researcher"), ("@Alice", "@alice"),
+                         ("ALICE", "@alice")):
+        r = await agent.call({**base, "to": [wrote]})
+        assert r["reason"] == "unknown_recipient" and r["detail"].endswith(f"did you mean {meant}?"), (wrote, r)
+    r = await agent.call({**base, "to": ["@nobody"]})
+    assert r["detail"] == "nobody by '@nobody' in this workspace", r

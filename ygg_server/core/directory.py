@@ -111,6 +111,14 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
     def humans(self) -> list[str]:
         return [p for p, v in self.participants.items() if v.kind == Kind.HUMAN and p in self.memberships]
 
+    def _nobody(self, ref: str) -> str:
+        """Why `ref` names nobody here, with the spelling of those here it names written otherwise (another case,
+        an agent with `@`, a person without it)."""
+        near = ref.lstrip("@").lower()
+        meant = sorted(p.name if p.kind == Kind.AGENT and self.refs.get(p.name) == i else self.spelling(i)
+                       for i in self.memberships if (p := self.participants.get(i)) and p.name.lower() == near)
+        return f"nobody by {ref!r} in this workspace" + (f"; did you mean {' or '.join(meant)}?" if meant else "")
+
     def resolve(self, refs: tuple[str, ...]) -> tuple[str, ...] | Unresolved:
         """Resolve written references to participant ids, in order, without repeats."""
         if len(refs) == 1:  # the common case: one id or name of someone here
@@ -135,7 +143,7 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
                         return Unresolved(ref, f"{ref!r} is ambiguous: say {names}")
                     hit = hit[0] if hit else None
                 if hit is None or (hit != SYSTEM and hit not in self.memberships):
-                    return Unresolved(ref, f"nobody by {ref!r} in this workspace")
+                    return Unresolved(ref, self._nobody(ref))
                 ids = [hit]
             for i in ids:
                 if i not in out:
