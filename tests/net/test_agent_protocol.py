@@ -254,3 +254,11 @@ async def test_a_recipient_written_almost_right_is_refused_with_the_right_spelli
         assert r["reason"] == "unknown_recipient" and r["detail"].endswith(f"did you mean {meant}?"), (wrote, r)
     r = await agent.call({**base, "to": ["@nobody"]})
     assert r["detail"] == "nobody by '@nobody' in this workspace", r
+
+
+async def test_whoami_answers_who_the_session_says(team):
+    """`whoami` answers the fields of the session's `me` (`id`, `handle`, `kind`): an agent asks it for its name
+    too (before: `id` and `kind` only, so the name was known from `auth`'s answer alone)."""
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    me = await agent.call({"op": "whoami"})
+    assert {k: me[k] for k in ("id", "handle", "kind")} == agent.session["me"], me

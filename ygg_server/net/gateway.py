@@ -596,7 +596,7 @@ class Gateway:
         return {"op": "pong", "ref": ref}
 
     async def _op_whoami(self, conn: Conn, ref, frame) -> dict:
-        return {"op": "whoami", "ref": ref, "id": conn.participant, "kind": conn.kind}
+        return {"op": "whoami", "ref": ref, "id": conn.participant, "handle": conn.handle, "kind": conn.kind}
 
     def _send(self, conn: Conn, ref, frame) -> asyncio.Future:
         return self.engine.submit("send", conn.participant, frame)
