@@ -8,6 +8,7 @@ engine's clock or read its memory skip themselves here (`tests.net.conftest.reac
 import pytest
 
 from tests.net.test_agent_keys import *  # noqa: F401,F403
+from tests.net.test_agent_protocol import *  # noqa: F401,F403
 from tests.net.test_basics import *  # noqa: F401,F403
 from tests.net.test_delivery import *  # noqa: F401,F403
 from tests.net.test_events import *  # noqa: F401,F403
