@@ -262,3 +262,18 @@ async def test_whoami_answers_who_the_session_says(team):
     agent = await Raw.open(team.url, api_key=team.keys["researcher"])
     me = await agent.call({"op": "whoami"})
     assert {k: me[k] for k in ("id", "handle", "kind")} == agent.session["me"], me
+
+
+async def test_credits_exhausted_says_what_comes_next(team):
+    """`credits_exhausted`'s detail says what the agent waits for: its funders were asked, and a
+    `credits_refilled` notice wakes it to send again (before: "needs 1, wallet 0, pool 0", and nothing of what
+    to do, which is the one thing an agent must get right here: stay quiet until then)."""
+    key = team.admin(admin.add_agent, "poor", "alice")["api_key"]
+    team.admin(admin.fund, "poor", 1)
+    agent = await Raw.open(team.url, api_key=key)
+    base = {"op": "send", "workspace": team.ws, "conversation": "general", "type": "inform", "text": "x"}
+    first = await agent.call({**base, "topic": "new", "title": "Spending"})
+    assert first["op"] == "sent", first
+    broke = await agent.call({**base, "topic": first["message"]["topic"]})
+    assert broke["reason"] == "credits_exhausted", broke
+    assert broke["detail"].startswith("needs 1, wallet 0, pool 0;") and "credits_refilled" in broke["detail"], broke

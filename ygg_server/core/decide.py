@@ -470,7 +470,9 @@ def _exhausted(view: View, post: Post, author: Participant, topic: Topic | None,
                          topic=topic.id if topic else None, to=funders, now=now, cause=post.id,
                          agent=author.name, detail=have),)
         flags = (Flag(BROKE, author.id),)
-    return refused(R.CREDITS_EXHAUSTED, have, topics=topics, routed=routed, flags=flags)
+    asked = "the topic's people were asked to raise its budget" if why == BUDGET else "those who fund you were asked"
+    return refused(R.CREDITS_EXHAUSTED, f"{have}; {asked}: a credits_refilled notice wakes you to send it again",
+                   topics=topics, routed=routed, flags=flags)
 
 
 def funders_of(d: Directory, agent: Participant) -> tuple[str, ...]:
