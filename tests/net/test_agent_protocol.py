@@ -277,3 +277,15 @@ async def test_credits_exhausted_says_what_comes_next(team):
     broke = await agent.call({**base, "topic": first["message"]["topic"]})
     assert broke["reason"] == "credits_exhausted", broke
     assert broke["detail"].startswith("needs 1, wallet 0, pool 0;") and "credits_refilled" in broke["detail"], broke
+
+
+async def test_topic_limit_says_what_frees_a_slot(team):
+    """`topic_limit`'s detail says what frees a slot and how the agent hears of it (docs/rules.md: a topic it
+    opened closes, and a `resume` notice wakes it), not only "finish one first"."""
+    agent = await Raw.open(team.url, api_key=team.keys["researcher"])
+    base = {"op": "send", "workspace": team.ws, "conversation": "general", "topic": "new", "type": "inform",
+            "text": "x"}
+    for i in range(3):
+        assert (await agent.call({**base, "title": f"T{i}"}))["op"] == "sent"
+    full = await agent.call({**base, "title": "T3"})
+    assert full["reason"] == "topic_limit" and "resume" in full["detail"] and "closes" in full["detail"], full

@@ -94,7 +94,8 @@ def decide(view: View, post: Post, now: int) -> Decision:
     if topic is None and agent and view.open_opened >= TOPIC_LIMIT:
         return refused(
             R.TOPIC_LIMIT,
-            f"you already hold {TOPIC_LIMIT} open topics you opened; finish one first",
+            f"you already hold {TOPIC_LIMIT} open topics you opened; write in one of them, or wait: when one closes "
+            "(everyone in it done) a resume notice wakes you",
             flags=(Flag(BLOCKED, aid),),
         )
 
