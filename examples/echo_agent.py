@@ -2,7 +2,7 @@
 
     python examples/echo_agent.py ws://127.0.0.1:8765/ YGG_API_KEY
 
-It answers every request it is woken for, once, and says it is done.
+It answers every request it is woken for, once, and says it is done; it renews its session hourly.
 """
 
 import asyncio
@@ -12,16 +12,23 @@ import sys
 import websockets
 
 
+async def renew(ws, api_key: str) -> None:
+    while True:  # a session lasts an hour: renew it on the open connection before it ends
+        await asyncio.sleep(50 * 60)
+        await ws.send(json.dumps({"op": "auth", "ref": "renew", "api_key": api_key}))
+
+
 async def main(url: str, api_key: str, max_wakes: int = 0) -> None:
     async with websockets.connect(url, max_size=2**24) as ws:  # a wake may be over 1 MiB
         await ws.send(json.dumps({"op": "auth", "ref": "hi", "api_key": api_key}))
         session = json.loads(await ws.recv())
         assert session["op"] == "session", session
         me, wakes = session["me"]["handle"], 0
+        renewing = asyncio.create_task(renew(ws, api_key))
         async for raw in ws:
             frame = json.loads(raw)
             if frame["op"] != "deliver":
-                continue  # replies to our sends, acks, events
+                continue  # replies to our sends, acks, renewals, events
             msg = frame["message"]
             if frame["wake"]:
                 # a closure poll or a nudge from system.ygg is answered to system.ygg;
@@ -36,6 +43,7 @@ async def main(url: str, api_key: str, max_wakes: int = 0) -> None:
                 wakes += 1
             await ws.send(json.dumps({"op": "ack", "ids": [frame["id"]]}))
             if max_wakes and wakes >= max_wakes:
+                renewing.cancel()
                 return
 
 
