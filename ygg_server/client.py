@@ -20,6 +20,7 @@ import json
 import logging
 import random
 from collections import OrderedDict
+from datetime import datetime, timezone
 from typing import Any, AsyncIterator
 
 import websockets
@@ -31,6 +32,7 @@ ws_log.setLevel(logging.INFO)
 
 
 RENEW = "resub:"  # the ref of a subscription renewed after a reconnect, before the workspace id
+SESSION = "session"  # the ref of an agent's session renewed on its open connection
 
 
 class Refused(Exception):
@@ -50,6 +52,7 @@ class Client:
         self.reconnect = reconnect
         self.timeout = timeout
         self.me: dict | None = None
+        self.expires_at = ""  # the session's end (UTC, as the server writes it)
         self.connected = asyncio.Event()
         self.closed = False
         self.reconnects = 0
@@ -106,14 +109,19 @@ class Client:
                     self._forget_unacked()
                     session = await self._hello(ws)
                     delay = 0.1
-                    self.me, self.token = session["me"], session["token"]
+                    self.me, self.token, self.expires_at = session["me"], session["token"], session["expires_at"]
                     for ws_id, monitor in list(self._subscriptions.items()):
                         await self._renew(ws, ws_id, monitor)
                     self.connected.set()
                     if self._first and not self._first.done():
                         self._first.set_result(session)
-                    async for raw in ws:
-                        self._dispatch(json.loads(raw))
+                    renewing = asyncio.ensure_future(self._keep_session(ws)) if self.api_key else None
+                    try:
+                        async for raw in ws:
+                            self._dispatch(json.loads(raw))
+                    finally:
+                        if renewing is not None:
+                            renewing.cancel()
             except Refused as e:
                 if self.token and (self.api_key or self.password):
                     self.token = None  # expired or revoked: sign in again with the long-lived credential
@@ -151,6 +159,18 @@ class Client:
                 return reply
             self._dispatch(reply)
 
+    async def _keep_session(self, ws) -> None:
+        """An agent's session lasts an hour: renewed on the open connection when a fifth of it is left (the server
+        would close the connection as it ends, and its held wakes would be offered again)."""
+        while True:  # (a renewal refused is logged, and tried again while a second is left)
+            left = datetime.strptime(self.expires_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
+                - datetime.now(timezone.utc)
+            await asyncio.sleep(max(1.0, left.total_seconds() * 0.8))
+            try:
+                await ws.send(json.dumps({"op": "auth", "ref": SESSION, "api_key": self.api_key}))
+            except websockets.ConnectionClosed:
+                return
+
     def _forget_unacked(self) -> None:
         """After a drop the server offers every unacked delivery again: drop our stale copies."""
         while not self._deliveries.empty():
@@ -172,6 +192,8 @@ class Client:
                 else:
                     del self._subscriptions[frame["workspace"]]
             self._events.put_nowait(frame)
+        elif frame.get("ref") == SESSION and op == "session":
+            self.token, self.expires_at = frame["token"], frame["expires_at"]
         elif isinstance(frame.get("ref"), str) and frame["ref"].startswith(RENEW):
             self._renewed(frame)
         elif "ref" in frame and frame["ref"] in self._waiting:

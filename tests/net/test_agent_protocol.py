@@ -289,3 +289,17 @@ async def test_topic_limit_says_what_frees_a_slot(team):
         assert (await agent.call({**base, "title": f"T{i}"}))["op"] == "sent"
     full = await agent.call({**base, "title": "T3"})
     assert full["reason"] == "topic_limit" and "resume" in full["detail"] and "closes" in full["detail"], full
+
+
+async def test_the_client_library_renews_an_agents_session_before_it_ends(team, monkeypatch):
+    """`ygg_server.client` (the bridge's) renews an agent's session on its open connection before `expires_at`
+    (before: the server closed it at the hour, 1008, and the client reconnected, its held wakes offered
+    again)."""
+    from ygg_server import auth
+
+    monkeypatch.setattr(auth, "AGENT_SESSION", 2_000_000)  # 2 s
+    agent = await team.client(api_key=team.keys["researcher"])
+    first = agent.token
+    await asyncio.sleep(6.0)  # past the server's sweep of expired sessions (every 5 s)
+    assert agent.reconnects == 0 and agent.token != first
+    assert (await agent.call("whoami"))["handle"] == "researcher"
