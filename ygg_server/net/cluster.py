@@ -37,7 +37,8 @@ from ..engine import Published
 from ..pg_engine import PgEngine, _fetch_conversations
 from ..store import postgres as pg
 from ..store import sqlite as db
-from .gateway import Conn, Gateway, Limits, _unacked
+from .gateway import Conn, Gateway, Limits
+from . import inbox as paging  # (PAGE read at each claim)
 from .inbox import Inbox, Item, deliver_frame
 
 log = logging.getLogger("ygg.cluster")
@@ -205,7 +206,7 @@ class Claimer:
         async with self.engine.pool.acquire() as c:
             return await c.fetch(
                 pg.CLAIM_DELIVERIES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
-                [n for _, _, n in asks], now, now + int(self.lease * 1e6))
+                [n for _, _, n in asks], now, now + int(self.lease * 1e6), paging.PAGE)
 
     def _dispatch(self, asks, rows, news, views: dict) -> None:
         wakes: dict[str, list[Item]] = {}
@@ -297,12 +298,8 @@ class PgGateway(Gateway):
                 inbox = self.inboxes[pid] = ClaimInbox(pid, self.claimer)
             return inbox
         inbox = self.inboxes.get(pid)
-        if inbox is not None:  # another node may have taken acks since: forget what is no longer owed
-            rows = await self.read(_unacked, pid)
-            owed = {r.id for r in rows}
-            for i in [i for i in inbox.items if i not in owed]:
-                inbox.items.pop(i)
-            inbox.add(rows)
+        if inbox is not None:  # another node may have taken acks since: its page read again (what is no
+            await inbox.fill(rewind=True)  # longer owed is forgotten)
             return inbox
         return await super()._inbox(pid, is_agent)
 
@@ -362,8 +359,8 @@ class PgGateway(Gateway):
             inbox = self.inboxes.get(pid)
             if isinstance(inbox, ClaimInbox):
                 inbox.offer()
-            elif inbox is not None or pid in self._arrived:
-                people[pid] = first
+            elif pid in self._arrived or (inbox is not None and inbox.announced(first)):
+                people[pid] = first  # (not when they are beyond its page: a page read reaches them)
         if people:
             self._spawn(self._people(people))
         topics = balances = messages = ()

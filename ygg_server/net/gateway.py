@@ -26,7 +26,7 @@ from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..engine_process import WriterGone
 from ..store import sqlite as db
-from .inbox import Inbox, Item
+from .inbox import Inbox, Item, Reader
 from .following import Following, standing_of
 from .issuer import Issuer, elide
 from .transport import Deflate, HeardConnection, send_texts
@@ -381,7 +381,7 @@ class Gateway:
             return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
-            if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
+            if conn.kind != Kind.AGENT:  # a person gets the page of unacked deliveries at once (the rest as acked)
                 conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
         return True
@@ -398,9 +398,9 @@ class Gateway:
         self._loading[pid] = fut
         self._arrived[pid] = []
         try:
-            rows = await self.read(_unacked, pid)
-            inbox = Inbox(pid, is_agent, allow=self._allower(pid))
-            inbox.add(rows + self._arrived.pop(pid))
+            inbox = Inbox(pid, is_agent, allow=self._allower(pid), read=self._unacked_of(pid))
+            await inbox.fill()  # its first page
+            inbox.add(self._arrived.pop(pid))
             self.inboxes[pid] = inbox
             fut.set_result(inbox)
             return inbox
@@ -430,6 +430,12 @@ class Gateway:
         if conn.follows:
             self.following.drop(conn)
             self._events_wanted()
+
+    def _unacked_of(self, pid: str) -> Reader:
+        """How `pid`'s inbox reads its pages (`inbox.Reader`)."""
+        async def read(after: int, n: int, wakes: bool) -> list[Item]:
+            return await self.read(_unacked, pid, after, n, wakes)
+        return read
 
     def _allower(self, pid: str):
         """Checked as each delivery arrives and again as it goes out: its workspace is still one where `pid`
@@ -968,8 +974,9 @@ class Gateway:
                 await self._offer_again(pid, inbox)
 
     async def _offer_again(self, pid: str, inbox: Inbox) -> None:
-        """After a rescan: what `pid` is owed, read again (a node on PostgreSQL claims instead)."""
-        inbox.add(await self.read(_unacked, pid))
+        """After a rescan: what `pid` is owed, read again from its first page (a node on PostgreSQL claims
+        instead for an agent)."""
+        await inbox.fill(rewind=True)
 
     async def _refresh_access(self, pids: list[str] | None = None) -> None:
         """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;
@@ -1127,10 +1134,12 @@ def _members(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, dict[
     return out
 
 
-def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
+def _unacked(conn: sqlite3.Connection, pid: str, after: int, n: int, wakes: bool) -> list[Item]:
+    """`pid`'s first `n` unacked deliveries above id `after` (`wakes`: wakes only), in id order."""
     rows = conn.execute(
-        """SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
-           WHERE d.recipient = ? AND d.acked_at IS NULL ORDER BY d.id""", (pid,)
+        f"""SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
+            WHERE d.recipient = ? AND d.acked_at IS NULL AND d.id > ?{" AND d.wake = 1" if wakes else ""}
+            ORDER BY d.id LIMIT ?""", (pid, after, n)
     ).fetchall()
     msgs = [(i, w, r, db.decode_message(b)) for i, w, r, b in rows]
     views = db.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}

@@ -6,16 +6,33 @@ returns when its connection drops, and the wake is offered again. A person's
 deliveries go to every one of their connections; an ack from any retires them.
 The database holds the same rows (unacked), so a reconnect, or a restart,
 claims through the very same path.
+
+Paged: an inbox holds at most `PAGE` of its unacked deliveries in memory, the
+oldest, in id order; the rest stay in the store and are read a page at a time
+(ids above `horizon`) as acks make room. A delivery published while older ones
+still wait in the store is left there too (it is durable; a page read reaches
+it), so what goes out goes out in id order, and a long-away participant's
+backlog costs one page of memory, not all of it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from ..core.party import PartyView
 from ..protocol import for_agent, roster_for
+
+log = logging.getLogger("ygg.net")
+
+PAGE = 1000  # unacked deliveries an inbox holds in memory at most (and a wake's context at most)
+LOW = PAGE // 2  # at or below this many in memory, the next page is read
+
+# (after id, at most n, wakes only) -> the participant's unacked deliveries above that id, in id order
+Reader = Callable[[int, int, bool], Awaitable[list["Item"]]]
 
 
 class Sink(Protocol):
@@ -40,7 +57,7 @@ class Item:
 class Inbox:
     participant: str
     is_agent: bool
-    items: dict[int, Item] = field(default_factory=dict)  # unacked, in id order
+    items: dict[int, Item] = field(default_factory=dict)  # unacked, in id order: one page at most
     holder: dict[int, Sink] = field(default_factory=dict)  # wake id -> the connection holding it
     bundle: dict[int, list[int]] = field(default_factory=dict)  # wake id -> context ids it carries
     sinks: list[Sink] = field(default_factory=list)
@@ -49,12 +66,44 @@ class Inbox:
     # May this delivery go out now? (Is its recipient still in its workspace, with receive?) Asked when an
     # item arrives and again when it would be handed out: a membership lost meanwhile holds it back.
     allow: Callable[[Item], bool] | None = None
+    read: Reader | None = None  # the store's unacked rows (None: everything owed is handed to `add`)
+    horizon: int = 0  # every unacked delivery up to this id is in memory, retired or held back
+    beyond: bool = False  # the store may hold unacked deliveries above `horizon` that are not in memory
+    drops: int = 0  # deliveries left in the store because they were beyond the page, so far
+    starved: bool = False  # an agent's: its connections have room and nothing here is left to offer
+    peeked: int = 0  # the last wake read ahead of the page (`_wanted`)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _task: asyncio.Future | None = None
+
+    def __post_init__(self) -> None:
+        self.beyond = self.read is not None  # nothing read yet
 
     def allows(self, item: Item) -> bool:
         return self.allow is None or self.allow(item)
 
+    def _new(self, i: Item) -> bool:
+        return i.id not in self.items and i.id not in self.gone and self.allows(i)
+
     def add(self, items: list[Item]) -> None:
-        fresh = [i for i in items if i.id not in self.items and i.id not in self.gone and self.allows(i)]
+        """Deliveries published or announced (live, in id order): taken if within the page, else left in the
+        store for a page read (one older than the horizon is always taken: it fills a gap the reads passed)."""
+        fresh: list[Item] = []
+        for i in items:
+            if not self._new(i):
+                continue
+            if i.id <= self.horizon or (not self.beyond and len(self.items) + len(fresh) < PAGE):
+                fresh.append(i)
+                continue
+            if not self.beyond:  # the page is full: this one and what follows it wait in the store
+                self.beyond, self.horizon = True, i.id - 1
+            self.drops += 1
+        self._take(fresh)
+        if self.is_agent and not fresh and self.drops:
+            self.offer()  # (a wake left in the store may be what stuck context waits for)
+        self._more()
+
+    def _take(self, fresh: list[Item]) -> None:
+        """Put new deliveries in the page, in id order, and hand them out."""
         if not fresh:
             return
         if self.items and fresh[0].id < next(reversed(self.items)):
@@ -69,6 +118,94 @@ class Inbox:
         else:
             self.offer()
 
+    # --- paging ---
+
+    def announced(self, first: int) -> bool:
+        """New deliveries from id `first` on are in the store: should they be read now (else the page reads
+        reach them, and they are counted as left there)?"""
+        if self.beyond and first > self.horizon:
+            self.drops += 1
+            return False
+        return True
+
+    def _wanted(self, rewind: bool) -> tuple[int, int, bool] | None:
+        """What to read next (after id, at most n, wakes only), or None.
+
+        A page when few are left in memory, or when an agent's connections have room and nothing here to
+        offer. An agent's page full of context no wake here carries: the next wake in the store, read ahead
+        (it carries that context; the context between the page and it rides with a later wake)."""
+        if self.read is None or not self.beyond:
+            return None
+        if rewind:
+            return 0, PAGE, False
+        room = PAGE - len(self.items)
+        if len(self.items) <= LOW or (self.starved and room > 0):
+            return self.horizon, room, False
+        if self.starved and self._stuck():
+            return max(self.horizon, self.peeked), 1, True
+        return None
+
+    def _stuck(self) -> bool:
+        """Is there context in memory that no wake here carries?"""
+        carried = {c for ids in self.bundle.values() for c in ids}
+        return any(not i.wake and i.id not in carried for i in self.items.values())
+
+    async def fill(self, rewind: bool = False) -> None:
+        """Read pages while this inbox wants them; `rewind`: from the start first (a rescan: what is owed may
+        have changed under it: a receive given back, an ack taken by another node)."""
+        async with self._lock:
+            if rewind and self.read is not None:
+                self.horizon, self.beyond = 0, True
+            while (want := self._wanted(rewind)) is not None:
+                after, n, wakes = want
+                mark, before = self.drops, set(self.items) if rewind and not self.is_agent else None
+                rows = await self.read(after, n, wakes)
+                if wakes:
+                    self._ahead(rows)
+                else:
+                    self._paged(rows, n, mark, before)
+                rewind = False
+
+    def _paged(self, rows: list[Item], n: int, mark: int, before: set[int] | None) -> None:
+        """Take a page read above the horizon (`before`: ids in memory when a rewind's read began: those it
+        covered and did not find are no longer owed, acked through another node, and are forgotten)."""
+        last = next(reversed(self.items), 0)
+        room, fresh, top, cut = PAGE - len(self.items), [], self.horizon, False
+        for i in rows:
+            if self._new(i):
+                if room <= 0 and i.id > last:  # (a rewind's page, in memory already)
+                    cut = True
+                    break
+                fresh.append(i)
+                room -= 1
+            top = i.id
+        full = cut or len(rows) >= n
+        if before is not None:
+            found = {i.id for i in rows}
+            for x in before:
+                if (not full or x <= top) and x not in found:
+                    self.items.pop(x, None)
+        self.horizon, self.beyond = top, full or self.drops != mark
+        self._take(fresh)
+
+    def _ahead(self, rows: list[Item]) -> None:
+        """Take a wake read ahead of the page (none: there is none yet, and a live one starves the inbox again;
+        one held back: read on past it)."""
+        fresh = [i for i in rows if self._new(i)]
+        self.starved = bool(rows) and not fresh
+        if rows:
+            self.peeked = rows[-1].id
+        self._take(fresh)
+
+    def _more(self) -> None:
+        """Read the next page, unless one is being read (that read looks again when it is done)."""
+        if self._lock.locked() or self._wanted(False) is None:
+            return
+        self._task = asyncio.ensure_future(self.fill())
+        self._task.add_done_callback(_failed)
+
+    # --- connections ---
+
     def attach(self, sink: Sink) -> None:
         self.sinks.append(sink)
         if self.is_agent:
@@ -77,6 +214,7 @@ class Inbox:
             for i in self.items.values():
                 if self.allows(i):
                     sink.push(deliver_frame(i, []))
+        self._more()
 
     def detach(self, sink: Sink) -> None:
         if sink in self.sinks:
@@ -89,11 +227,13 @@ class Inbox:
             self.offer()
 
     def offer(self) -> None:
-        """Hand unheld wakes to connections with room, oldest first."""
+        """Hand unheld wakes to connections with room, oldest first; each carries the unheld context before it
+        in the page. Starved when every connection has room still and nothing is left to offer."""
         if not self.is_agent or not self.sinks:
             return
         held_context = {c for ids in self.bundle.values() for c in ids}
         context: list[Item] = []
+        self.starved = False
         for item in list(self.items.values()):
             if item.id in self.holder or item.id in held_context:
                 continue
@@ -111,6 +251,8 @@ class Inbox:
             sink.leased.add(item.id)
             sink.push(deliver_frame(item, context, self.participant, getattr(sink, "rosters", None)))
             context = []
+        self.starved = self.beyond
+        self._more()
 
     def ack(self, ids: list[int]) -> list[int]:
         """Retire acked deliveries (and the context their wakes carried); return every id retired."""
@@ -130,14 +272,19 @@ class Inbox:
                     self._forget(c)
         if self.is_agent and retired:
             self.offer()
+        self._more()
         return retired
-
 
     def _forget(self, i: int) -> None:
         self.gone.add(i)
         self._gone_order.append(i)
         if len(self._gone_order) > 100_000:
             self.gone.discard(self._gone_order.popleft())
+
+
+def _failed(t: asyncio.Future) -> None:
+    if not t.cancelled() and t.exception() is not None:
+        log.error("an inbox page was not read (the next ack or rescan reads it)", exc_info=t.exception())
 
 
 def deliver_frame(item: Item, context: list[Item], me: str | None = None,
