@@ -26,6 +26,7 @@ from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..engine_process import WriterGone
 from ..store import sqlite as db
+from .feed import Feed
 from .inbox import Inbox, Item, Reader
 from .following import Following, standing_of
 from .issuer import Issuer, elide
@@ -131,7 +132,8 @@ class Conn:
     waiting_since: float | None = None  # monotonic time the handler began waiting for the next frame
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
-    backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
+    backlog: int = 0  # frames of the backlog (pages of it: net/feed.py) still queued: they are not slowness
+    drained: Callable[[], None] | None = None  # told when the queue runs low (a person's next page: net/feed.py)
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
     stable_sent: OrderedDict = field(default_factory=OrderedDict)  # directive versions sent here (issuer.elide)
     rosters: dict = field(default_factory=dict)  # conversation -> the PartyView its roster was last sent for here
@@ -177,6 +179,8 @@ class Conn:
             for _ in batch:
                 self.queue.task_done()
             self.backlog = max(0, self.backlog - len(batch))
+            if self.drained is not None:
+                self.drained()
 
 
 class Gateway:
@@ -184,7 +188,7 @@ class Gateway:
         self.engine = engine
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
-        self.inboxes: dict[str, Inbox] = {}
+        self.inboxes: dict[str, Inbox | Feed] = {}  # an agent's, a person's
         self._loading: dict[str, asyncio.Future] = {}
         self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
         self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
@@ -381,14 +385,15 @@ class Gateway:
             return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
-            if conn.kind != Kind.AGENT:  # a person gets the page of unacked deliveries at once (the rest as acked)
-                conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
         return True
 
-    async def _inbox(self, pid: str, is_agent: bool) -> Inbox:
+    async def _inbox(self, pid: str, is_agent: bool) -> Inbox | Feed:
         if pid in self.inboxes:
             return self.inboxes[pid]
+        if not is_agent:  # (each device reads its own pages)
+            feed = self.inboxes[pid] = Feed(pid, self._unacked_of(pid), self._allower(pid))
+            return feed
         if pid in self._loading:
             try:
                 return await asyncio.shield(self._loading[pid])
@@ -398,7 +403,7 @@ class Gateway:
         self._loading[pid] = fut
         self._arrived[pid] = []
         try:
-            inbox = Inbox(pid, is_agent, allow=self._allower(pid), read=self._unacked_of(pid))
+            inbox = Inbox(pid, allow=self._allower(pid), read=self._unacked_of(pid))
             await inbox.fill()  # its first page
             inbox.add(self._arrived.pop(pid))
             self.inboxes[pid] = inbox
@@ -976,7 +981,7 @@ class Gateway:
     async def _offer_again(self, pid: str, inbox: Inbox) -> None:
         """After a rescan: what `pid` is owed, read again from its first page (a node on PostgreSQL claims
         instead for an agent)."""
-        await inbox.fill(rewind=True)
+        await inbox.rescan()
 
     async def _refresh_access(self, pids: list[str] | None = None) -> None:
         """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;

@@ -1,18 +1,18 @@
-"""A participant's undelivered work, and who holds which piece of it.
+"""An agent's undelivered work, and who holds which piece of it.
 
 An agent's deliveries are claimed: each wake goes to exactly one of its
 connections (a lease), carrying the context that piled up before it; a lease
-returns when its connection drops, and the wake is offered again. A person's
-deliveries go to every one of their connections; an ack from any retires them.
-The database holds the same rows (unacked), so a reconnect, or a restart,
-claims through the very same path.
+returns when its connection drops, and the wake is offered again. The database
+holds the same rows (unacked), so a reconnect, or a restart, claims through the
+very same path. (A person's deliveries go to every device: net/feed.py.)
 
 Paged: an inbox holds at most `PAGE` of its unacked deliveries in memory, the
 oldest, in id order; the rest stay in the store and are read a page at a time
 (ids above `horizon`) as acks make room. A delivery published while older ones
 still wait in the store is left there too (it is durable; a page read reaches
-it), so what goes out goes out in id order, and a long-away participant's
-backlog costs one page of memory, not all of it.
+it), so wakes go out in id order, and a long-away agent's backlog costs one page
+of memory, not all of it. A wake carries the context before it that is in the
+page: at most `PAGE` deliveries, the oldest; the rest rides with the next wakes.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ class Sink(Protocol):
 
     prefetch: int
     leased: set[int]
+    queue: asyncio.Queue  # frames waiting to be written
+    backlog: int  # how many of them are backlog (not slowness)
+    drained: Callable[[], None] | None  # called when the queue runs low
 
     def push(self, frame: dict) -> None: ...
 
@@ -54,15 +57,30 @@ class Item:
 
 
 @dataclass
+class Retired:
+    """Ids acked here, perhaps not yet committed: never handed out again (the latest 100,000)."""
+
+    ids: set[int] = field(default_factory=set)
+    order: deque = field(default_factory=deque)
+
+    def __contains__(self, i: int) -> bool:
+        return i in self.ids
+
+    def add(self, i: int) -> None:
+        self.ids.add(i)
+        self.order.append(i)
+        if len(self.order) > 100_000:
+            self.ids.discard(self.order.popleft())
+
+
+@dataclass
 class Inbox:
     participant: str
-    is_agent: bool
     items: dict[int, Item] = field(default_factory=dict)  # unacked, in id order: one page at most
     holder: dict[int, Sink] = field(default_factory=dict)  # wake id -> the connection holding it
     bundle: dict[int, list[int]] = field(default_factory=dict)  # wake id -> context ids it carries
     sinks: list[Sink] = field(default_factory=list)
-    gone: set[int] = field(default_factory=set)  # acked here, perhaps not yet committed: never re-add
-    _gone_order: deque = field(default_factory=deque)
+    gone: Retired = field(default_factory=Retired)
     # May this delivery go out now? (Is its recipient still in its workspace, with receive?) Asked when an
     # item arrives and again when it would be handed out: a membership lost meanwhile holds it back.
     allow: Callable[[Item], bool] | None = None
@@ -70,10 +88,9 @@ class Inbox:
     horizon: int = 0  # every unacked delivery up to this id is in memory, retired or held back
     beyond: bool = False  # the store may hold unacked deliveries above `horizon` that are not in memory
     drops: int = 0  # deliveries left in the store because they were beyond the page, so far
-    starved: bool = False  # an agent's: its connections have room and nothing here is left to offer
+    starved: bool = False  # its connections have room, and nothing here is left to offer
     peeked: int = 0  # the last wake read ahead of the page (`_wanted`)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _task: asyncio.Future | None = None
 
     def __post_init__(self) -> None:
         self.beyond = self.read is not None  # nothing read yet
@@ -98,7 +115,7 @@ class Inbox:
                 self.beyond, self.horizon = True, i.id - 1
             self.drops += 1
         self._take(fresh)
-        if self.is_agent and not fresh and self.drops:
+        if not fresh and self.drops:
             self.offer()  # (a wake left in the store may be what stuck context waits for)
         self._more()
 
@@ -111,22 +128,9 @@ class Inbox:
             self.items = dict(sorted(merged.items()))
         else:
             self.items.update((i.id, i) for i in fresh)
-        if not self.is_agent:
-            for sink in self.sinks:
-                for i in fresh:
-                    sink.push(deliver_frame(i, []))
-        else:
-            self.offer()
+        self.offer()
 
     # --- paging ---
-
-    def announced(self, first: int) -> bool:
-        """New deliveries from id `first` on are in the store: should they be read now (else the page reads
-        reach them, and they are counted as left there)?"""
-        if self.beyond and first > self.horizon:
-            self.drops += 1
-            return False
-        return True
 
     def _wanted(self, rewind: bool) -> tuple[int, int, bool] | None:
         """What to read next (after id, at most n, wakes only), or None.
@@ -150,25 +154,28 @@ class Inbox:
         carried = {c for ids in self.bundle.values() for c in ids}
         return any(not i.wake and i.id not in carried for i in self.items.values())
 
+    async def rescan(self) -> None:
+        """Another process changed the database (a receive given back, deliveries it made): read again from the
+        first page on."""
+        await self.fill(rewind=True)
+
     async def fill(self, rewind: bool = False) -> None:
-        """Read pages while this inbox wants them; `rewind`: from the start first (a rescan: what is owed may
-        have changed under it: a receive given back, an ack taken by another node)."""
+        """Read pages while this inbox wants them; `rewind`: from the start first."""
         async with self._lock:
             if rewind and self.read is not None:
                 self.horizon, self.beyond = 0, True
             while (want := self._wanted(rewind)) is not None:
                 after, n, wakes = want
-                mark, before = self.drops, set(self.items) if rewind and not self.is_agent else None
+                mark = self.drops
                 rows = await self.read(after, n, wakes)
                 if wakes:
-                    self._ahead(rows)
+                    self._ahead(rows, mark)
                 else:
-                    self._paged(rows, n, mark, before)
+                    self._paged(rows, n, mark)
                 rewind = False
 
-    def _paged(self, rows: list[Item], n: int, mark: int, before: set[int] | None) -> None:
-        """Take a page read above the horizon (`before`: ids in memory when a rewind's read began: those it
-        covered and did not find are no longer owed, acked through another node, and are forgotten)."""
+    def _paged(self, rows: list[Item], n: int, mark: int) -> None:
+        """Take a page read above the horizon (a rewind's: what is in memory already counts as read)."""
         last = next(reversed(self.items), 0)
         room, fresh, top, cut = PAGE - len(self.items), [], self.horizon, False
         for i in rows:
@@ -179,20 +186,14 @@ class Inbox:
                 fresh.append(i)
                 room -= 1
             top = i.id
-        full = cut or len(rows) >= n
-        if before is not None:
-            found = {i.id for i in rows}
-            for x in before:
-                if (not full or x <= top) and x not in found:
-                    self.items.pop(x, None)
-        self.horizon, self.beyond = top, full or self.drops != mark
+        self.horizon, self.beyond = top, cut or len(rows) >= n or self.drops != mark
         self._take(fresh)
 
-    def _ahead(self, rows: list[Item]) -> None:
+    def _ahead(self, rows: list[Item], mark: int) -> None:
         """Take a wake read ahead of the page (none: there is none yet, and a live one starves the inbox again;
-        one held back: read on past it)."""
+        one held back, or one published while this was read: read on)."""
         fresh = [i for i in rows if self._new(i)]
-        self.starved = bool(rows) and not fresh
+        self.starved = (bool(rows) and not fresh) or self.drops != mark
         if rows:
             self.peeked = rows[-1].id
         self._take(fresh)
@@ -201,20 +202,13 @@ class Inbox:
         """Read the next page, unless one is being read (that read looks again when it is done)."""
         if self._lock.locked() or self._wanted(False) is None:
             return
-        self._task = asyncio.ensure_future(self.fill())
-        self._task.add_done_callback(_failed)
+        spawn(self.fill())
 
     # --- connections ---
 
     def attach(self, sink: Sink) -> None:
         self.sinks.append(sink)
-        if self.is_agent:
-            self.offer()
-        else:
-            for i in self.items.values():
-                if self.allows(i):
-                    sink.push(deliver_frame(i, []))
-        self._more()
+        self.offer()
 
     def detach(self, sink: Sink) -> None:
         if sink in self.sinks:
@@ -223,13 +217,12 @@ class Inbox:
             self.holder.pop(wid, None)
             self.bundle.pop(wid, None)
         sink.leased.clear()
-        if self.is_agent:
-            self.offer()
+        self.offer()
 
     def offer(self) -> None:
         """Hand unheld wakes to connections with room, oldest first; each carries the unheld context before it
         in the page. Starved when every connection has room still and nothing is left to offer."""
-        if not self.is_agent or not self.sinks:
+        if not self.sinks:
             return
         held_context = {c for ids in self.bundle.values() for c in ids}
         context: list[Item] = []
@@ -262,29 +255,34 @@ class Inbox:
                 continue
             retired.append(i)
             self.items.pop(i)
-            self._forget(i)
+            self.gone.add(i)
             sink = self.holder.pop(i, None)
             if sink is not None:
                 sink.leased.discard(i)
             for c in self.bundle.pop(i, []):
                 if self.items.pop(c, None) is not None:
                     retired.append(c)
-                    self._forget(c)
-        if self.is_agent and retired:
+                    self.gone.add(c)
+        if retired:
             self.offer()
         self._more()
         return retired
 
-    def _forget(self, i: int) -> None:
-        self.gone.add(i)
-        self._gone_order.append(i)
-        if len(self._gone_order) > 100_000:
-            self.gone.discard(self._gone_order.popleft())
+
+_reading: set[asyncio.Future] = set()  # (a task nothing refers to may be collected before it is done)
+
+
+def spawn(coro) -> None:
+    """Read a page in the background; a failed read is logged (the next ack, page or rescan reads again)."""
+    t = asyncio.ensure_future(coro)
+    _reading.add(t)
+    t.add_done_callback(_failed)
 
 
 def _failed(t: asyncio.Future) -> None:
+    _reading.discard(t)
     if not t.cancelled() and t.exception() is not None:
-        log.error("an inbox page was not read (the next ack or rescan reads it)", exc_info=t.exception())
+        log.error("a page of deliveries was not read", exc_info=t.exception())
 
 
 def deliver_frame(item: Item, context: list[Item], me: str | None = None,
