@@ -202,3 +202,34 @@ async def test_a_wake_carries_at_most_a_page_of_context_and_the_rest_rides_with_
     assert carried == [informs[:PAGE], informs[PAGE:2 * PAGE], informs[2 * PAGE:]]
     with pytest.raises(asyncio.TimeoutError):
         await agent.next_delivery(timeout=0.3)
+
+
+async def _receives(server, pid: str, ws: str, on: bool) -> None:
+    """Give `pid` receive in `ws`, or take it away, through another connection; wait for the server's rescan."""
+    server.conn.execute("UPDATE memberships SET receive = ? WHERE workspace = ? AND participant = ?", (int(on), ws, pid))
+    for _ in range(100):
+        if (ws in server.gw._receives.get(pid, ())) == on:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no rescan")
+
+
+async def test_a_receive_given_back_sends_each_device_what_it_was_held_back_once(team, queued):
+    """A rescan (another connection changed the database) reads a person's backlog again from the start: each
+    device is sent what was held back from it meanwhile, and nothing it already had."""
+    bob = await team.person("bob")
+    _, sent = await _send(bob, 3 * PAGE + 3, team.ws, "@alice")
+    phone = await team.person("alice")
+    seen: list[dict] = []
+    await _take(phone, len(sent), seen, ack=False)
+    await _receives(team, phone.me["id"], team.ws, False)
+    laptop = await team.person("alice")  # its pages pass over all of them: held back
+    with pytest.raises(asyncio.TimeoutError):
+        await laptop.next_delivery(timeout=0.3)
+    await _receives(team, phone.me["id"], team.ws, True)
+    later: list[dict] = []
+    await _take(laptop, len(sent), later, ack=False)
+    assert [d["message"]["id"] for d in later] == sent
+    for device in (phone, laptop):
+        with pytest.raises(asyncio.TimeoutError):
+            await device.next_delivery(timeout=0.3)

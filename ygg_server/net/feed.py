@@ -117,6 +117,8 @@ class Feed:
                 if rows:
                     p.horizon = rows[-1].id
                 p.beyond = full or p.drops != mark
+                if not p.beyond:
+                    p.until = 0
                 if p.unsure is not None:
                     self._confirm(p, rows, after, full)
                 fresh = [i for i in rows if self._owed(p, i)]
