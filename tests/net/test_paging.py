@@ -78,6 +78,16 @@ async def test_a_person_with_more_waiting_than_a_page_gets_each_once_in_id_order
         await alice.next_delivery(timeout=0.3)
 
 
+async def test_a_persons_first_page_comes_before_the_answer_to_her_first_frame(team):
+    """The TUI counts what is unread from the deliveries there when its first queries are answered
+    (`ygg_tui.session.Session.backlog`): a page of the backlog is queued before any answer."""
+    bob = await team.person("bob")
+    await _send(bob, 2 * PAGE + 1, team.ws, "@alice")
+    alice = await team.person("alice")
+    assert (await alice.call("whoami"))["op"] == "whoami"
+    assert alice.pending_deliveries() >= PAGE
+
+
 async def test_a_person_who_acks_nothing_still_gets_the_whole_backlog_and_what_comes_next(team, queued):
     """A person acks what they read (the TUI: when the topic is on screen): unread deliveries must not hold
     back the rest of the backlog, nor new ones; on a second device too."""

@@ -386,6 +386,8 @@ class Gateway:
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
             inbox.attach(conn)
+            if isinstance(inbox, Feed):  # a person's first page is queued before any frame is answered (the TUI
+                await inbox.fill(inbox.places[conn])  # counts what is unread before its first paint)
         return True
 
     async def _inbox(self, pid: str, is_agent: bool) -> Inbox | Feed:
