@@ -16,6 +16,7 @@ from tests.net.test_events import *  # noqa: F401,F403
 from tests.net.test_isolation import *  # noqa: F401,F403
 from tests.net.test_limits import *  # noqa: F401,F403
 from tests.net.test_names import *  # noqa: F401,F403
+from tests.net.test_paging import *  # noqa: F401,F403
 from tests.net.test_org import *  # noqa: F401,F403
 from tests.net.test_party import *  # noqa: F401,F403
 from tests.net.test_party_frames import *  # noqa: F401,F403

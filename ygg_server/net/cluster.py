@@ -16,7 +16,7 @@ What changes from the embedded gateway (`gateway.Gateway`, which this extends):
   heartbeat (`nodes`); "online" is a connection here, or a row on a node whose heartbeat is
   fresh. Presence events are sent when a participant's first connection anywhere opens and
   its last one closes.
-People's deliveries still go to every one of their connections (the in-memory `Inbox`).
+People's deliveries still go to every one of their connections (`feed.Feed`, as on SQLite).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from ..engine import Published
 from ..pg_engine import PgEngine, _fetch_conversations
 from ..store import postgres as pg
 from ..store import sqlite as db
-from .gateway import Conn, Gateway, Limits, _unacked
-from .inbox import Inbox, Item, deliver_frame
+from .gateway import Conn, Gateway, Limits
+from . import inbox as paging  # (PAGE read at each claim)
+from .inbox import Item, deliver_frame
 
 log = logging.getLogger("ygg.cluster")
 
@@ -205,7 +206,7 @@ class Claimer:
         async with self.engine.pool.acquire() as c:
             return await c.fetch(
                 pg.CLAIM_DELIVERIES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
-                [n for _, _, n in asks], now, now + int(self.lease * 1e6))
+                [n for _, _, n in asks], now, now + int(self.lease * 1e6), paging.PAGE)
 
     def _dispatch(self, asks, rows, news, views: dict) -> None:
         wakes: dict[str, list[Item]] = {}
@@ -296,15 +297,7 @@ class PgGateway(Gateway):
             if inbox is None:
                 inbox = self.inboxes[pid] = ClaimInbox(pid, self.claimer)
             return inbox
-        inbox = self.inboxes.get(pid)
-        if inbox is not None:  # another node may have taken acks since: forget what is no longer owed
-            rows = await self.read(_unacked, pid)
-            owed = {r.id for r in rows}
-            for i in [i for i in inbox.items if i not in owed]:
-                inbox.items.pop(i)
-            inbox.add(rows)
-            return inbox
-        return await super()._inbox(pid, is_agent)
+        return await super()._inbox(pid, is_agent)  # (a person's: each device reads what is owed from the store)
 
     async def _rescan(self) -> None:
         self._views.clear()
@@ -362,7 +355,7 @@ class PgGateway(Gateway):
             inbox = self.inboxes.get(pid)
             if isinstance(inbox, ClaimInbox):
                 inbox.offer()
-            elif inbox is not None or pid in self._arrived:
+            elif inbox is not None and inbox.announced(first):  # (else its devices' page reads reach them)
                 people[pid] = first
         if people:
             self._spawn(self._people(people))
@@ -396,9 +389,7 @@ class PgGateway(Gateway):
                 obj = objs[body] = protocol.message_obj(db.decode_message(body))
             got.setdefault(who, []).append(Item(did, bool(wake), reason, obj))
         for pid, items in got.items():
-            if pid in self._arrived:
-                self._arrived[pid] += items
-            elif pid in self.inboxes:
+            if pid in self.inboxes:
                 self.inboxes[pid].add(items)
 
     async def _relay(self, topics: list, balances: list, messages: list) -> None:

@@ -27,7 +27,8 @@ from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..engine_process import WriterGone
 from ..store import sqlite as db
-from .inbox import Inbox, Item
+from .feed import Feed
+from .inbox import Inbox, Item, Reader
 from .following import Following, standing_of
 from .issuer import Issuer, elide
 from .transport import Deflate, HeardConnection, send_texts
@@ -135,7 +136,8 @@ class Conn:
     waiting_since: float | None = None  # monotonic time the handler began waiting for the next frame
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
-    backlog: int = 0  # frames of the backlog handed over at attach still queued: they are not slowness
+    backlog: int = 0  # frames of the backlog (pages of it: net/feed.py) still queued: they are not slowness
+    drained: Callable[[], None] | None = None  # told when the queue runs low (a person's next page: net/feed.py)
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
     stable_sent: OrderedDict = field(default_factory=OrderedDict)  # directive versions sent here (issuer.elide)
     rosters: dict = field(default_factory=dict)  # conversation -> the PartyView its roster was last sent for here
@@ -181,6 +183,8 @@ class Conn:
             for _ in batch:
                 self.queue.task_done()
             self.backlog = max(0, self.backlog - len(batch))
+            if self.drained is not None:
+                self.drained()
 
 
 class Gateway:
@@ -188,7 +192,7 @@ class Gateway:
         self.engine = engine
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
-        self.inboxes: dict[str, Inbox] = {}
+        self.inboxes: dict[str, Inbox | Feed] = {}  # an agent's, a person's
         self._loading: dict[str, asyncio.Future] = {}
         self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
         self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
@@ -404,14 +408,17 @@ class Gateway:
             return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
         if conn in self.conns.get(pid, ()):
-            if conn.kind != Kind.AGENT:  # a person gets every unacked delivery at once, however many
-                conn.backlog = sum(1 for i in inbox.items.values() if inbox.allows(i))
             inbox.attach(conn)
+            if isinstance(inbox, Feed):  # a person's first page is queued before any frame is answered (the TUI
+                await inbox.fill(inbox.places[conn])  # counts what is unread before its first paint)
         return True
 
-    async def _inbox(self, pid: str, is_agent: bool) -> Inbox:
+    async def _inbox(self, pid: str, is_agent: bool) -> Inbox | Feed:
         if pid in self.inboxes:
             return self.inboxes[pid]
+        if not is_agent:  # (each device reads its own pages)
+            feed = self.inboxes[pid] = Feed(pid, self._unacked_of(pid), self._allower(pid))
+            return feed
         if pid in self._loading:
             try:
                 return await asyncio.shield(self._loading[pid])
@@ -421,9 +428,9 @@ class Gateway:
         self._loading[pid] = fut
         self._arrived[pid] = []
         try:
-            rows = await self.read(_unacked, pid)
-            inbox = Inbox(pid, is_agent, allow=self._allower(pid))
-            inbox.add(rows + self._arrived.pop(pid))
+            inbox = Inbox(pid, allow=self._allower(pid), read=self._unacked_of(pid))
+            await inbox.fill()  # its first page
+            inbox.add(self._arrived.pop(pid))
             self.inboxes[pid] = inbox
             fut.set_result(inbox)
             return inbox
@@ -453,6 +460,12 @@ class Gateway:
         if conn.follows:
             self.following.drop(conn)
             self._events_wanted()
+
+    def _unacked_of(self, pid: str) -> Reader:
+        """How `pid`'s inbox reads its pages (`inbox.Reader`)."""
+        async def read(after: int, n: int, wakes: bool) -> list[Item]:
+            return await self.read(_unacked, pid, after, n, wakes)
+        return read
 
     def _allower(self, pid: str):
         """Checked as each delivery arrives and again as it goes out: its workspace is still one where `pid`
@@ -1002,8 +1015,9 @@ class Gateway:
                 await self._offer_again(pid, inbox)
 
     async def _offer_again(self, pid: str, inbox: Inbox) -> None:
-        """After a rescan: what `pid` is owed, read again (a node on PostgreSQL claims instead)."""
-        inbox.add(await self.read(_unacked, pid))
+        """After a rescan: what `pid` is owed, read again from its first page (a node on PostgreSQL claims
+        instead for an agent)."""
+        await inbox.rescan()
 
     async def _refresh_access(self, pids: list[str] | None = None) -> None:
         """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;
@@ -1181,10 +1195,12 @@ def _groups(conn: sqlite3.Connection, here: dict[str, Container[str]]) -> dict[s
     return out
 
 
-def _unacked(conn: sqlite3.Connection, pid: str) -> list[Item]:
+def _unacked(conn: sqlite3.Connection, pid: str, after: int, n: int, wakes: bool) -> list[Item]:
+    """`pid`'s first `n` unacked deliveries above id `after` (`wakes`: wakes only), in id order."""
     rows = conn.execute(
-        """SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
-           WHERE d.recipient = ? AND d.acked_at IS NULL ORDER BY d.id""", (pid,)
+        f"""SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
+            WHERE d.recipient = ? AND d.acked_at IS NULL AND d.id > ?{" AND d.wake = 1" if wakes else ""}
+            ORDER BY d.id LIMIT ?""", (pid, after, n)
     ).fetchall()
     msgs = [(i, w, r, db.decode_message(b)) for i, w, r, b in rows]
     views = db.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}

@@ -333,17 +333,22 @@ RECEIVABLE = ("EXISTS (SELECT 1 FROM messages m JOIN memberships ms ON ms.worksp
               "AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = t.recipient AND a.revoked <> 0)")
 
 # An agent's claim: its oldest unleased wakes (up to the room its connection has), each with the
-# context deliveries that piled up before it and that no live wake carries yet (`carrier`).
+# context deliveries that piled up before it and that no live wake carries yet (`carrier`): at most $6
+# of them a wake (`inbox.PAGE`, as on SQLite), the oldest; the rest ride with the agent's next wakes.
 _D_COLS = "d.id, d.message, d.recipient, d.wake, d.reason, d.leased_by, d.carrier"
 CLAIM_DELIVERIES = f"""
 WITH {WANT},
 wakes AS ({DELIVERIES.claim(f"t.wake = 1 AND {RECEIVABLE}", _D_COLS, also="carrier = NULL, ")}),
 tops AS (SELECT recipient, max(id) AS top, min(leased_by) AS holder FROM wakes GROUP BY recipient),
 ctx AS (
-  UPDATE deliveries d SET leased_by = p.holder, lease_until = $5,
-         carrier = (SELECT min(w.id) FROM wakes w WHERE w.recipient = d.recipient AND w.id > d.id)
-  FROM (SELECT t.id, tops.holder FROM tops CROSS JOIN LATERAL
-        ({DELIVERIES.ready_rows("tops.recipient", "$4", None, f"t.wake = 0 AND t.id < tops.top AND {RECEIVABLE}")}) t) p
+  UPDATE deliveries d SET leased_by = p.holder, lease_until = $5, carrier = p.carrier
+  FROM (SELECT * FROM (
+          SELECT c.*, row_number() OVER (PARTITION BY c.carrier ORDER BY c.id) AS k FROM (
+            SELECT t.id, tops.holder,
+                   (SELECT min(w.id) FROM wakes w WHERE w.recipient = tops.recipient AND w.id > t.id) AS carrier
+            FROM tops CROSS JOIN LATERAL
+            ({DELIVERIES.ready_rows("tops.recipient", "$4", None, f"t.wake = 0 AND t.id < tops.top AND {RECEIVABLE}")}) t
+          ) c) r WHERE r.k <= $6) p
   WHERE d.id = p.id RETURNING {_D_COLS})
 SELECT x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body,
        m.workspace, c.id, c.kind, c.name, c.members, c.party
