@@ -105,30 +105,48 @@ async def test_a_member_funds_only_where_allowed(team):
         assert not isinstance(app.screen, FundScreen)
 
 
+async def _release(team):
+    """alice asks the researcher and the reviewer in a new topic, "Release"; both read it. (researcher, reviewer,
+    alice's `sent`)"""
+    researcher = await team.agent("researcher")
+    reviewer = await team.agent("reviewer")
+    sent = await (await team.person("alice")).send(workspace=team.ws, conversation="general", topic="new",
+                                                   title="Release", type="request", to=["researcher", "reviewer"],
+                                                   text="Ship it?")
+    await delivery_with(reviewer, "Ship it?")
+    await delivery_with(researcher, "Ship it?")
+    return researcher, reviewer, sent
+
+
+async def _ask(team, agent, tid: str, mtype: str, text: str) -> dict:
+    """`agent` asks alice in topic `tid` (needs_human), in a message of type `mtype`."""
+    q = await agent.send(workspace=team.ws, conversation="general", topic=tid, type=mtype, to=["@alice"],
+                         state="needs_human", text=text)
+    assert q["op"] == "sent", q
+    return q
+
+
+async def _h(pilot):
+    """The main screen, once the queue shows the question, after h from the message list."""
+    main = await ready(pilot)
+    await wait_text(pilot, "1 waiting on a person")
+    main.messages.focus()
+    await pilot.press("h")
+    return main
+
+
 async def test_h_answers_the_question_that_paused_the_topic(team):
     """An agent asks the person a question (a request to them, needs_human) in a topic with another agent: h opens
     it ready to answer that question (a response in reply, as r would), so the answer goes to the asker alone and
     the question is answered; written as it was, it went as a request to both agents and woke the other one too."""
-    researcher = await team.agent("researcher")
-    reviewer = await team.agent("reviewer")
-    alice2 = await team.person("alice")
-    sent = await alice2.send(workspace=team.ws, conversation="general", topic="new", title="Release",
-                             type="request", to=["researcher", "reviewer"], text="Ship it?")
+    researcher, reviewer, sent = await _release(team)
     tid = sent["message"]["topic"]
-    await delivery_with(reviewer, "Ship it?")
-    await delivery_with(researcher, "Ship it?")
     await reviewer.send(workspace=team.ws, conversation="general", topic=tid, type="response",
                         in_reply_to=sent["message"]["id"], state="working", text="looking at it")
-    q = await researcher.send(workspace=team.ws, conversation="general", topic=tid, type="request", to=["@alice"],
-                              state="needs_human", text="Do you approve the release?")
-    assert q["op"] == "sent", q
+    q = await _ask(team, researcher, tid, "request", "Do you approve the release?")
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
-        main = await ready(pilot)
-        await wait_text(pilot, "1 waiting on a person")
-        main.messages.focus()
-        await pilot.press("h")
-        c = main.composer
+        c = (await _h(pilot)).composer
         await wait_for(pilot, lambda: c.reply_to is not None, what="replying to the question")
         assert c.reply_to["id"] == q["message"]["id"] and c.mtype == "response" and c.area.has_focus
         await pilot.press(*"yes", "enter")
@@ -141,24 +159,12 @@ async def test_h_answers_the_question_that_paused_the_topic(team):
 async def test_h_answers_a_question_asked_in_an_inform_to_the_asker_alone(team):
     """A question asked in an inform (needs_human) cannot be answered in reply: h starts the answer with `@asker`,
     so it goes to the asker alone as a request (it wakes it) and not to every agent of the topic."""
-    researcher = await team.agent("researcher")
-    reviewer = await team.agent("reviewer")
-    alice2 = await team.person("alice")
-    sent = await alice2.send(workspace=team.ws, conversation="general", topic="new", title="Release",
-                             type="request", to=["researcher", "reviewer"], text="Ship it?")
+    researcher, _, sent = await _release(team)
     tid = sent["message"]["topic"]
-    await delivery_with(reviewer, "Ship it?")
-    await delivery_with(researcher, "Ship it?")
-    q = await researcher.send(workspace=team.ws, conversation="general", topic=tid, type="inform", to=["@alice"],
-                              state="needs_human", text="Before I go on: may I delete the old builds?")
-    assert q["op"] == "sent", q
+    await _ask(team, researcher, tid, "inform", "Before I go on: may I delete the old builds?")
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
-        main = await ready(pilot)
-        await wait_text(pilot, "1 waiting on a person")
-        main.messages.focus()
-        await pilot.press("h")
-        c = main.composer
+        c = (await _h(pilot)).composer
         await wait_for(pilot, lambda: c.text == "@researcher ", what="addressed to the asker")
         assert c.reply_to is None and c.area.has_focus
         await pilot.press(*"yes", "enter")
