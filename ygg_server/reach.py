@@ -59,7 +59,7 @@ def _add_through_org(conn: sqlite3.Connection, ws: str, pid: str, role: Role, no
         """INSERT INTO memberships (workspace, participant, role, created_at, direct) VALUES (?,?,?,?,0)
            ON CONFLICT (workspace, participant) DO NOTHING""", (ws, pid, role, now)).rowcount
     if added:
-        _welcome(conn, ws, pid)
+        _welcome(conn, ws, pid, role)
     else:
         conn.execute("UPDATE memberships SET role = ? WHERE workspace = ? AND participant = ? AND direct = 0",
                      (role, ws, pid))
@@ -80,14 +80,13 @@ def _remember(conn: sqlite3.Connection, ws: str, pids: list[str]) -> None:
                      {", ".join(f"{c} = excluded.{c}" for c in _KEPT)}""", (ws, *pids))
 
 
-def _welcome(conn: sqlite3.Connection, ws: str, pid: str) -> None:
-    """`pid`'s new row in `ws` takes back what it had when it left (the lesser role of the two)."""
+def _welcome(conn: sqlite3.Connection, ws: str, pid: str, given: Role) -> None:
+    """`pid`'s new row in `ws` (with role `given`) takes back what it had when it left (the lesser role of the two)."""
     kept = conn.execute(f"SELECT {', '.join(_KEPT)} FROM departed WHERE workspace = ? AND participant = ?",
                         (ws, pid)).fetchone()
     if kept is None:
         return
-    (now_role,) = conn.execute("SELECT role FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
-    role = max(Role(kept[0]), Role(now_role), key=_RANK.index)
+    role = max(Role(kept[0]), Role(given), key=_RANK.index)
     conn.execute(f"UPDATE memberships SET {', '.join(f'{c} = ?' for c in _KEPT)} WHERE workspace = ? AND participant = ?",
                  (role, *kept[1:], ws, pid))
     conn.execute("DELETE FROM departed WHERE workspace = ? AND participant = ?", (ws, pid))
@@ -225,5 +224,5 @@ def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> lis
             continue
         conn.execute("INSERT INTO memberships (workspace, participant, role, created_at) VALUES (?,?,?,?)",
                      (ws, aid, Role.MEMBER, now))
-        _welcome(conn, ws, aid)
+        _welcome(conn, ws, aid, Role.MEMBER)
     return left

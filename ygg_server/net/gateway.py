@@ -1056,17 +1056,14 @@ class Gateway:
         followed = list(self.following.followed())
         if not followed:
             return
-        standings = {ws: members for ws, members in (await self.read(_members, followed)).items()
-                     if members}  # (none: deleted; workspace_gone says)
-        groups = await self.read(_groups, standings)
-        for ws, members in standings.items():
+        for ws, (members, groups) in (await self.read(_standings, followed)).items():
             events = []
             moved = self.following.moved(ws, members)
             if moved is not None:
                 events.append({"op": "event", "kind": "members", "workspace": ws, "joined": moved[0], "left": moved[1],
                                **({"changed": moved[2]} if moved[2] else {})})
-            if self.following.regrouped(ws, groups[ws]):
-                events.append({"op": "event", "kind": "groups", "workspace": ws, "groups": groups[ws]})
+            if self.following.regrouped(ws, groups):
+                events.append({"op": "event", "kind": "groups", "workspace": ws, "groups": groups})
             for c in self.following.followers(ws):
                 for ev in events:
                     c.push(ev)
@@ -1184,6 +1181,13 @@ def _members(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, dict[
     for ws, pid, *rest in rows:
         out[ws][pid] = standing_of(queries.standing(*rest))
     return out
+
+
+def _standings(conn: sqlite3.Connection, workspaces: list[str]) -> dict[str, tuple[dict[str, tuple], list[dict]]]:
+    """For each workspace still there, its members (`_members`) and its groups (`_groups`), in one read."""
+    members = {ws: m for ws, m in _members(conn, workspaces).items() if m}  # (none: deleted; workspace_gone says)
+    groups = _groups(conn, members)
+    return {ws: (m, groups[ws]) for ws, m in members.items()}
 
 
 def _groups(conn: sqlite3.Connection, here: dict[str, Container[str]]) -> dict[str, list[dict]]:
