@@ -944,13 +944,18 @@ class Gateway:
 
     def _party_moves(self, parties: dict) -> None:
         """A party can change without an op: a conversation grows to everyone addressed in it (core `_grown`).
-        The engine hands over a new PartyView then; the directives' cached blocks about it are dropped."""
+        The engine hands over a new PartyView then; the directives' cached blocks about it are dropped.
+        An unchanged party keeps the object known before, so comparing it later (a connection's roster, sent
+        once per party) is `is`, not a walk over every entry."""
         changed = False
         for cid, pv in parties.items():
             prev = self._parties.get(cid)
             if prev is pv:
                 continue
-            if prev is not None and prev != pv:
+            if prev is not None:
+                if prev == pv:
+                    parties[cid] = prev
+                    continue
                 changed = True
             if len(self._parties) >= 100_000:
                 self._parties.clear()

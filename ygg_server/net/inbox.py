@@ -323,8 +323,9 @@ def deliver_frame(item: Item, context: list[Item], me: str | None = None,
     if item.party is not None:
         cid = item.message.get("conversation")
         prev = sent.get(cid) if sent is not None else None
-        if prev is not item.party and prev != item.party:
-            frame["roster"] = roster_for(item.party, me)
+        if prev is not item.party:
+            if prev != item.party:
+                frame["roster"] = roster_for(item.party, me)
             if sent is not None:
                 sent[cid] = item.party
     return frame
