@@ -37,6 +37,7 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -97,7 +98,7 @@ class Relay:
                 elif op == "send":
                     self._send(me, f, out)
                 elif op == "ack":
-                    out.put_nowait({"op": "acked", "ref": ref, "ids": f.get("ids", [])})
+                    self._ack(me, f, out)
                 else:
                     out.put_nowait({"op": "error", "ref": ref, "code": "bad_frame", "detail": "relay"})
         except websockets.ConnectionClosed:
@@ -107,7 +108,14 @@ class Relay:
                 del self.conns[me]
             writer.cancel()
 
+    def _ack(self, me: str, f: dict, out: asyncio.Queue) -> None:
+        out.put_nowait({"op": "acked", "ref": f.get("ref"), "ids": f.get("ids", [])})
+
     def _send(self, me: str, f: dict, out: asyncio.Queue) -> None:
+        msg, to = self._message(me, f)
+        self._answer(f, msg, to, [next(self.ids) for _ in to], out)
+
+    def _message(self, me: str, f: dict) -> tuple[dict, list]:
         mid = str(uuid.uuid4())
         to = f.get("to") or []
         if not to and f.get("in_reply_to") in self.authors:
@@ -123,12 +131,15 @@ class Relay:
             "to": to, "state": f.get("state") or "working", "waiting_for": [], "in_reply_to": f.get("in_reply_to"),
             "text": f.get("text", ""), "created_at": _iso_now(), "cost": len(to), "title": f.get("title"),
         }
+        return msg, to
+
+    def _answer(self, f: dict, msg: dict, to: list, ids: list[int], out: asyncio.Queue) -> None:
         out.put_nowait({"op": "sent", "ref": f.get("ref"), "message": msg,
                         "deliveries": [{"to": r, "wake": True, "reason": None} for r in to], "cost": len(to)})
-        for r in to:
+        for r, did in zip(to, ids):
             q = self.conns.get(r)
             if q is not None:
-                q.put_nowait({"op": "deliver", "id": next(self.ids), "message": msg, "wake": True, "reason": None,
+                q.put_nowait({"op": "deliver", "id": did, "message": msg, "wake": True, "reason": None,
                               "context": [], "context_ids": []})
 
     @staticmethod
@@ -143,13 +154,66 @@ class Relay:
                 await ws.send(_dumps(x))
 
 
+class DurableRelay(Relay):
+    """The relay with the least a durable server must do (`--servers durable`): each message and its deliveries
+    committed to SQLite (WAL, `synchronous=NORMAL`, as Ygg) before `sent` and the deliver go out, each ack
+    committed before `acked`; many per transaction (one per turn of the event loop), on the event loop itself.
+    No routing, no topics, no credits: a floor for a persisted server, next to the relay's floor for none."""
+
+    def __init__(self, keys: dict[str, str], path: str):
+        super().__init__(keys)
+        self.db = sqlite3.connect(path, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript("""
+            CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, author TEXT,
+                topic TEXT, type TEXT, body TEXT, created_at TEXT);
+            CREATE TABLE IF NOT EXISTS deliveries (id INTEGER PRIMARY KEY, message_seq INTEGER NOT NULL,
+                recipient TEXT NOT NULL, acked_at INTEGER);
+            CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (recipient) WHERE acked_at IS NULL;""")
+        self.seq = itertools.count(1 + self.db.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()[0])
+        self.ids = itertools.count(1 + self.db.execute("SELECT coalesce(max(id), 0) FROM deliveries").fetchone()[0])
+        self.sends: list = []
+        self.acks: list = []
+
+    def _later(self) -> None:
+        if not self.sends and not self.acks:
+            asyncio.get_running_loop().call_soon(self._commit)
+
+    def _send(self, me: str, f: dict, out: asyncio.Queue) -> None:
+        self._later()
+        msg, to = self._message(me, f)
+        self.sends.append((f, msg, to, [next(self.ids) for _ in to], out))
+
+    def _ack(self, me: str, f: dict, out: asyncio.Queue) -> None:
+        self._later()
+        self.acks.append((me, f, out))
+
+    def _commit(self) -> None:
+        sends, acks, self.sends, self.acks = self.sends, self.acks, [], []
+        self.db.execute("BEGIN IMMEDIATE")
+        rows = [(next(self.seq), s) for s in sends]
+        self.db.executemany("INSERT INTO messages VALUES (?,?,?,?,?,?,?)", [
+            (seq, m["id"], m["author"], m["topic"], m["type"], _dumps(m), m["created_at"]) for seq, (_, m, *_x) in rows])
+        self.db.executemany("INSERT INTO deliveries (id, message_seq, recipient) VALUES (?,?,?)", [
+            (did, seq, r) for seq, (_, _m, to, ids, _o) in rows for r, did in zip(to, ids)])
+        now = time.time_ns()
+        self.db.executemany("UPDATE deliveries SET acked_at = ? WHERE id = ? AND recipient = ? AND acked_at IS NULL",
+                            [(now, i, me) for me, f, _ in acks for i in f.get("ids", [])])
+        self.db.execute("COMMIT")
+        for f, msg, to, ids, out in sends:
+            self._answer(f, msg, to, ids, out)
+        for me, f, out in acks:
+            super()._ack(me, f, out)
+
 def _iso_now() -> str:
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
 
 
-async def _relay_main(host: str, port: int, keys_file: str) -> int:
-    relay = Relay(json.loads(Path(keys_file).read_text()))
+async def _relay_main(host: str, port: int, keys_file: str, persist: str | None = None) -> int:
+    keys = json.loads(Path(keys_file).read_text())
+    relay = DurableRelay(keys, persist) if persist else Relay(keys)
     server = await serve(relay.handler, host, port, max_size=1 << 20, ping_interval=20, ping_timeout=20)
     calm_gc()  # the same collector policy as Ygg's processes
     stop = asyncio.Event()
@@ -611,6 +675,14 @@ def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, s
     return ws, keys, names
 
 
+def _durable_rows(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    finally:
+        conn.close()
+
+
 def _persisted(data_dir: Path | str) -> int:
     from .store import sqlite as db
 
@@ -686,8 +758,9 @@ def start_server(kind: str, workdir: Path, agents: int, profile: str | None = No
     keys = [(n, f"relaykey_{n}") for n in _names(agents)]
     kf = workdir / "relay-keys.json"
     kf.write_text(json.dumps({k: n for n, k in keys}))
-    proc = Proc([*py, "-m", "ygg_server.bench_server", "relay", "--port", "0", "--keys", str(kf)],
-                workdir / "relay.log")
+    durable = ["--persist", str(workdir / "durable.db")] if kind == "durable" else []
+    proc = Proc([*py, "-m", "ygg_server.bench_server", "relay", "--port", "0", "--keys", str(kf), *durable],
+                workdir / f"{kind}.log")
     return proc, Target(proc.url, "relay", keys, {n: n for n, _ in keys})
 
 
@@ -808,8 +881,9 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
             except Exception:
                 pass
         proc.stop()
-        if kind == "ygg" and not args.quiet:
-            print(f"  ygg: {_persisted(workdir / 'ygg-data'):,} messages persisted", flush=True)
+        if kind in ("ygg", "durable") and not args.quiet:
+            n = _persisted(workdir / "ygg-data") if kind == "ygg" else _durable_rows(workdir / "durable.db")
+            print(f"  {kind}: {n:,} messages persisted", flush=True)
         if db_url:
             if not args.quiet:
                 n = await asyncio.to_thread(_persisted, db_url)
@@ -829,9 +903,9 @@ def server(args: argparse.Namespace) -> int:
         print("--agents must be at least 3 and --peers at least 2", file=sys.stderr)
         return 2
     if args.servers is None:
-        args.servers = "ygg,pg,pg2" if args.db else "relay,ygg"
-    if not set(args.servers.split(",")) <= {"relay", "ygg", "pg", "pg2"}:
-        print("--servers: a comma-separated list of relay, ygg, pg and pg2", file=sys.stderr)
+        args.servers = "ygg,pg,pg2" if args.db else "relay,durable,ygg"
+    if not set(args.servers.split(",")) <= {"relay", "durable", "ygg", "pg", "pg2"}:
+        print("--servers: a comma-separated list of relay, durable, ygg, pg and pg2", file=sys.stderr)
         return 2
     if {"pg", "pg2"} & set(args.servers.split(",")) and not args.db:
         print("pg and pg2 need --db postgresql://… (a server where the benchmark may create a database)",
@@ -906,6 +980,10 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
         # what the throughput ratio would be if each server had the same CPU to itself: robust to a busy machine
         yu, ru = med("ygg", "throughput", lambda m: m.server_us), med("relay", "throughput", lambda m: m.server_us)
         summary["cpu_ratio"] = round(ru / yu, 3) if yu else None
+    if "durable" in fig and "relay" in fig:  # what persisting alone costs, at the least
+        d, r = fig["durable"], fig["relay"]
+        summary["durable_throughput_ratio"] = round(d["tput"] / r["tput"], 3) if r["tput"] else None
+        summary["durable_p99_ratio"] = round(d["p99"] / r["p99"], 3) if r["p99"] == r["p99"] and r["p99"] > 0 else None
     if "pg" in fig and "pg2" in fig:  # issue 7: two nodes on one database, next to one
         summary["pg2_over_pg"] = round(fig["pg2"]["tput"] / fig["pg"]["tput"], 3) if fig["pg"]["tput"] else None
     if args.quiet:
@@ -963,6 +1041,9 @@ def report(args, runs: list[dict[str, Measured]]) -> dict:
             print(f"server CPU per message relay/ygg: {summary['cpu_ratio']:.2f}  (the throughput ratio if both were CPU-bound on equal CPU)")
         if pr is not None:
             print(f"p99 ygg/relay at {args.rate:g} msgs/s offered: {pr:.2f}  (goal <= 2.0: {'met' if pr <= 2 else 'NOT met'})")
+    if summary.get("durable_p99_ratio") is not None:
+        print(f"the durable relay (messages, deliveries and acks committed first; no routing) against the relay: "
+              f"throughput {summary['durable_throughput_ratio']:.2f}, p99 {summary['durable_p99_ratio']:.2f}")
     if summary.get("pg2_over_pg") is not None:
         r = summary["pg2_over_pg"]
         print(f"throughput two nodes / one node on PostgreSQL: {r:.2f}  (goal >= 1.6: {'met' if r >= 1.6 else 'NOT met'})")
@@ -984,8 +1065,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--procs", type=int, default=1, help="load generator processes (default 1)")
     p.add_argument("--repeat", type=int, default=1, help="run the servers this many times, alternating; report medians")
     p.add_argument("--servers", default=None,
-                   help="which servers, in order: relay, ygg (one node, SQLite), pg (one node, PostgreSQL), "
-                        "pg2 (two nodes, PostgreSQL) (default relay,ygg; with --db: ygg,pg,pg2)")
+                   help="which servers, in order: relay, durable (the relay committing to SQLite first), "
+                        "ygg (one node, SQLite), pg (one node, PostgreSQL), pg2 (two nodes, PostgreSQL) "
+                        "(default relay,durable,ygg; with --db: ygg,pg,pg2)")
     p.add_argument("--db", default=None, metavar="URL",
                    help="postgresql://… where pg/pg2 make a fresh database per run (dropped after)")
     p.add_argument("--no-compression", action="store_true", help="clients do not offer permessage-deflate")
@@ -1004,11 +1086,12 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--host", default="127.0.0.1")
     r.add_argument("--port", type=int, default=0)
     r.add_argument("--keys", required=True, help="a JSON file mapping api key -> agent name")
+    r.add_argument("--persist", metavar="FILE", help="commit messages, deliveries and acks to this SQLite file first")
     s = sub.add_parser("server", help="the server benchmark (same as `python -m ygg_server.bench server`)")
     add_arguments(s)
     args = ap.parse_args(argv)
     if args.command == "relay":
-        return asyncio.run(_relay_main(args.host, args.port, args.keys))
+        return asyncio.run(_relay_main(args.host, args.port, args.keys, args.persist))
     return server(args)
 
 
