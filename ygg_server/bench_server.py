@@ -55,6 +55,7 @@ from websockets.asyncio.server import serve
 
 from .gcpolicy import calm_gc, calm_thresholds
 from .pg_waits import WaitSampler
+from .store.sqlite import Checkpointer
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
@@ -156,15 +157,17 @@ class Relay:
 
 class DurableRelay(Relay):
     """The relay with the least a durable server must do (`--servers durable`): each message and its deliveries
-    committed to SQLite (WAL, `synchronous=NORMAL`, as Ygg) before `sent` and the deliver go out, each ack
-    committed before `acked`; many per transaction (one per turn of the event loop), on the event loop itself.
-    No routing, no topics, no credits: a floor for a persisted server, next to the relay's floor for none."""
+    committed to SQLite before `sent` and the deliver go out, each ack committed before `acked`, many per
+    transaction (one per turn of the event loop), on the event loop itself, with Ygg's store settings (WAL,
+    `synchronous=NORMAL`, the page cache, checkpoints on a thread). No routing, no topics, no credits: a floor
+    for a persisted server, next to the relay's floor for none."""
 
     def __init__(self, keys: dict[str, str], path: str):
         super().__init__(keys)
         self.db = sqlite3.connect(path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA cache_size=-32768")
         self.db.executescript("""
             CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, author TEXT,
                 topic TEXT, type TEXT, body TEXT, created_at TEXT);
@@ -175,6 +178,7 @@ class DurableRelay(Relay):
         self.ids = itertools.count(1 + self.db.execute("SELECT coalesce(max(id), 0) FROM deliveries").fetchone()[0])
         self.sends: list = []
         self.acks: list = []
+        Checkpointer(path, self.db)  # as Ygg's writer: WAL checkpoints on a thread, never in the COMMIT
 
     def _later(self) -> None:
         if not self.sends and not self.acks:
