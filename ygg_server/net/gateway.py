@@ -853,6 +853,13 @@ class Gateway:
         aid = await self._own_agent(conn, frame)
         return {"op": "rotate_key", "ref": ref, **await self.manage(admin.rotate_key, aid)}
 
+    async def _op_my_agents(self, conn: Conn, ref, frame) -> dict:
+        """A person's own agents, wherever they are (pinned to a workspace they left too): what they may revoke
+        or rotate; each with whether it is online."""
+        self._person_only(conn)
+        agents = await self.read(queries.my_agents, conn.participant)
+        return {"op": "my_agents", "ref": ref, "agents": [{**a, "online": self.online(a["id"])} for a in agents]}
+
     async def _own_agent(self, conn: Conn, frame) -> str:
         """The id of the connection's person's agent `frame["agent"]` (id or name); another's, or a revoked one,
         is answered as one that does not exist (`not_found`)."""
