@@ -1,9 +1,9 @@
 """Names and titles: one line of bounded, printable text (docs/protocol.md, "Names and titles").
 
 Every op that names something (an organization, a workspace, an agent, a group, a person's handle) or titles a
-topic or an agent (its job title) checks it here, on both stores and in the admin CLI alike, so what one client stores every other client
-and terminal can print: no escape sequences, no line breaks, no text that reads backwards. Message text is
-not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
+topic or an agent (its job title) checks it here, on both stores and in the admin CLI alike, so what one client
+stores every other client and terminal can print: no escape sequences, no line breaks, no text that reads
+backwards. Message text is not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
 """
 
 from __future__ import annotations
