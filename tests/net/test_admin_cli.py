@@ -322,7 +322,8 @@ async def test_a_workspace_is_named_within_its_organization_as_org_slash_workspa
 
 
 async def test_the_admin_help_says_how_to_name_a_workspace(tmp_path):
-    """The CLI's help says a WORKSPACE is an id, a name, or ORG/WORKSPACE."""
+    """docs/protocol.md: "A `WORKSPACE` is its id, a name only one workspace has, or `ORG/WORKSPACE`": the CLI's
+    help says so too."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ygg_server.cli", "admin", "--data-dir", str(tmp_path), "add-member", "--help",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
