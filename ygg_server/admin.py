@@ -55,16 +55,43 @@ def person(conn: sqlite3.Connection, handle_or_id: str) -> str:
 
 
 def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE", names: bool = True) -> str:
-    """A workspace by id, else (`names`) by a name only one workspace has (a name is anyone's to choose: one that
-    spells another workspace's id never stands for it, nor in its way). On PostgreSQL its row is held until the
-    commit (`db.row_lock`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops
-    writing there, and an op that comes during a delete finds the workspace gone."""
+    """A workspace by id, else (`names`) by a name only one workspace has, or as `ORG/WORKSPACE` (`_in_org`: a
+    name is unique only within its organization). A name is anyone's to choose: one that spells another
+    workspace's id never stands for it, nor in its way. On PostgreSQL its row is held until the commit
+    (`db.row_lock`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops writing
+    there, and an op that comes during a delete finds the workspace gone."""
     lock = db.row_lock(conn, lock)
-    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall() or \
-        (conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,)).fetchall() if names else [])
+    rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall()
+    if not rows and names:
+        found = {r[0] for r in conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,))} | _in_org(conn, ref, lock)
+        rows = [(ws,) for ws in found]
     if len(rows) != 1:
-        raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else f"{ref!r} names several workspaces; use the id")
+        raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else
+                         f"{ref!r} names several workspaces; use the id, or ORG/WORKSPACE (the organization's name "
+                         "or id, or its owner's handle, then the workspace's name)")
     return rows[0][0]
+
+
+def _in_org(conn: sqlite3.Connection, ref: str, lock: str) -> set[str]:
+    """The workspaces `ref` names as ORG/WORKSPACE: the organization (`_orgs_named`), then the workspace's name in
+    it; split at each `/` in turn, since either name may hold one."""
+    found: set[str] = set()
+    for at in (i for i, ch in enumerate(ref) if ch == "/"):
+        for oid in _orgs_named(conn, ref[:at]):
+            found |= {r[0] for r in conn.execute("SELECT id FROM workspaces WHERE org = ? AND name = ?" + lock,
+                                                 (oid, ref[at + 1:]))}
+    return found
+
+
+def _orgs_named(conn: sqlite3.Connection, ref: str) -> set[str]:
+    """The organizations `ref` may stand for: by id, by name (one owner's are told apart by name, two owners' may
+    share one), or its owner's handle (their own organization, as `org` takes it)."""
+    found = {r[0] for r in conn.execute("SELECT id FROM orgs WHERE id = ? OR name = ?", (ref, ref))}
+    row = conn.execute("SELECT id FROM people WHERE handle = ?", (ref,)).fetchone()
+    if row and (own := conn.execute("SELECT id FROM orgs WHERE owner = ? ORDER BY created_at LIMIT 1",
+                                    (row[0],)).fetchone()):
+        found.add(own[0])
+    return found
 
 
 def agent(conn: sqlite3.Connection, ref: str) -> str:

@@ -88,6 +88,18 @@ def session_participant(conn: sqlite3.Connection, token: str, now: int) -> tuple
     return row[0], row[1]
 
 
+# what a connection whose session ended is told before it closes (docs/protocol.md, "Authentication")
+REVOKED = "this agent was revoked by its owner: its key and sessions are refused from now on"
+REPLACED = "this agent's key was replaced (rotate_key): sign in again with the new key"
+ENDED = "this session was ended: sign in again"
+
+
+def ended(conn: sqlite3.Connection, participant: str) -> str:
+    """Why `participant`'s unexpired session is gone: its agent revoked, or its key replaced (`rotate_key`)."""
+    row = conn.execute("SELECT revoked FROM agents WHERE id = ?", (participant,)).fetchone()
+    return ENDED if row is None else REVOKED if row[0] else REPLACED
+
+
 def delete_expired(conn: sqlite3.Connection, now: int) -> int:
     """Delete the sessions that expired (by `now`); how many. Nothing is written when none did."""
     if conn.execute("SELECT 1 FROM sessions WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() is None:

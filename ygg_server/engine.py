@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from . import auth, idempotency, protocol
+from . import auth, idempotency, names, protocol
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due, plan_of,
 )
@@ -555,12 +555,14 @@ class Engine:
         if row is None:
             return protocol.error(ref, "not_found", "no such agent of yours")
         prof = db.profile(row[1])
-        fields = {}
-        for k in ("title", "description"):
-            v = frame.get(k, getattr(prof, k))
-            if not isinstance(v, str) or len(v) > 2000:
-                return protocol.error(ref, "bad_frame", f"{k} must be a string (up to 2,000 characters)")
-            fields[k] = v
+        try:  # shown with the agent's name in rosters and lists: checked as names are (names.py)
+            fields = {"title": names.clean_or_blank("job_title", frame.get("title", prof.title))}
+        except names.BadName as e:
+            return protocol.error(ref, "bad_name", e.detail)
+        description = frame.get("description", prof.description)
+        if not isinstance(description, str) or len(description) > 2000:
+            return protocol.error(ref, "bad_frame", "description must be a string (up to 2,000 characters)")
+        fields["description"] = description
         caps = frame.get("capabilities", list(prof.capabilities))
         if not isinstance(caps, list) or len(caps) > 100 or not all(isinstance(c, str) and 0 < len(c) <= 100 for c in caps):
             return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")

@@ -1,9 +1,9 @@
 """Names and titles: one line of bounded, printable text (docs/protocol.md, "Names and titles").
 
 Every op that names something (an organization, a workspace, an agent, a group, a person's handle) or titles a
-topic checks it here, on both stores and in the admin CLI alike, so what one client stores every other client
-and terminal can print: no escape sequences, no line breaks, no text that reads backwards. Message text is
-not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
+topic or an agent (its job title) checks it here, on both stores and in the admin CLI alike, so what one client
+stores every other client and terminal can print: no escape sequences, no line breaks, no text that reads
+backwards. Message text is not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ BOUNDS: dict[str, tuple[str, int]] = {
     "group": ("a group's name", 64),
     "handle": ("a handle", 40),
     "title": ("a topic's title", 100),
+    "job_title": ("an agent's job title", 100),  # set_profile: shown with its name in rosters and lists
 }
 TITLE = BOUNDS["title"][1]
 
@@ -53,3 +54,8 @@ def clean(kind: str, value: object, *, trim: bool = True) -> str:
         raise BadName(f"{word} has no control characters, line breaks or bidi overrides "
                       f"(U+{ord(bad.group()):04X} at character {bad.start() + 1})")
     return text
+
+
+def clean_or_blank(kind: str, value: object) -> str:
+    """As `clean`, but a blank string is no name at all: "" (an agent's job title left empty)."""
+    return "" if isinstance(value, str) and not value.strip() else clean(kind, value)

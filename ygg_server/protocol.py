@@ -39,7 +39,7 @@ CLIENT_OPS = frozenset({
     "list_workspaces", "list_groups", "create_workspace", "add_member", "add_agent", "set_budget", "balances",
     "create_org", "add_org_member", "set_restricted", "set_permissions", "leave_org", "delete_workspace", "list_orgs",
     "leave_workspace", "join_workspace", "list_joinable", "revoke_agent", "rotate_key", "add_group",
-    "remove_group",
+    "remove_group", "my_agents",
     *("add_participant", "remove_participant", "set_lead", "set_profile", "set_setting", "explain_assignment"),
     *("get_persona", "set_persona", "get_rulebook", "set_rulebook"),
 })

@@ -238,6 +238,19 @@ def list_agents(conn, pid: str, f: dict) -> dict:
     return {"agents": agents + people}
 
 
+def my_agents(conn, pid: str) -> list[dict]:
+    """Seed 002: "Agents belong to a person": `pid`'s own agents, oldest first, wherever they are (one pinned to a
+    workspace its owner left, or since deleted: `name` null), revoked ones too; not a query of QUERIES: the
+    gateway lets only a person ask and adds whether each is online."""
+    rows = conn.execute("SELECT id, name, pinned, revoked FROM agents WHERE owner = ? ORDER BY created_at, id",
+                        (pid,)).fetchall()
+    pins = {ws for _, _, pinned, _ in rows for ws in id_list(pinned)}
+    names = dict(conn.execute("SELECT id, name FROM workspaces WHERE id IN ({})".format(",".join("?" * len(pins))),
+                              sorted(pins)).fetchall()) if pins else {}
+    return [{"id": i, "name": n, "pinned": [{"id": ws, "name": names.get(ws)} for ws in id_list(pinned)]
+             if pinned is not None else None, "revoked": bool(r)} for i, n, pinned, r in rows]
+
+
 def list_conversations(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)

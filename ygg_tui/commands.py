@@ -12,6 +12,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
+from textual.markup import escape  # help is read as markup: names in it are shown as they are
 
 
 def _managing(store, main, w) -> list[tuple[str, object, str]]:
@@ -40,12 +41,12 @@ def _managing(store, main, w) -> list[tuple[str, object, str]]:
 
 class YggCommands(Provider):
     async def startup(self) -> None:
-        """What one may join changes elsewhere too (one leaves a workspace from another device): asked again as
-        the palette opens, briefly (a server away keeps what was known)."""
+        """What one may join, and one's agents, change elsewhere too (one leaves a workspace or makes an agent from
+        another device): asked again as the palette opens, briefly (a server away keeps what was known)."""
         session = getattr(self.app, "session", None)
         if session is not None and getattr(self.app, "connected", False):
             try:
-                await asyncio.wait_for(session.load_joinable(), 2)
+                await asyncio.wait_for(asyncio.gather(session.load_joinable(), session.load_my_agents()), 2)
             except Exception:  # (away, or slow: the list as it was)
                 pass
 
@@ -78,11 +79,12 @@ class YggCommands(Provider):
             name = store.org_names.get(org, "")
             out.append((f"Leave the organization {name} ({', '.join(names)})".replace("  ", " "),
                         partial(main.leave_org, org), "you and your agents leave its workspaces"))
-        for agent, name in sorted(main.my_agents().items(), key=lambda a: a[1]):
+        for agent, row in sorted(store.own_agents().items(), key=lambda a: a[1]["name"]):
+            name, where = row["name"], store.where_pinned(row)
             out.append((f"New API key for {name}", partial(main.rotate_key, agent),
-                        "shown once; the old key stops working at once"))
+                        f"{where}shown once; the old key stops working at once"))
             out.append((f"Revoke agent {name}", partial(main.revoke_agent, agent),
-                        "retired, or its key leaked: its key stops working, its connections close"))
+                        f"{where}retired, or its key leaked: its key stops working, its connections close"))
         topic = main.budget_topic()
         if topic is not None:
             budget = "none" if topic.get("budget") is None else f"{topic['budget']} credits left"
@@ -110,14 +112,14 @@ class YggCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, cb, help in self._commands():
-            yield DiscoveryHit(Content(title), cb, text=title, help=help)
+            yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, cb, help in self._commands():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, _highlight(matcher, title), cb, text=title, help=help)
+                yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
 
 
 def _highlight(matcher: Matcher, title: str) -> Content:

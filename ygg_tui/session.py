@@ -54,6 +54,7 @@ class Session:
         except Refused:  # a server without list_orgs: organizations go by their workspaces' names
             pass
         await self.load_joinable()
+        await self.load_my_agents()
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
 
     async def load_joinable(self) -> None:
@@ -63,6 +64,14 @@ class Session:
         except Refused:  # a server without list_joinable: none offered
             rows = []
         self.store.joinable = {r["id"]: r for r in rows}
+
+    async def load_my_agents(self) -> None:
+        """This person's own agents wherever they are (`my_agents`): what they may revoke or give a new key."""
+        try:
+            rows = (await self.call("my_agents"))["agents"]
+        except Refused:  # a server without my_agents: the agents in the workspaces one reaches (Store.own_agents)
+            return
+        self.store.my_agents = {r["id"]: r for r in rows}
 
     async def add_workspace(self, ws: str) -> str | None:
         """A workspace this person now reaches (`workspace_added`): listed, loaded and followed; its name."""

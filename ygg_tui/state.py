@@ -165,6 +165,7 @@ class Store:
         self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
         self.org_roles: dict[str, str] = {}  # organization id -> this person's role there (list_orgs)
         self.joinable: dict[str, dict] = {}  # workspace id -> its row: one's organizations open it, one is not in
+        self.my_agents: dict[str, dict] | None = None  # agent id -> its row (my_agents); None: not answered
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
         self.kinds: dict[str, str] = {SYSTEM: "system"}
         self.topics: dict[str, dict] = {}
@@ -272,6 +273,25 @@ class Store:
     def orgs_run(self, owner_only: bool = False) -> set[str]:
         """The organizations this person owns (never left: `last_owner`), or owns or is an admin of (invites to)."""
         return {o for o, r in self.org_roles.items() if r == "owner" or (r == "admin" and not owner_only)}
+
+    def own_agents(self) -> dict[str, dict]:
+        """This person's agents, not revoked, by id (seed 002: "Agents belong to a person"): as `my_agents`
+        answered, wherever they are; from a server without it, those in the workspaces one reaches."""
+        if self.my_agents is not None:
+            return {a: row for a, row in self.my_agents.items() if not row.get("revoked")}
+        me = self.me.get("handle")
+        return {m["id"]: {"id": m["id"], "name": m["name"]} for w in self.workspaces.values()
+                for m in w.members.values() if m["kind"] == "agent" and m.get("person") == me}
+
+    @staticmethod
+    def where_pinned(agent: dict) -> str:
+        """Where one's agent (a `my_agents` row) goes: "pinned to side; ", "in every workspace of yours; ", or ""
+        when the server did not say."""
+        if "pinned" not in agent:
+            return ""
+        if agent["pinned"] is None:
+            return "in every workspace of yours; "
+        return "pinned to " + ", ".join(p.get("name") or "a deleted workspace" for p in agent["pinned"]) + "; "
 
     def orgs_to_leave(self) -> dict[str, list[str]]:
         """The organizations one could leave, with the names of their workspaces one reaches: all but those

@@ -282,3 +282,50 @@ async def test_cli_beside_a_served_process(tmp_path):
     finally:
         proc.terminate()
         proc.wait()
+
+
+async def test_a_workspace_is_named_within_its_organization_as_org_slash_workspace(tmp_path):
+    """docs/protocol.md, "Names and titles": "Another organization's workspaces may use the name", so a bare name
+    may name several workspaces; `ORG/WORKSPACE` (the organization's name or id, or its owner's handle, then the
+    workspace's name) names one, wherever a command takes a WORKSPACE. PROTOCOL.md: "`WORKSPACE` is the id or the
+    name" still holds for a name only one workspace has."""
+    d = tmp_path
+    for who in ("alice", "bob", "carol"):
+        await cli(d, "add-person", who, "--password", PW)
+    acme = await cli(d, "add-org", "Acme", "--owner", "alice")
+    globex = await cli(d, "add-org", "Globex", "--owner", "bob")
+    await cli(d, "add-org", "Acme", "--owner", "bob")  # another owner's organization of the same name, without a lab
+    lab_a = await cli(d, "add-workspace", "lab", "--owner", "alice", "--org", acme["id"])
+    lab_g = await cli(d, "add-workspace", "lab", "--owner", "bob", "--org", globex["id"])
+
+    err = await cli(d, "add-member", "lab", "carol", ok=False)
+    assert err["error"] == "unknown_workspace" and "'lab' names several workspaces" in err["detail"]
+    assert "ORG/WORKSPACE" in err["detail"] and "the id" in err["detail"], err
+    assert (await cli(d, "add-member", "Acme/lab", "carol"))["workspace"] == lab_a["id"]
+    assert (await cli(d, "add-member", f"{globex['id']}/lab", "carol"))["workspace"] == lab_g["id"]
+    lab_c = await cli(d, "add-workspace", "lab", "--owner", "carol")  # in carol's own organization
+    assert (await cli(d, "set-restricted", "carol/lab", "on"))["id"] == lab_c["id"], "its owner's handle: their own"
+    await cli(d, "delete-workspace", lab_c["id"])
+    scout = await cli(d, "add-agent", "scout", "--owner", "carol", "--workspace", "Globex/lab")
+    pinned = db.connect(db.db_path(d)).execute("SELECT pinned FROM agents WHERE id = ?", (scout["id"],)).fetchone()[0]
+    assert json.loads(pinned) == [lab_g["id"]]
+    assert (await cli(d, "fund", "--pool", "Acme/lab", 10))["workspace"] == lab_a["id"]
+    assert (await cli(d, "add-group", "Globex/lab", "crew", "scout"))["workspace"] == lab_g["id"]
+    for ref in ("Nobody/lab", "Acme/kitchen", "Acme/"):
+        err = await cli(d, "add-member", ref, "carol", ok=False)
+        assert err == {"error": "unknown_workspace", "detail": f"no workspace {ref!r}"}, err
+
+    slash = await cli(d, "add-workspace", "r/d", "--owner", "alice", "--org", acme["id"])
+    assert (await cli(d, "add-member", "r/d", "carol"))["workspace"] == slash["id"], "a name with a slash, whole"
+    assert (await cli(d, "delete-workspace", "Acme/lab"))["id"] == lab_a["id"]
+    assert (await cli(d, "add-member", "lab", "alice"))["workspace"] == lab_g["id"], "one lab left: its bare name"
+
+
+async def test_the_admin_help_says_how_to_name_a_workspace(tmp_path):
+    """docs/protocol.md: "A `WORKSPACE` is its id, a name only one workspace has, or `ORG/WORKSPACE`": the CLI's
+    help says so too."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ygg_server.cli", "admin", "--data-dir", str(tmp_path), "add-member", "--help",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0 and "ORG/WORKSPACE" in out.decode()

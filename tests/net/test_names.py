@@ -96,3 +96,28 @@ def test_the_admin_functions_refuse_what_the_socket_refuses(team):
     with pytest.raises(admin.AdminError, match="a workspace called 'Team' already") as e:
         team.admin(admin.add_workspace, "Team", "alice")
     assert e.value.code == "name_taken"
+
+
+async def test_an_agents_job_title_is_checked_as_every_title_is(team):
+    """Seed 004: "Each NPC is told who else is in the Party — names, job titles and a short line from each": the
+    job title `set_profile` stores is shown in rosters and lists as a name is, so it is one printable line of at
+    most 100 characters, refused `bad_name` naming the rule, nothing stored; blank, it is no title."""
+    alice = await team.person("alice")
+
+    async def refused(title):
+        r = await alice.request("set_profile", agent="researcher", title=title, description="kept?")
+        assert r["op"] == "error" and r["code"] == "bad_name", (title, r)
+        return r["detail"]
+
+    assert "an agent's job title is at most 100 characters (this one has 101)" in await refused("t" * 101)
+    assert "U+001B at character 4" in await refused("Lib" + ESC)
+    assert "an agent's job title has no control characters, line breaks" in await refused("Librarian\nand more")
+    assert "U+202E" in await refused("Librarian\u202e")
+    assert "is text" in await refused(7)
+    stored = team.conn.execute("SELECT profile FROM agents WHERE name = 'researcher'").fetchone()[0]
+    assert "kept?" not in stored, "a refused profile changes nothing"
+
+    ok = await alice.call("set_profile", agent="researcher", title="  " + "T" * 100 + " ")
+    assert ok["profile"]["title"] == "T" * 100, "at the bound, stored trimmed"
+    blank = await alice.call("set_profile", agent="researcher", title="   ")
+    assert blank["profile"]["title"] == ""

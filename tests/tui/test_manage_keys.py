@@ -5,8 +5,10 @@ import json
 
 import websockets
 
+from ygg_server import admin
 from ygg_server.core import general_id
 
+from ygg_tui.commands import YggCommands
 from ygg_tui.screens.dialogs import ConfirmScreen, FormScreen, ShownOnce
 
 from .conftest import SIZE, open_topic, ready, wait_for
@@ -45,6 +47,37 @@ async def test_an_owner_gets_a_new_key_for_an_agent_and_revokes_another(team):
     assert await rejected(team.url, team.keys["researcher"]) and await rejected(team.url, team.keys["reviewer"])
     assert not await rejected(team.url, key), "the new key works"
     bob = team.app("bob")  # alice's agents are not his
+    async with bob.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert not [t for t in titles(bob) if t.startswith(("Revoke agent", "New API key"))]
+
+
+async def test_an_agent_pinned_where_its_owner_left_is_still_theirs_to_rotate_and_revoke(team):
+    """Seed 002: "Agents belong to a person": alice's agent pinned to a workspace she left is in no workspace she
+    reaches, yet the palette offers its new key and its revocation (`my_agents`), with where it is pinned."""
+    side = team.server.admin(admin.add_workspace, "side", "bob")["id"]
+    team.server.admin(admin.add_member, side, "alice")
+    probe = team.server.admin(admin.add_agent, "probe", "alice", side)
+    team.server.admin(admin.leave_workspace, side, "alice")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert side not in app.store.workspaces
+        helps = {t: h for t, _, h in YggCommands(app.screen)._commands()}
+        assert helps["Revoke agent probe"].startswith("pinned to side; ") and "New API key for probe" in helps
+        assert helps["Revoke agent researcher"].startswith("pinned to team; ")
+        await _palette(pilot, "new api key for probe")
+        assert app.screen.title_text == "A new API key for probe?", "named, though in no workspace she reaches"
+        await pilot.press("y")
+        shown = await wait_for(pilot, lambda: isinstance(app.screen, ShownOnce) and app.screen, what="the new key")
+        assert shown.secret.startswith("yggk_") and shown.secret != probe["api_key"]
+        await pilot.press("escape")
+        await _palette(pilot, "revoke agent probe")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: told(app, "Revoked probe"), what="revoked")
+        await wait_for(pilot, lambda: "Revoke agent probe" not in titles(app), what="no longer offered")
+    assert await rejected(team.url, probe["api_key"]) and await rejected(team.url, shown.secret)
+    bob = team.app("bob")  # alice's agents are not his, though probe was pinned to his workspace
     async with bob.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert not [t for t in titles(bob) if t.startswith(("Revoke agent", "New API key"))]

@@ -135,6 +135,7 @@ class Conn:
     follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
     waiting_since: float | None = None  # monotonic time the handler began waiting for the next frame
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    ending: bool = False  # its session is gone: told why once, then closed (Gateway._end)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
     backlog: int = 0  # frames of the backlog (pages of it: net/feed.py) still queued: they are not slowness
     drained: Callable[[], None] | None = None  # told when the queue runs low (a person's next page: net/feed.py)
@@ -262,8 +263,7 @@ class Gateway:
             if not await self._authenticate(conn):
                 return
             if not await self._attach(conn):
-                conn.push(protocol.error(None, "unauthenticated", "this agent's key was replaced or revoked"))
-                await self._close(conn, 1008, "session revoked")
+                await self._end(conn)
                 return
             watchdog = asyncio.ensure_future(self._idle(conn))  # one timer per connection, not one per frame
             try:
@@ -303,6 +303,17 @@ class Gateway:
     async def _drain(self, conn: Conn) -> None:
         while not conn.queue.empty():
             await asyncio.sleep(0.01)
+
+    async def _end(self, conn: Conn, ref: Any = None) -> None:
+        """Close a connection whose session is gone (expired, its agent revoked, its key replaced) with 1008, after
+        an `unauthenticated` error whose detail says which: a client sees why, not only a close code."""
+        if conn.ending:
+            return
+        conn.ending = True
+        expired = conn.expires_at <= time.time_ns() // 1000
+        detail = EXPIRED if expired else await self.read(auth.ended, conn.participant)
+        conn.push(protocol.error(ref, "unauthenticated", detail))
+        await self._close(conn, 1008, "session expired" if expired else "session revoked")
 
     async def _close(self, conn: Conn, code: int, reason: str) -> None:
         """Close once the frames already queued (the error saying why) went out."""
@@ -378,7 +389,7 @@ class Gateway:
             key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
             token, expires = await self.engine.submit("session", pid, expires, key)
             if renew and await self.read(auth.session_participant, token, time.time_ns() // 1000) is None:
-                conn.push(protocol.error(ref, "unauthenticated", "this agent's key was replaced or revoked"))
+                conn.push(protocol.error(ref, "unauthenticated", await self.read(auth.ended, pid)))
                 return False  # (`_attach` checks this for a new connection)
         conn.participant, conn.kind, conn.handle, conn.token, conn.expires_at = pid, kind, handle, token, expires
         if prefetch is not None:
@@ -507,8 +518,7 @@ class Gateway:
             return
         if conn.expires_at <= time.time_ns() // 1000:
             await self._in_order(conn)
-            conn.push(protocol.error(ref, "unauthenticated", EXPIRED))
-            await self._close(conn, 1008, "session expired")
+            await self._end(conn, ref)
             return
         if op in _PIPELINED:
             started = self._start(_PIPELINED[op], conn, ref, frame)
@@ -843,6 +853,13 @@ class Gateway:
         aid = await self._own_agent(conn, frame)
         return {"op": "rotate_key", "ref": ref, **await self.manage(admin.rotate_key, aid)}
 
+    async def _op_my_agents(self, conn: Conn, ref, frame) -> dict:
+        """A person's own agents, wherever they are (pinned to a workspace they left too): what they may revoke
+        or rotate; each with whether it is online."""
+        self._person_only(conn)
+        agents = await self.read(queries.my_agents, conn.participant)
+        return {"op": "my_agents", "ref": ref, "agents": [{**a, "online": self.online(a["id"])} for a in agents]}
+
     async def _own_agent(self, conn: Conn, frame) -> str:
         """The id of the connection's person's agent `frame["agent"]` (id or name); another's, or a revoked one,
         is answered as one that does not exist (`not_found`)."""
@@ -1014,7 +1031,7 @@ class Gateway:
         for pid in list(self.conns):
             for c in list(self.conns.get(pid, ())):
                 if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
-                    await c.ws.close(1008, "session revoked")
+                    await self._end(c)
             inbox = self.inboxes.get(pid)
             if inbox is not None:
                 await self._offer_again(pid, inbox)
@@ -1087,8 +1104,7 @@ class Gateway:
             for conns in list(self.conns.values()):
                 for c in list(conns):
                     if c.expires_at <= now:
-                        c.push(protocol.error(None, "unauthenticated", EXPIRED))
-                        asyncio.ensure_future(self._close(c, 1008, "session expired"))
+                        asyncio.ensure_future(self._end(c))
             self._silences()
 
     def _silences(self) -> None:

@@ -146,6 +146,7 @@ class ManageActions:
             lambda got: ("add_agent", {"name": got["name"], **where(got)}))
         if reply:
             await self._members_changed(list(where(got).values()) or list(s.workspaces))
+            await self.app.session.load_my_agents()
             await self._show_key(reply)
 
     async def _show_key(self, reply: dict, why: str = "") -> None:
@@ -154,27 +155,26 @@ class ManageActions:
             f"The API key of {reply['name']}", reply["api_key"], f"{why}Shown this once: keep it now (c copies it). "
             f"Run it with: YGG_KEY=… ygg-agent run --name {reply['name']} --api-key-env YGG_KEY (docs/agents.md)."))
 
-    def my_agents(self) -> dict[str, str]:
-        """This person's agents in the workspaces they reach: id -> name (seed 002: "Agents belong to a person")."""
-        me = self.store.me.get("handle")
-        return {m["id"]: m["name"] for w in self.store.workspaces.values() for m in w.members.values()
-                if m["kind"] == "agent" and m.get("person") == me}
+    def _agent_name(self, agent: str) -> str:
+        """One's agent's name, though it be in no workspace one reaches (`my_agents`)."""
+        return self.store.own_agents().get(agent, {}).get("name") or self.store.name(agent)
 
     @work(group="manage", exit_on_error=False)
     async def revoke_agent(self, agent: str) -> None:
         """Retire one's agent, or stop a leaked key: refused from now on, its open connections closed."""
-        name = self.store.name(agent)
+        name = self._agent_name(agent)
         if await self._sure(f"Revoke the agent {name}?", "Its key stops working at once and its open connections "
                             "close; it leaves every workspace. Its messages stay, and so does its name (a new agent "
                             "needs another). This cannot be undone.", "Revoke"):
             if await self._ask("revoke_agent", agent=agent):
                 self.notify(f"Revoked {name}: its key no longer works.")
+                await self.app.session.load_my_agents()
                 await self._members_changed([w.id for w in self.store.workspaces.values() if agent in w.members])
 
     @work(group="manage", exit_on_error=False)
     async def rotate_key(self, agent: str) -> None:
         """A new API key for one's agent, as any API-key page: the old key stops at once."""
-        name = self.store.name(agent)
+        name = self._agent_name(agent)
         if await self._sure(f"A new API key for {name}?", "Its current key stops working at once and the "
                             "connections it opened close; give the agent the new key to connect again.", "New key"):
             reply = await self._ask("rotate_key", agent=agent)
