@@ -10,11 +10,13 @@ import pytest
 from tests.net.test_assign import *  # noqa: F401,F403
 from tests.net.test_agent_keys import *  # noqa: F401,F403
 from tests.net.test_basics import *  # noqa: F401,F403
+from tests.net.test_closing_words import *  # noqa: F401,F403
 from tests.net.test_delivery import *  # noqa: F401,F403
 from tests.net.test_directives import test_a_direct_conversation_that_grows_into_a_party_shows_in_the_next_directive  # noqa: F401,E501
 from tests.net.test_events import *  # noqa: F401,F403
 from tests.net.test_isolation import *  # noqa: F401,F403
 from tests.net.test_limits import *  # noqa: F401,F403
+from tests.net.test_my_agents import *  # noqa: F401,F403
 from tests.net.test_names import *  # noqa: F401,F403
 from tests.net.test_paging import *  # noqa: F401,F403
 from tests.net.test_org import *  # noqa: F401,F403
