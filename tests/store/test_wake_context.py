@@ -11,11 +11,18 @@ import pytest
 import websockets
 
 from tests.net.test_agent_protocol import Raw
+from tests.store.conftest import PW
 from ygg_server import protocol
 from ygg_server.net import inbox
 
 LONG = inbox.MAX_CONTEXT // 2  # two of them fill a wake's context
 assert LONG <= protocol.MAX_TEXT
+
+
+class Utf8(Raw):
+    """Frames out as UTF-8: 200,000 4-byte characters are 800 KB, under the server's 1 MiB (as \\u escapes, 2.4 MB)."""
+
+    ascii = False
 
 
 def _unacked(server, pid: str, leased: bool = False) -> list[int]:
@@ -27,20 +34,30 @@ def _unacked(server, pid: str, leased: bool = False) -> list[int]:
 
 
 @pytest.mark.parametrize("requests", [1, 3])
-async def test_long_informs_ride_with_successive_wakes_each_within_a_client_frame(team, requests):
+@pytest.mark.parametrize("char, frame", [("x", protocol.MAX_FRAME), ("\U0001d51c", 2**24)], ids=["ascii", "wide"])
+async def test_long_informs_ride_with_successive_wakes_each_within_a_client_frame(team, requests, char, frame):
     """Three informs of MAX_CONTEXT/2 characters, then `requests` requests (one: a new one after each wake is
     acked; three: claimed at once, the context carried over from one wake to the next): every wake fits a
-    client that accepts 1 MiB frames, carries the oldest that fit, and each inform arrives once, none left."""
-    alice = await team.person("alice")
-    first = await alice.send(workspace=team.ws, topic="new", title="Pile", type="inform", to=["researcher"],
-                             text="0" * LONG)
+    client's frame limit (1 MiB for ASCII text; text of 4-byte characters, 𝔜, is 4 times as long in bytes:
+    the 16 MiB docs/protocol.md asks for), carries the oldest that fit, counted in characters on either store,
+    and each inform arrives once, none left."""
+    alice = await Utf8.open(team.url, handle="alice", password=PW)
+    first = await alice.call({"op": "send", "workspace": team.ws, "topic": "new", "title": "Pile", "type": "inform",
+                              "to": ["researcher"], "text": char * LONG})
     topic, informs = first["message"]["topic"], [first["message"]["id"]]
-    for i in (1, 2):
-        r = await alice.send(workspace=team.ws, topic=topic, type="inform", to=["researcher"], text=f"{i}" * LONG)
-        informs.append(r["message"]["id"])
+
+    async def send(text: str, type: str = "request") -> None:
+        r = await alice.call({"op": "send", "workspace": team.ws, "topic": topic, "type": type,
+                              "to": ["researcher"], "text": text})
+        assert r["op"] == "sent", r
+        if type == "inform":
+            informs.append(r["message"]["id"])
+
+    for _ in (1, 2):
+        await send(char * LONG, "inform")
     for i in range(requests):
-        assert (await alice.send(workspace=team.ws, topic=topic, to=["researcher"], text=f"q{i}"))["op"] == "sent"
-    agent = await Raw.open(team.url, max_size=protocol.MAX_FRAME, api_key=team.keys["researcher"])
+        await send(f"q{i}")
+    agent = await Raw.open(team.url, max_size=frame, api_key=team.keys["researcher"])
     pid = agent.session["me"]["id"]
     carried: list[list[str]] = []
     for turn in range(4):
@@ -59,11 +76,11 @@ async def test_long_informs_ride_with_successive_wakes_each_within_a_client_fram
         assert (await agent.call({"op": "ack", "ids": [w["id"] for w in wakes]}))["op"] == "acked"
         if sum(map(len, carried)) >= len(informs):
             break
-        await alice.send(workspace=team.ws, topic=topic, to=["researcher"], text=f"and again {turn}")
+        await send(f"and again {turn}")
     assert [c for c in carried if c] == [informs[:2], informs[2:]], "the oldest that fit, each once, in order"
     assert await agent.deliveries() == []
     assert _unacked(team, pid) == []
-    await agent.ws.close()
+    await asyncio.gather(agent.ws.close(), alice.ws.close())
 
 
 async def test_context_left_over_waits_unleased_and_goes_to_any_node(server, team):

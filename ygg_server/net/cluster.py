@@ -207,9 +207,9 @@ class Claimer:
         now = now_us()
         until = now + int(self.lease * 1e6)
         async with self.engine.pool.acquire() as c, c.transaction():
-            wakes = await c.fetch(
+            wakes = await c.fetch(  # (a wake's context in bytes at most: UTF-8 takes 4 a character at most)
                 pg.CLAIM_WAKES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
-                [n for _, _, n in asks], now, until, paging.PAGE)
+                [n for _, _, n in asks], now, until, paging.PAGE, 4 * paging.MAX_CONTEXT)
             rows = [tuple(r)[:-2] for r in wakes]
             picked = carried(rows, [(r["ids"] or (), r["sizes"] or ()) for r in wakes])
             if picked[0]:

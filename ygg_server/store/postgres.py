@@ -352,10 +352,12 @@ RECEIVABLE = ("EXISTS (SELECT 1 FROM messages m JOIN memberships ms ON ms.worksp
 # An agent's claim is two statements in one transaction (`cluster.Claimer._claim`). CLAIM_WAKES leases its
 # oldest unleased wakes (up to the room its connection has) and looks, without locking them, at the context
 # deliveries that piled up before them and that no live wake carries yet (`carrier`): the oldest, $6 a wake
-# at most (`inbox.PAGE`), their ids and characters, on the row of the agent's newest wake claimed. The node
-# picks what each wake carries (`inbox.fit`: as on SQLite, at most PAGE and MAX_CONTEXT characters) and
-# CLAIM_CONTEXT ($1 ids, $2 holders, $3 carrier wakes) leases only those; the rest stay unleased, for the
-# agent's next wakes. Both return the claimed rows with their message and conversation.
+# at most (`inbox.PAGE`), their ids and characters, on the row of the agent's newest wake claimed; not those
+# after $7 bytes of text a wake, which no wake could carry (`length` reads a long text whole to count its
+# characters, `octet_length` only its header). The node picks what each wake carries (`inbox.fit`: as on
+# SQLite, at most PAGE deliveries and MAX_CONTEXT characters) and CLAIM_CONTEXT ($1 ids, $2 holders,
+# $3 carrier wakes) leases only those; the rest stay unleased, for the agent's next wakes. Both return the
+# claimed rows with their message and conversation.
 _D_COLS = "d.id, d.message, d.recipient, d.wake, d.reason, d.leased_by, d.carrier"
 _SHOWN = """x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body,
        m.workspace, c.id, c.kind, c.name, c.members, c.party{}
@@ -366,9 +368,12 @@ CLAIM_WAKES = f"""
 WITH {WANT},
 wakes AS ({DELIVERIES.claim(f"t.wake = 1 AND {RECEIVABLE}", _D_COLS, also="carrier = NULL, ")}),
 tops AS (SELECT recipient, max(id) AS top, count(*) AS n FROM wakes GROUP BY recipient),
-waiting AS (
-  SELECT tops.top, array_agg(t.id ORDER BY t.id) AS ids, array_agg(length(m.text) ORDER BY t.id) AS sizes
-  FROM tops CROSS JOIN LATERAL ({_WAITING}) t JOIN messages m ON m.id = t.message GROUP BY tops.top)
+seen AS (
+  SELECT tops.top, tops.n, t.id, m.text,
+         sum(octet_length(m.text)) OVER (PARTITION BY tops.top ORDER BY t.id) - octet_length(m.text) AS before
+  FROM tops CROSS JOIN LATERAL ({_WAITING}) t JOIN messages m ON m.id = t.message),
+waiting AS (SELECT top, array_agg(id ORDER BY id) AS ids, array_agg(length(text) ORDER BY id) AS sizes
+            FROM seen WHERE before <= n * $7 GROUP BY top)
 SELECT {_SHOWN.format(", w.ids, w.sizes", "wakes")}
 LEFT JOIN waiting w ON w.top = x.id ORDER BY x.id
 """
