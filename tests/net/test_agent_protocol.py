@@ -14,6 +14,8 @@ from ygg_server import admin
 class Raw:
     """One raw connection: frames out as JSON, frames in kept until asked for."""
 
+    ascii = True  # frames out with \u escapes (as json.dumps's default); False: as UTF-8
+
     def __init__(self, ws):
         self.ws, self.seen, self.n = ws, [], 0
 
@@ -26,7 +28,7 @@ class Raw:
     async def call(self, frame: dict, timeout: float = 5.0) -> dict:
         self.n += 1
         frame = {**frame, "ref": f"r{self.n}"}
-        await self.ws.send(json.dumps(frame))
+        await self.ws.send(json.dumps(frame, ensure_ascii=self.ascii))
         while True:
             m = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
             if m.get("ref") == frame["ref"] and m["op"] not in ("deliver", "event"):

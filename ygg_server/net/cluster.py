@@ -3,10 +3,10 @@
 What changes from the embedded gateway (`gateway.Gateway`, which this extends):
 
 - **Claims** (seed 003 §2, §27): an agent's deliveries are claimed from the database with
-  `SELECT … FOR UPDATE SKIP LOCKED` (`store.postgres.CLAIM_DELIVERIES`), leased to one of its
+  `SELECT … FOR UPDATE SKIP LOCKED` (`store.postgres.CLAIM_WAKES`, `CLAIM_CONTEXT`), leased to one of its
   connections (`deliveries.leased_by`, `lease_until`), instead of being handed out by the
   in-memory `Inbox`. `ClaimInbox` is the adapter the gateway uses for an agent; one `Claimer`
-  per node runs the claims of all its agents, one statement per round. Leases are renewed while
+  per node runs the claims of all its agents, one transaction a round. Leases are renewed while
   a connection lives, returned when it closes, and run out when its node dies.
 - **Announcements** (§28): what a node commits is published to its own connections at once and
   NOTIFYed to the others (`PgEngine._announce`); a node that hears that an agent connected to it
@@ -25,7 +25,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 import msgspec
@@ -121,7 +121,7 @@ class ClaimInbox:
 
 
 class Claimer:
-    """Runs this node's claims: every agent inbox with work announced and room, one statement a round."""
+    """Runs this node's claims: every agent inbox with work announced and room, one transaction a round."""
 
     def __init__(self, engine: PgEngine, lease: float, parties=None):
         self.engine = engine
@@ -202,11 +202,19 @@ class Claimer:
                 self._dispatch(asks, rows, news, views)
 
     async def _claim(self, asks: list[tuple[ClaimInbox, Conn, int]]) -> list:
+        """Claim the asks' wakes and the context each carries (`carried`), in one transaction: a failure leases
+        neither, and the context left over is not leased (store/postgres.py, CLAIM_WAKES)."""
         now = now_us()
-        async with self.engine.pool.acquire() as c:
-            return await c.fetch(
-                pg.CLAIM_DELIVERIES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
-                [n for _, _, n in asks], now, now + int(self.lease * 1e6), paging.PAGE)
+        until = now + int(self.lease * 1e6)
+        async with self.engine.pool.acquire() as c, c.transaction():
+            wakes = await c.fetch(  # (a wake's context in bytes at most: UTF-8 takes 4 a character at most)
+                pg.CLAIM_WAKES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
+                [n for _, _, n in asks], now, until, paging.PAGE, 4 * paging.MAX_CONTEXT)
+            rows = [tuple(r)[:-2] for r in wakes]
+            picked = carried(rows, [(r["ids"] or (), r["sizes"] or ()) for r in wakes])
+            if picked[0]:
+                rows += await c.fetch(pg.CLAIM_CONTEXT, *picked, now, until)
+        return rows
 
     def _dispatch(self, asks, rows, news, views: dict) -> None:
         wakes: dict[str, list[Item]] = {}
@@ -231,6 +239,28 @@ class Claimer:
                 self.want(ib)  # there may be more
             else:
                 ib.seen = seen  # all there was (unless announced since): an ack need not claim again
+
+
+def carried(wakes: list, waiting: list[tuple]) -> tuple[list[int], list[str], list[int]]:
+    """Which waiting context deliveries the claimed wakes carry, as (ids, holders, carrier wakes): each wake of an
+    agent, in id order, the oldest waiting before it that fit (`inbox.fit`), what does not fit carried over to
+    its next wake, as `Inbox.offer` hands them out. `waiting`: per wake row, the (ids, characters) CLAIM_WAKES
+    looked at, oldest first (all on one row of each agent)."""
+    looked: dict[str, deque] = {}
+    for (_, agent, *_), (cids, sizes) in zip(wakes, waiting):
+        looked.setdefault(agent, deque()).extend(zip(cids, sizes))
+    left: dict[str, list] = {}  # agent -> what waited before its wakes so far and did not fit
+    out: tuple[list, list, list] = ([], [], [])
+    for wid, agent, _, _, holder, *_ in wakes:
+        before, pending = looked[agent], left.get(agent, [])
+        while before and before[0][0] < wid:
+            pending.append(before.popleft())
+        take, left[agent] = paging.fit(pending, size=lambda c: c[1])
+        for cid, _ in take:
+            out[0].append(cid)
+            out[1].append(holder)
+            out[2].append(wid)
+    return out
 
 
 class PgGateway(Gateway):

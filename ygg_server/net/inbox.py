@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 from ..core.party import PartyView
 from ..protocol import for_agent, roster_for
@@ -31,6 +31,7 @@ from ..protocol import for_agent, roster_for
 MAX_CONTEXT = 400_000
 
 log = logging.getLogger("ygg.net")
+T = TypeVar("T")
 
 PAGE = 1000  # unacked deliveries an inbox holds in memory at most (and a wake's context at most)
 LOW = PAGE // 2  # at or below this many in memory, the next page is read
@@ -291,12 +292,18 @@ def _failed(t: asyncio.Future) -> None:
         log.error("a page of deliveries was not read", exc_info=t.exception())
 
 
-def fit(context: list[Item]) -> tuple[list[Item], list[Item]]:
-    """The context a wake carries (the oldest, up to MAX_CONTEXT characters of text, at least one) and the rest."""
-    size = 0
+def chars(item: Item) -> int:
+    """Characters of an item's text, as a wake's context counts them (PostgreSQL's `length(text)` counts alike)."""
+    return len(item.message.get("text") or "")
+
+
+def fit(context: list[T], size: Callable[[T], int] = chars) -> tuple[list[T], list[T]]:
+    """The context a wake carries and the rest: the oldest, at most PAGE of them and MAX_CONTEXT characters of
+    text (`size`), at least one. SQLite's inbox and PostgreSQL's claims (net/cluster.py) both bound wakes here."""
+    total = 0
     for n, c in enumerate(context):
-        size += len(c.message.get("text") or "")
-        if size > MAX_CONTEXT and n:
+        total += size(c)
+        if n == PAGE or (total > MAX_CONTEXT and n):
             return context[:n], context[n:]
     return context, []
 

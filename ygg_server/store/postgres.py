@@ -277,14 +277,21 @@ class Claimable:
     holder: str = "leased_by"
     until: str = "lease_until"
 
-    def ready_rows(self, owner: str, now: str, limit: str | None = None, extra: str = "") -> str:
-        """A locking sub-select of the claimable rows of `owner` (SQL expressions for owner, now, limit)."""
+    def _free(self, now: str) -> str:
+        """The row (alias `t`) is not under a live lease at `now`."""
+        return f"(t.{self.until} IS NULL OR t.{self.until} < {now})"
+
+    def ready_rows(self, owner: str, now: str, limit: str | None = None, extra: str = "", lock: bool = True,
+                   cols: str = "") -> str:
+        """A locking sub-select of the claimable rows of `owner` (SQL expressions for owner, now, limit); not
+        `lock`: a look only (what is taken of them is locked and checked again, `lease`). `cols`: more columns."""
         return (
-            f"SELECT t.{self.key} FROM {self.table} t WHERE t.{self.owner} = {owner} AND {self.ready}"
+            f"SELECT t.{self.key}{f', {cols}' if cols else ''} FROM {self.table} t "
+            f"WHERE t.{self.owner} = {owner} AND {self.ready}"
             + (f" AND {extra}" if extra else "")
-            + f" AND (t.{self.until} IS NULL OR t.{self.until} < {now}) ORDER BY t.{self.order}"
+            + f" AND {self._free(now)} ORDER BY t.{self.order}"
             + (f" LIMIT {limit}" if limit else "")
-            + " FOR UPDATE OF t SKIP LOCKED"
+            + (" FOR UPDATE OF t SKIP LOCKED" if lock else "")
         )
 
     def claim(self, ready_extra: str = "", returning: str = "*", also: str = "", want: str = "want") -> str:
@@ -297,6 +304,16 @@ class Claimable:
         return f"""UPDATE {self.table} d SET {also}{self.holder} = p.holder, {self.until} = $5
         FROM (SELECT t.{self.key} AS key, {want}.holder FROM {want} CROSS JOIN LATERAL
               ({self.ready_rows(f"{want}.owner", "$4", f"{want}.n", ready_extra)}) t) p
+        WHERE d.{self.key} = p.key RETURNING {returning}"""
+
+    def lease(self, rows: str, ready_extra: str = "", returning: str = "*", also: str = "") -> str:
+        """Lease the rows relation `rows` names (key, holder, …) to their holders, those still claimable: checked
+        on each row's newest version once locked, and rows another transaction holds are skipped, as `claim`
+        does. $4 is now, $5 the lease's end; `also`: more assignments, over `p` (the columns of `rows`)."""
+        return f"""UPDATE {self.table} d SET {also}{self.holder} = p.holder, {self.until} = $5
+        FROM (SELECT {rows}.* FROM {self.table} t JOIN {rows} ON t.{self.key} = {rows}.key
+              WHERE {self.ready}{f" AND {ready_extra}" if ready_extra else ""} AND {self._free("$4")}
+              ORDER BY t.{self.order} FOR UPDATE OF t SKIP LOCKED) p
         WHERE d.{self.key} = p.key RETURNING {returning}"""
 
     # Every statement here that waits for row locks takes them in key order (`_in_order`), as acks do
@@ -332,28 +349,38 @@ RECEIVABLE = ("EXISTS (SELECT 1 FROM messages m JOIN memberships ms ON ms.worksp
               "WHERE m.id = t.message AND ms.participant = t.recipient AND ms.receive <> 0) "
               "AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = t.recipient AND a.revoked <> 0)")
 
-# An agent's claim: its oldest unleased wakes (up to the room its connection has), each with the
-# context deliveries that piled up before it and that no live wake carries yet (`carrier`): at most $6
-# of them a wake (`inbox.PAGE`, as on SQLite), the oldest; the rest ride with the agent's next wakes.
+# An agent's claim is two statements in one transaction (`cluster.Claimer._claim`). CLAIM_WAKES leases its
+# oldest unleased wakes (up to the room its connection has) and looks, without locking them, at the context
+# deliveries that piled up before them and that no live wake carries yet (`carrier`): the oldest, $6 a wake
+# at most (`inbox.PAGE`), their ids and characters, on the row of the agent's newest wake claimed; not those
+# after $7 bytes of text a wake, which no wake could carry (`length` reads a long text whole to count its
+# characters, `octet_length` only its header). The node picks what each wake carries (`inbox.fit`: as on
+# SQLite, at most PAGE deliveries and MAX_CONTEXT characters) and CLAIM_CONTEXT ($1 ids, $2 holders,
+# $3 carrier wakes) leases only those; the rest stay unleased, for the agent's next wakes. Both return the
+# claimed rows with their message and conversation.
 _D_COLS = "d.id, d.message, d.recipient, d.wake, d.reason, d.leased_by, d.carrier"
-CLAIM_DELIVERIES = f"""
+_SHOWN = """x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body,
+       m.workspace, c.id, c.kind, c.name, c.members, c.party{}
+FROM {} x JOIN messages m ON m.id = x.message LEFT JOIN conversations c ON c.id = m.conversation"""
+_WAITING = DELIVERIES.ready_rows("tops.recipient", "$4", "tops.n * $6",
+                                 f"t.wake = 0 AND t.id < tops.top AND {RECEIVABLE}", lock=False, cols="t.message")
+CLAIM_WAKES = f"""
 WITH {WANT},
 wakes AS ({DELIVERIES.claim(f"t.wake = 1 AND {RECEIVABLE}", _D_COLS, also="carrier = NULL, ")}),
-tops AS (SELECT recipient, max(id) AS top, min(leased_by) AS holder FROM wakes GROUP BY recipient),
-ctx AS (
-  UPDATE deliveries d SET leased_by = p.holder, lease_until = $5, carrier = p.carrier
-  FROM (SELECT * FROM (
-          SELECT c.*, row_number() OVER (PARTITION BY c.carrier ORDER BY c.id) AS k FROM (
-            SELECT t.id, tops.holder,
-                   (SELECT min(w.id) FROM wakes w WHERE w.recipient = tops.recipient AND w.id > t.id) AS carrier
-            FROM tops CROSS JOIN LATERAL
-            ({DELIVERIES.ready_rows("tops.recipient", "$4", None, f"t.wake = 0 AND t.id < tops.top AND {RECEIVABLE}")}) t
-          ) c) r WHERE r.k <= $6) p
-  WHERE d.id = p.id RETURNING {_D_COLS})
-SELECT x.id, x.recipient, x.wake, x.reason, x.leased_by, x.carrier, x.message, m.body,
-       m.workspace, c.id, c.kind, c.name, c.members, c.party
-FROM (SELECT * FROM wakes UNION ALL SELECT * FROM ctx) x JOIN messages m ON m.id = x.message
-LEFT JOIN conversations c ON c.id = m.conversation ORDER BY x.id
+tops AS (SELECT recipient, max(id) AS top, count(*) AS n FROM wakes GROUP BY recipient),
+seen AS (
+  SELECT tops.top, tops.n, t.id, m.text,
+         sum(octet_length(m.text)) OVER (PARTITION BY tops.top ORDER BY t.id) - octet_length(m.text) AS before
+  FROM tops CROSS JOIN LATERAL ({_WAITING}) t JOIN messages m ON m.id = t.message),
+waiting AS (SELECT top, array_agg(id ORDER BY id) AS ids, array_agg(length(text) ORDER BY id) AS sizes
+            FROM seen WHERE before <= n * $7 GROUP BY top)
+SELECT {_SHOWN.format(", w.ids, w.sizes", "wakes")}
+LEFT JOIN waiting w ON w.top = x.id ORDER BY x.id
+"""
+CLAIM_CONTEXT = f"""
+WITH picked AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS p(key, holder, carrier)),
+ctx AS ({DELIVERIES.lease("picked", f"t.wake = 0 AND {RECEIVABLE}", _D_COLS, also="carrier = p.carrier, ")})
+SELECT {_SHOWN.format("", "ctx")} ORDER BY x.id
 """
 RELEASE_DELIVERIES = DELIVERIES.release("carrier = NULL")
 RENEW_DELIVERIES = DELIVERIES.renew()
