@@ -35,6 +35,12 @@ RENEW = "resub:"  # the ref of a subscription renewed after a reconnect, before 
 SESSION = "session"  # the ref of an agent's session renewed on its open connection
 
 
+def _frame(obj: dict) -> str:
+    """A frame's text: non-ASCII as UTF-8, not `\\u` escapes (6 bytes a character, 12 outside the BMP), so a whole
+    message in any script fits in a frame (docs/protocol.md: frames up to 1 MiB, messages up to 200,000 characters)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
 class Refused(Exception):
     def __init__(self, frame: dict):
         super().__init__(f"{frame.get('reason') or frame.get('code')}: {frame.get('detail', '')}")
@@ -150,7 +156,7 @@ class Client:
         frame = {"op": "auth", "ref": "auth", **self._credentials()}
         if self.prefetch:
             frame["prefetch"] = self.prefetch
-        await ws.send(json.dumps(frame))
+        await ws.send(_frame(frame))
         while True:
             reply = json.loads(await asyncio.wait_for(ws.recv(), self.timeout))
             if reply.get("ref") == "auth":
@@ -167,7 +173,7 @@ class Client:
                 - datetime.now(timezone.utc)
             await asyncio.sleep(max(1.0, left.total_seconds() * 0.8))
             try:
-                await ws.send(json.dumps({"op": "auth", "ref": SESSION, "api_key": self.api_key}))
+                await ws.send(_frame({"op": "auth", "ref": SESSION, "api_key": self.api_key}))
             except websockets.ConnectionClosed:
                 return
 
@@ -206,7 +212,7 @@ class Client:
     @staticmethod
     async def _renew(ws, workspace: str, monitor: bool) -> None:
         try:
-            await ws.send(json.dumps({"op": "subscribe", "ref": RENEW + workspace, "workspace": workspace,
+            await ws.send(_frame({"op": "subscribe", "ref": RENEW + workspace, "workspace": workspace,
                                       "monitor": monitor}))
         except websockets.ConnectionClosed:
             pass  # renewed at the next connection
@@ -259,7 +265,7 @@ class Client:
         fut = asyncio.get_running_loop().create_future()
         self._waiting[ref] = fut
         try:
-            await ws.send(json.dumps({"op": op, "ref": ref, **fields}))
+            await ws.send(_frame({"op": op, "ref": ref, **fields}))
         except websockets.ConnectionClosed as e:
             self._waiting.pop(ref, None)
             fut.cancel()

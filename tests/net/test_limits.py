@@ -355,3 +355,15 @@ async def test_a_cancelled_or_closing_read_never_shares_the_reader_connection(tm
         last = asyncio.ensure_future(s.gw.read(slow, 3))
         await asyncio.sleep(0.05)
     assert await last == 3, "the server closed the reader under a running query"
+
+
+async def test_the_client_library_sends_a_whole_message_of_any_script(team):
+    """docs/protocol.md: "one JSON object per text frame, UTF-8. Frames larger than 1 MiB close"; a message
+    holds "up to 200,000 characters". The client library writes text as UTF-8, not as \\u escapes (6 bytes a
+    character, 12 for one outside the BMP): a whole message in Chinese, or of emoji, fits in a frame."""
+    alice = await team.person("alice")
+    for text in ("语" * 200_000, "🌳" * 200_000):
+        sent = await alice.call("send", workspace=team.ws, topic="new", title="long", type="inform", text=text)
+        assert sent["op"] == "sent"
+        page = await alice.call("history", workspace=team.ws, topic=sent["message"]["topic"])
+        assert [m["text"] for m in page["messages"]] == [text]
