@@ -38,7 +38,12 @@ SESSION = "session"  # the ref of an agent's session renewed on its open connect
 def _frame(obj: dict) -> str:
     """A frame's text: non-ASCII as UTF-8, not `\\u` escapes (6 bytes a character, 12 outside the BMP), so a whole
     message in any script fits in a frame (docs/protocol.md: frames up to 1 MiB, messages up to 200,000 characters)."""
-    return json.dumps(obj, ensure_ascii=False)
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text.isascii() or text.encode()
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8: escaped, as JSON allows (the server decides)
+        return json.dumps(obj)
+    return text
 
 
 class Refused(Exception):
