@@ -63,8 +63,8 @@ def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE", names: bo
     lock = db.row_lock(conn, lock)
     rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall()
     if not rows and names:
-        found = {r[0] for r in conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,))} | _in_org(conn, ref, lock)
-        rows = [(ws,) for ws in found]
+        named = {r[0] for r in conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,))}
+        rows = [(ws,) for ws in named | _in_org(conn, ref, lock)]
     if len(rows) != 1:
         raise AdminError("unknown_workspace", f"no workspace {ref!r}" if not rows else
                          f"{ref!r} names several workspaces; use the id, or ORG/WORKSPACE (the organization's name "
