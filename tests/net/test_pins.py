@@ -4,7 +4,12 @@ function the CLI runs alike."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from ygg_server import admin
+from ygg_server.store import sqlite as db
+
+from .conftest import migrated_before
 
 
 async def test_a_deleted_workspace_leaves_no_pin_and_does_not_widen_where_an_agent_goes(team):
@@ -51,3 +56,23 @@ async def test_an_agent_pinned_to_several_workspaces_keeps_the_others(team):
     mine = {a["name"]: a["pinned"] for a in (await alice.call("my_agents"))["agents"]}
     assert mine["trio"] == [{"id": two, "name": "two"}], "the other pin stays"
     assert trio in {a["id"] for a in (await alice.call("list_agents", workspace=two))["agents"]}
+
+
+def test_pins_to_workspaces_deleted_before_the_upgrade_are_taken_away(tmp_path):
+    """Migration 11: a pin to a workspace deleted while pins stayed behind goes as a delete takes it now; the
+    other pins stay, in their order, an agent left with none is pinned to none, one never pinned stays so."""
+    path = db.db_path(tmp_path)
+    c = migrated_before(path, "json_group_array")
+    c.execute("INSERT INTO workspaces (id, org, name, created_at) VALUES ('two', 'o', 'two', 0), ('one', 'o', 'one', 0)")
+    for aid, pinned in (("a.both", '["gone","two","one"]'), ("a.gone", '["gone"]'), ("a.kept", '["one"]'),
+                        ("a.free", None)):
+        c.execute("INSERT INTO agents (id, owner, name, key_id, key_hash, pinned, created_at) "
+                  "VALUES (?, 'h', ?, ?, 'x', ?, 0)", (aid, aid, aid, pinned))
+    c.close()
+    db.connect(path).close()
+    c = sqlite3.connect(path)
+    try:
+        assert dict(c.execute("SELECT id, pinned FROM agents")) == {
+            "a.both": '["two","one"]', "a.gone": "[]", "a.kept": '["one"]', "a.free": None}
+    finally:
+        c.close()

@@ -361,6 +361,32 @@ async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_ur
     finally:
         await c.close()
 
+async def test_pins_to_workspaces_deleted_before_migration_9_are_taken_away(pg_url):
+    """Migration 9 (SQLite's 11): a pin to a workspace deleted while pins stayed behind goes as a delete takes it
+    now (reach.unpin); the other pins stay, in their order; an agent left with none is pinned to none."""
+    c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
+    at = next(i for i, m in enumerate(pg.MIGRATIONS) if "json_array_elements_text" in m)
+    later = pg.MIGRATIONS[at:]
+    try:
+        del pg.MIGRATIONS[at:]
+        try:
+            await pg.migrate(c)
+        finally:
+            pg.MIGRATIONS.extend(later)
+        await c.execute("INSERT INTO workspaces (id, org, name, created_at) VALUES ('two', 'o', 'two', 0), "
+                        "('one', 'o', 'one', 0)")
+        for aid, pinned in (("a.both", '["gone","two","one"]'), ("a.gone", '["gone"]'), ("a.kept", '["one"]'),
+                            ("a.free", None)):
+            await c.execute("INSERT INTO agents (id, owner, name, key_id, key_hash, pinned, created_at) "
+                            "VALUES ($1, 'h', $1, $1, 'x', $2, 0)", aid, pinned)
+        assert await pg.migrate(c) == len(pg.MIGRATIONS)
+        got = {r[0]: None if r[1] is None else json.loads(r[1])
+               for r in await c.fetch("SELECT id, pinned FROM agents")}
+        assert got == {"a.both": ["two", "one"], "a.gone": [], "a.kept": ["one"], "a.free": None}
+    finally:
+        await c.close()
+
+
 async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, while_held=None) -> str:
     """Alice sends in a topic another node's transaction holds, then in a new topic; bob sends in a new one: the
     three in one batch (`before()` runs just before it). Bob's is answered at once; alice's two wait for the
