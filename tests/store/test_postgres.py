@@ -366,6 +366,7 @@ async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_ur
     finally:
         await c.close()
 
+
 async def test_pins_to_workspaces_deleted_before_migration_9_are_taken_away(pg_url):
     """Migration 9 (SQLite's 11): a pin to a workspace deleted while pins stayed behind goes as a delete takes it
     now (reach.unpin); the other pins stay, in their order; an agent left with none is pinned to none."""
