@@ -373,7 +373,8 @@ WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "depar
 def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     """Delete a workspace and everything in it (seed 003 §66: "deleting the workspace" is its owner's); a
     personal one "can never be deleted" (seed 003 §65: `personal_workspace`). Its memberships go with it, so
-    open sockets lose it as on any revocation: nothing more of it is delivered, followed or accepted.
+    open sockets lose it as on any revocation: nothing more of it is delivered, followed or accepted; so do the
+    agents' pins to it (`reach.unpin`).
 
     Its own row goes first: on PostgreSQL a batch of sends holds the rows of its workspaces (`FOR KEY SHARE`,
     pg_engine._LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
@@ -387,6 +388,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
                      (ws,))
         idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
+        reach.unpin(conn, ws)  # (an agent pinned there alone stays in no workspace)
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
             where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
             conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))

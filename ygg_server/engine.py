@@ -555,26 +555,24 @@ class Engine:
         if row is None:
             return protocol.error(ref, "not_found", "no such agent of yours")
         prof = db.profile(row[1])
-        try:  # shown with the agent's name in rosters and lists: checked as names are (names.py)
-            fields = {"title": names.clean_or_blank("job_title", frame.get("title", prof.title))}
-        except names.BadName as e:
-            return protocol.error(ref, "bad_name", e.detail)
-        description = frame.get("description", prof.description)
-        if not isinstance(description, str) or len(description) > 2000:
-            return protocol.error(ref, "bad_frame", "description must be a string (up to 2,000 characters)")
-        fields["description"] = description
         caps = frame.get("capabilities", list(prof.capabilities))
-        if not isinstance(caps, list) or len(caps) > 100 or not all(isinstance(c, str) and 0 < len(c) <= 100 for c in caps):
+        if not isinstance(caps, list) or len(caps) > 100:
             return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")
+        tools = frame.get("tools", list(prof.tools))
+        if not isinstance(tools, list) or len(tools) > 100:
+            return protocol.error(ref, "bad_frame", "tools must be a list of up to 100 short strings")
         gen = frame.get("generalist", prof.generalist)
         if not isinstance(gen, bool):
             return protocol.error(ref, "bad_frame", "generalist must be true or false")
-        tools = frame.get("tools", list(prof.tools))
-        if not isinstance(tools, list) or len(tools) > 100 or not all(isinstance(t, str) and 0 < len(t) <= 100 for t in tools):
-            return protocol.error(ref, "bad_frame", "tools must be a list of up to 100 short strings")
         cost = frame.get("cost", prof.cost)
         if type(cost) is not int or not 0 <= cost <= 10**6:
             return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
+        try:  # read by other agents and people (rosters, lists, `capability:` sends): checked as names are
+            fields = {"title": names.clean_or_blank("job_title", frame.get("title", prof.title)),
+                      "description": names.clean_text("description", frame.get("description", prof.description))}
+            caps, tools = names.clean_each("capability", "capabilities", caps), names.clean_each("tool", "tools", tools)
+        except names.BadName as e:
+            return protocol.error(ref, "bad_name", e.detail)
         body = {**fields, "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
         self.directories.clear()  # every workspace the agent is in sees the new profile

@@ -1,9 +1,10 @@
 """Names and titles: one line of bounded, printable text (docs/protocol.md, "Names and titles").
 
-Every op that names something (an organization, a workspace, an agent, a group, a person's handle) or titles a
-topic or an agent (its job title) checks it here, on both stores and in the admin CLI alike, so what one client
-stores every other client and terminal can print: no escape sequences, no line breaks, no text that reads
-backwards. Message text is not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
+Every op that names something (an organization, a workspace, an agent, a group, a person's handle, an agent's
+capabilities and tools) or titles a topic or an agent (its job title) checks it here, on both stores and in the
+admin CLI alike, so what one client stores every other client and terminal can print: no escape sequences, no
+line breaks, no text that reads backwards. An agent's description is checked here too (`clean_text`: lines of
+printable text). Message text is not a name (it may hold newlines; protocol.MAX_TEXT bounds it).
 """
 
 from __future__ import annotations
@@ -20,12 +21,18 @@ BOUNDS: dict[str, tuple[str, int]] = {
     "handle": ("a handle", 40),
     "title": ("a topic's title", 100),
     "job_title": ("an agent's job title", 100),  # set_profile: shown with its name in rosters and lists
+    "capability": ("an agent's capability", 100),  # set_profile: matched by `capability:<name>`, listed to others
+    "tool": ("an agent's tool", 100),
+    "description": ("an agent's description", 2000),  # set_profile, `clean_text`: its first line is in rosters
 }
 TITLE = BOUNDS["title"][1]
 
 # Control characters (Unicode category Cc: C0, DEL, C1), the line and paragraph separators, and the bidi
 # embeddings, overrides and isolates (which make a name read other than it is written).
-_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Text of several lines (`clean_text`) has newlines and tabs too, and nothing else of these.
+_SEPARATORS_AND_BIDI = "\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_REFUSED = re.compile(f"[\x00-\x1f\x7f-\x9f{_SEPARATORS_AND_BIDI}]")
+_REFUSED_IN_TEXT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_SEPARATORS_AND_BIDI}]")
 
 
 class BadName(ValueError):
@@ -48,14 +55,40 @@ def clean(kind: str, value: object, *, trim: bool = True) -> str:
         raise BadName(f"{word} has no spaces around it")
     if not text:
         raise BadName(f"{word} is not empty")
+    return _printable(word, bound, text, _REFUSED, "has no control characters, line breaks or bidi overrides")
+
+
+def clean_text(kind: str, value: object) -> str:
+    """`value` as it is stored: text of lines (it may be empty, and is not trimmed), at most its kind's bound in
+    characters, with newlines and tabs but nothing else `_REFUSED` names (a carriage return included: it
+    overwrites a terminal's line). Raises BadName naming the kind and the rule broken."""
+    word, bound = BOUNDS[kind]
+    if not isinstance(value, str):
+        raise BadName(f"{word} is text")
+    return _printable(word, bound, value, _REFUSED_IN_TEXT,
+                      "has no control characters other than newlines and tabs, no line separators or bidi overrides")
+
+
+def _printable(word: str, bound: int, text: str, refused: re.Pattern, rule: str) -> str:
+    """`text` when it is within `bound` and has nothing `refused` matches; else BadName saying `word` `rule`."""
     if len(text) > bound:
         raise BadName(f"{word} is at most {bound} characters (this one has {len(text)})")
-    if bad := _REFUSED.search(text):
-        raise BadName(f"{word} has no control characters, line breaks or bidi overrides "
-                      f"(U+{ord(bad.group()):04X} at character {bad.start() + 1})")
+    if bad := refused.search(text):
+        raise BadName(f"{word} {rule} (U+{ord(bad.group()):04X} at character {bad.start() + 1})")
     return text
 
 
 def clean_or_blank(kind: str, value: object) -> str:
     """As `clean`, but a blank string is no name at all: "" (an agent's job title left empty)."""
     return "" if isinstance(value, str) and not value.strip() else clean(kind, value)
+
+
+def clean_each(kind: str, field: str, values: list) -> list[str]:
+    """Each of `values` through `clean`, a refusal naming its place: `capabilities[2]: an agent's capability …`."""
+    out = []
+    for i, value in enumerate(values):
+        try:
+            out.append(clean(kind, value))
+        except BadName as e:
+            raise BadName(f"{field}[{i}]: {e.detail}") from None
+    return out

@@ -226,3 +226,14 @@ def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> lis
                      (ws, aid, Role.MEMBER, now))
         _welcome(conn, ws, aid, Role.MEMBER)
     return left
+
+
+def unpin(conn: sqlite3.Connection, ws: str) -> None:
+    """A deleted workspace's pins go with it (seed 003 §19: pinned "to chosen workspaces"): each agent pinned
+    there keeps its other pins, and one pinned there alone is pinned to none (`[]`), never unpinned (NULL, which
+    would send it into every workspace of its owner). PostgreSQL: the agents' rows are held (`FOR UPDATE`), so
+    two deletes at once each take their own pin from what the other left."""
+    for aid, pinned in conn.execute("SELECT id, pinned FROM agents WHERE pinned LIKE ?" + db.row_lock(conn, "UPDATE"),
+                                    (f'%"{ws}"%',)).fetchall():  # (a coarse filter: the ids are compared below)
+        kept = [w for w in msgspec.json.decode(pinned) if w != ws]
+        conn.execute("UPDATE agents SET pinned = ? WHERE id = ?", (msgspec.json.encode(kept).decode(), aid))

@@ -285,12 +285,14 @@ class Store:
 
     @staticmethod
     def where_pinned(agent: dict) -> str:
-        """Where one's agent (a `my_agents` row) goes: "pinned to side; ", "in every workspace of yours; ", or ""
-        when the server did not say."""
+        """Where one's agent (a `my_agents` row) goes: "pinned to side; ", "in every workspace of yours; ", "in no
+        workspace …" (its pins went with the workspaces deleted), or "" when the server did not say."""
         if "pinned" not in agent:
             return ""
         if agent["pinned"] is None:
             return "in every workspace of yours; "
+        if not agent["pinned"]:
+            return "in no workspace (those it was pinned to were deleted); "
         return "pinned to " + ", ".join(p.get("name") or "a deleted workspace" for p in agent["pinned"]) + "; "
 
     def orgs_to_leave(self) -> dict[str, list[str]]:

@@ -121,3 +121,42 @@ async def test_an_agents_job_title_is_checked_as_every_title_is(team):
     assert ok["profile"]["title"] == "T" * 100, "at the bound, stored trimmed"
     blank = await alice.call("set_profile", agent="researcher", title="   ")
     assert blank["profile"]["title"] == ""
+
+
+async def test_an_agents_description_capabilities_and_tools_are_printable_text(team):
+    """Seed 004: "Each NPC is told who else is in the Party — names, job titles and a short line from each": the
+    rest of a profile is read by other agents and people too (the description's first line in rosters), so it
+    is checked as names are (names.py), refused `bad_name` naming the field and the rule, nothing of the profile
+    stored. A description may hold newlines and tabs (it is several lines); capabilities and tools are names."""
+    alice = await team.person("alice")
+    before = team.conn.execute("SELECT profile FROM agents WHERE name = 'researcher'").fetchone()[0]
+
+    async def refused(**fields):
+        r = await alice.request("set_profile", agent="researcher", title="Changed?", **fields)
+        assert r["op"] == "error" and r["code"] == "bad_name", (fields, r)
+        return r["detail"]
+
+    d = await refused(description="Finds things." + ESC)
+    assert "an agent's description has no control characters other than newlines and tabs" in d, d
+    assert "U+001B at character 14" in d, d
+    assert "U+000D" in await refused(description="Finds\rthings")
+    assert "U+202E" in await refused(description="Finds \u202ethings")
+    assert "U+2028" in await refused(description="Finds\u2028things")
+    assert "an agent's description is at most 2000 characters (this one has 2001)" in await refused(
+        description="d" * 2001)
+    d = await refused(capabilities=["translation", "re\x07view"])
+    assert d.startswith("capabilities[1]: an agent's capability has no control characters"), d
+    assert "U+0007 at character 3" in d, d
+    assert "capabilities[0]: an agent's capability is not empty" in await refused(capabilities=["  "])
+    d = await refused(tools=["search", "t" * 101])
+    assert d.startswith("tools[1]: an agent's tool is at most 100 characters (this one has 101)"), d
+    assert "tools[0]: an agent's tool has no control characters" in await refused(tools=["run\u2066me"])
+    assert team.conn.execute("SELECT profile FROM agents WHERE name = 'researcher'").fetchone()[0] == before, \
+        "a refused profile changes nothing, its title included"
+
+    ok = await alice.call("set_profile", agent="researcher", description="Finds things.\n\tAnd more.",
+                          capabilities=[" translation "], tools=["search"])
+    assert ok["profile"]["description"] == "Finds things.\n\tAnd more.", "newlines and tabs are a description's"
+    assert ok["profile"]["capabilities"] == ["translation"], "a capability is stored trimmed, as a name is"
+    assert ok["profile"]["tools"] == ["search"]
+    assert (await alice.call("set_profile", agent="researcher", description=""))["profile"]["description"] == ""

@@ -22,6 +22,7 @@ from tests.net.test_paging import *  # noqa: F401,F403
 from tests.net.test_org import *  # noqa: F401,F403
 from tests.net.test_party import *  # noqa: F401,F403
 from tests.net.test_party_frames import *  # noqa: F401,F403
+from tests.net.test_pins import *  # noqa: F401,F403
 from tests.net.test_queries import *  # noqa: F401,F403
 from tests.net.test_sessions import *  # noqa: F401,F403
 

@@ -335,18 +335,23 @@ async def test_nodes_migrate_one_at_a_time(pg_url):
 
 
 
+async def _migrated_before(c: asyncpg.Connection, marker: str) -> None:
+    """`c`'s database as an older node left it: the migrations before the first whose SQL holds `marker`."""
+    at = next(i for i, m in enumerate(pg.MIGRATIONS) if marker in m)
+    later = pg.MIGRATIONS[at:]
+    del pg.MIGRATIONS[at:]
+    try:
+        await pg.migrate(c)
+    finally:
+        pg.MIGRATIONS.extend(later)
+
+
 async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_url):
     """Migration 5 (SQLite's 8): each delivery stored before it points at its own message's seq afterwards, and
     the index on the message id gives way to one on message_seq."""
     c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
-    by_seq = next(i for i, m in enumerate(pg.MIGRATIONS) if "message_seq" in m)
-    later = pg.MIGRATIONS[by_seq:]
     try:
-        del pg.MIGRATIONS[by_seq:]
-        try:
-            await pg.migrate(c)
-        finally:
-            pg.MIGRATIONS.extend(later)
+        await _migrated_before(c, "message_seq")
         for i in range(3):  # seqs 10, 17, 24; deliveries in another order (a seq never equals a delivery's id)
             await c.execute("INSERT INTO messages (seq, id, workspace, conversation, author, type, text, body, created_at) "
                             "VALUES ($1, $2, 'ws', 'c', 'a', 'inform', 'x', ''::bytea, 0)", 10 + 7 * i, f"m{i}")
@@ -360,6 +365,27 @@ async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_ur
         assert "deliveries_message_seq" in indexes and "deliveries_message" not in indexes
     finally:
         await c.close()
+
+
+async def test_pins_to_workspaces_deleted_before_migration_9_are_taken_away(pg_url):
+    """Migration 9 (SQLite's 11): a pin to a workspace deleted while pins stayed behind goes as a delete takes it
+    now (reach.unpin); the other pins stay, in their order; an agent left with none is pinned to none."""
+    c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
+    try:
+        await _migrated_before(c, "json_array_elements_text")
+        await c.execute("INSERT INTO workspaces (id, org, name, created_at) VALUES ('two', 'o', 'two', 0), "
+                        "('one', 'o', 'one', 0)")
+        for aid, pinned in (("a.both", '["gone","two","one"]'), ("a.gone", '["gone"]'), ("a.kept", '["one"]'),
+                            ("a.free", None)):
+            await c.execute("INSERT INTO agents (id, owner, name, key_id, key_hash, pinned, created_at) "
+                            "VALUES ($1, 'h', $1, $1, 'x', $2, 0)", aid, pinned)
+        assert await pg.migrate(c) == len(pg.MIGRATIONS)
+        got = {r[0]: None if r[1] is None else json.loads(r[1])
+               for r in await c.fetch("SELECT id, pinned FROM agents")}
+        assert got == {"a.both": ["two", "one"], "a.gone": [], "a.kept": ["one"], "a.free": None}
+    finally:
+        await c.close()
+
 
 async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, while_held=None) -> str:
     """Alice sends in a topic another node's transaction holds, then in a new topic; bob sends in a new one: the

@@ -83,6 +83,19 @@ async def test_an_agent_pinned_where_its_owner_left_is_still_theirs_to_rotate_an
         assert not [t for t in titles(bob) if t.startswith(("Revoke agent", "New API key"))]
 
 
+async def test_an_agent_whose_workspaces_were_all_deleted_is_said_to_be_in_none(team):
+    """docs/protocol.md, `delete_workspace`: an agent pinned to a workspace deleted since is pinned to none
+    (`my_agents`: `pinned: []`); the palette says so, rather than an empty "pinned to ; "."""
+    lab = team.server.admin(admin.add_workspace, "lab", "alice")["id"]
+    team.server.admin(admin.add_agent, "probe", "alice", lab)
+    team.server.admin(admin.delete_workspace, lab)
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        helps = {t: h for t, _, h in YggCommands(app.screen)._commands()}
+        assert helps["Revoke agent probe"].startswith("in no workspace (those it was pinned to were deleted); ")
+
+
 async def test_a_person_in_the_topic_sets_its_budget_and_hears_a_refusal_in_words(team):
     """Seed 000: `credits_exhausted`: "The agent (or the topic's budget) is out of credits"; docs/protocol.md,
     `set_budget`: "a person in the topic, or an owner/admin" (a viewer is not offered it)."""

@@ -236,6 +236,16 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX idempotency_created_at ON idempotency (created_at);
     """,
+    # 9: the SQLite schema's migration 11: agents' pins to workspaces deleted before reach.unpin are taken away
+    """
+    UPDATE agents SET pinned = (
+        SELECT coalesce(json_agg(p.id ORDER BY p.n), '[]'::json)::text
+          FROM json_array_elements_text(agents.pinned::json) WITH ORDINALITY p(id, n)
+         WHERE p.id IN (SELECT id FROM workspaces))
+     WHERE pinned IS NOT NULL
+       AND EXISTS (SELECT 1 FROM json_array_elements_text(agents.pinned::json) p(id)
+                    WHERE p.id NOT IN (SELECT id FROM workspaces));
+    """,
 ]
 
 

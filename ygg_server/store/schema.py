@@ -152,4 +152,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (workspace, participant)
     );
     """,
+    # 11: agents' pins to workspaces deleted before a deleted workspace's pins went with it (reach.unpin): taken
+    # away, so an agent pinned to those alone is pinned to none ('[]'), as a delete leaves it now
+    """
+    UPDATE agents SET pinned = (SELECT json_group_array(p.value) FROM json_each(agents.pinned) p
+                                 WHERE p.value IN (SELECT id FROM workspaces))
+     WHERE pinned IS NOT NULL
+       AND EXISTS (SELECT 1 FROM json_each(agents.pinned) p WHERE p.value NOT IN (SELECT id FROM workspaces));
+    """,
 ]
