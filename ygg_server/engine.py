@@ -567,13 +567,18 @@ class Engine:
         cost = frame.get("cost", prof.cost)
         if type(cost) is not int or not 0 <= cost <= 10**6:
             return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
-        try:  # read by other agents and people (rosters, lists, `capability:` sends): checked as names are
-            fields = {"title": names.clean_or_blank("job_title", frame.get("title", prof.title)),
-                      "description": names.clean_text("description", frame.get("description", prof.description))}
-            caps, tools = names.clean_each("capability", "capabilities", caps), names.clean_each("tool", "tools", tools)
+        checks = {  # read by other agents and people (rosters, lists, `capability:` sends): checked as names are;
+            # only what the frame sets (what was stored before these checks does not block another field's change)
+            "title": lambda v: names.clean_or_blank("job_title", v),
+            "description": lambda v: names.clean_text("description", v),
+            "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
+            "tools": lambda v: names.clean_each("tool", "tools", v)}
+        body = {"title": frame.get("title", prof.title), "description": frame.get("description", prof.description),
+                "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
+        try:
+            body.update({k: check(body[k]) for k, check in checks.items() if k in frame})
         except names.BadName as e:
             return protocol.error(ref, "bad_name", e.detail)
-        body = {**fields, "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
         self.directories.clear()  # every workspace the agent is in sees the new profile
         self.party_views.clear()

@@ -160,3 +160,15 @@ async def test_an_agents_description_capabilities_and_tools_are_printable_text(t
     assert ok["profile"]["capabilities"] == ["translation"], "a capability is stored trimmed, as a name is"
     assert ok["profile"]["tools"] == ["search"]
     assert (await alice.call("set_profile", agent="researcher", description=""))["profile"]["description"] == ""
+
+
+async def test_a_profile_stored_before_the_checks_can_still_be_changed_field_by_field(team):
+    """docs/protocol.md, `set_profile`: the fields it is given are checked (names.py); a description stored
+    before the checks, with a control character in it, does not block a change of the agent's cost."""
+    alice = await team.person("alice")
+    team.conn.execute("UPDATE agents SET profile = ? WHERE name = ?",
+                      ('{"title": "Old", "description": "old\\u0007text", "capabilities": ["x\\u0007"]}', "researcher"))
+    ok = await alice.call("set_profile", agent="researcher", cost=7)
+    assert ok["profile"]["cost"] == 7 and ok["profile"]["description"] == "old\x07text", ok
+    r = await alice.request("set_profile", agent="researcher", description="new\x07text")
+    assert r["op"] == "error" and r["code"] == "bad_name", r
