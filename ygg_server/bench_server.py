@@ -178,7 +178,7 @@ class DurableRelay(Relay):
         self.ids = itertools.count(1 + self.db.execute("SELECT coalesce(max(id), 0) FROM deliveries").fetchone()[0])
         self.sends: list = []
         self.acks: list = []
-        Checkpointer(path, self.db)  # as Ygg's writer: WAL checkpoints on a thread, never in the COMMIT
+        self.checkpoints = Checkpointer(path, self.db)  # as Ygg's writer: WAL checkpoints on a thread, never in the COMMIT
 
     def _later(self) -> None:
         if not self.sends and not self.acks:
@@ -209,6 +209,7 @@ class DurableRelay(Relay):
             self._answer(f, msg, to, ids, out)
         for me, f, out in acks:
             super()._ack(me, f, out)
+
 
 def _iso_now() -> str:
     t = time.time()
