@@ -680,23 +680,16 @@ def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, s
     return ws, keys, names
 
 
-def _durable_rows(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-    finally:
-        conn.close()
-
-
-def _persisted(data_dir: Path | str) -> int:
+def _persisted(where: Path | str) -> int:
+    """Messages stored: in Ygg's data dir, the durable relay's file (`*.db`), or a PostgreSQL database (URL)."""
     from .store import sqlite as db
 
-    if isinstance(data_dir, str):
+    if isinstance(where, str):
         from .store import postgres as pg
 
-        conn = pg.connect_sync(data_dir)
+        conn = pg.connect_sync(where)
     else:
-        conn = db.connect(db.db_path(data_dir))
+        conn = sqlite3.connect(where) if where.suffix == ".db" else db.connect(db.db_path(where))
     try:
         return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     finally:
@@ -887,7 +880,7 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
                 pass
         proc.stop()
         if kind in ("ygg", "durable") and not args.quiet:
-            n = _persisted(workdir / "ygg-data") if kind == "ygg" else _durable_rows(workdir / "durable.db")
+            n = _persisted(workdir / ("ygg-data" if kind == "ygg" else "durable.db"))
             print(f"  {kind}: {n:,} messages persisted", flush=True)
         if db_url:
             if not args.quiet:

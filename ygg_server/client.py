@@ -39,10 +39,11 @@ def _frame(obj: dict) -> str:
     """A frame's text: non-ASCII as UTF-8, not `\\u` escapes (6 bytes a character, 12 outside the BMP), so a whole
     message in any script fits in a frame (docs/protocol.md: frames up to 1 MiB, messages up to 200,000 characters)."""
     text = json.dumps(obj, ensure_ascii=False)
-    try:
-        text.isascii() or text.encode()
-    except UnicodeEncodeError:  # a lone surrogate has no UTF-8: escaped, as JSON allows (the server decides)
-        return json.dumps(obj)
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:  # a lone surrogate has no UTF-8: escaped, as JSON allows (the server decides)
+            return json.dumps(obj)
     return text
 
 

@@ -545,6 +545,13 @@ class Engine:
         return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
                 "changed": d.conversation is not None}
 
+    _PROFILE_TEXT = {  # read by other agents and people (rosters, lists, `capability:` sends): checked as names are
+        "title": lambda v: names.clean_or_blank("job_title", v),
+        "description": lambda v: names.clean_text("description", v),
+        "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
+        "tools": lambda v: names.clean_each("tool", "tools", v),
+    }
+
     def _do_set_profile(self, who: str, frame: dict, *, out: Published) -> dict:
         """An agent's owner sets its profile: title, description, capabilities, generalist."""
         ref, agent = frame.get("ref"), frame.get("agent")
@@ -567,16 +574,10 @@ class Engine:
         cost = frame.get("cost", prof.cost)
         if type(cost) is not int or not 0 <= cost <= 10**6:
             return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
-        checks = {  # read by other agents and people (rosters, lists, `capability:` sends): checked as names are;
-            # only what the frame sets (what was stored before these checks does not block another field's change)
-            "title": lambda v: names.clean_or_blank("job_title", v),
-            "description": lambda v: names.clean_text("description", v),
-            "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
-            "tools": lambda v: names.clean_each("tool", "tools", v)}
         body = {"title": frame.get("title", prof.title), "description": frame.get("description", prof.description),
                 "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
-        try:
-            body.update({k: check(body[k]) for k, check in checks.items() if k in frame})
+        try:  # only what the frame sets (what was stored before these checks does not block another field's change)
+            body.update({k: check(body[k]) for k, check in self._PROFILE_TEXT.items() if k in frame})
         except names.BadName as e:
             return protocol.error(ref, "bad_name", e.detail)
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))

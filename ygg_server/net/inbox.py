@@ -154,9 +154,13 @@ class Inbox:
             return max(self.horizon, self.peeked), 1, True
         return None
 
+    def _carried(self) -> set[int]:
+        """The context ids the wakes handed out carry."""
+        return {c for ids in self.bundle.values() for c in ids}
+
     def _stuck(self) -> bool:
         """Is there context in memory that no wake here carries?"""
-        carried = {c for ids in self.bundle.values() for c in ids}
+        carried = self._carried()
         return any(not i.wake and i.id not in carried for i in self.items.values())
 
     async def rescan(self) -> None:
@@ -229,7 +233,7 @@ class Inbox:
         in the page. Starved when every connection has room still and nothing is left to offer."""
         if not self.sinks:
             return
-        held_context = {c for ids in self.bundle.values() for c in ids}
+        held_context = self._carried()
         context: list[Item] = []
         self.starved = False
         for item in list(self.items.values()):
