@@ -79,6 +79,15 @@ class _Command:
     loop: asyncio.AbstractEventLoop
 
 
+# set_profile's text, read by other agents and people (rosters, lists, `capability:` sends): checked as names are
+# (a table here, not on Engine: PostgreSQL's node runs set_profile on its own side object, pg_engine._Side)
+_PROFILE_TEXT = {
+    "title": lambda v: names.clean_or_blank("job_title", v),
+    "description": lambda v: names.clean_text("description", v),
+    "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
+    "tools": lambda v: names.clean_each("tool", "tools", v),
+}
+
 class Engine:
     def __init__(self, path, *, clock: Callable[[], int] = now_us, idempotency_window: int = idempotency.WINDOW_US):
         self.path = path
@@ -545,13 +554,6 @@ class Engine:
         return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
                 "changed": d.conversation is not None}
 
-    _PROFILE_TEXT = {  # read by other agents and people (rosters, lists, `capability:` sends): checked as names are
-        "title": lambda v: names.clean_or_blank("job_title", v),
-        "description": lambda v: names.clean_text("description", v),
-        "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
-        "tools": lambda v: names.clean_each("tool", "tools", v),
-    }
-
     def _do_set_profile(self, who: str, frame: dict, *, out: Published) -> dict:
         """An agent's owner sets its profile: title, description, capabilities, generalist."""
         ref, agent = frame.get("ref"), frame.get("agent")
@@ -577,7 +579,7 @@ class Engine:
         body = {"title": frame.get("title", prof.title), "description": frame.get("description", prof.description),
                 "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
         try:  # only what the frame sets (what was stored before these checks does not block another field's change)
-            body.update({k: check(body[k]) for k, check in self._PROFILE_TEXT.items() if k in frame})
+            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in frame})
         except names.BadName as e:
             return protocol.error(ref, "bad_name", e.detail)
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
