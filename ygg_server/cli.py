@@ -10,7 +10,7 @@ import logging
 import signal
 import sys
 
-from . import admin
+from .ops import admin
 from .gcpolicy import calm_gc
 from .store import sqlite as db
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["YGG_LOG_LEVEL"] = args.log_level.upper()  # the writer process's too
         return asyncio.run(serve(args))
     if args.command == "bench":
-        from .bench import main as bench_main
+        from .bench.core import main as bench_main
 
         return bench_main(args.rest)
     return run_admin(args)
@@ -167,7 +167,7 @@ def run_admin(args) -> int:
         elif act == "delete-workspace":
             out = admin.delete_workspace(conn, args.workspace)
         elif act == "set-permissions":
-            from .permissions import set_permissions
+            from .ops.permissions import set_permissions
 
             changes = {k: getattr(args, k) == "on" for k in ("send", "receive", "monitor") if getattr(args, k)}
             changes |= {k: [r for r in v.split(",") if r] for k in ("can_message", "takes_from")

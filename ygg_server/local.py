@@ -20,7 +20,7 @@ from pathlib import Path
 
 import platformdirs
 
-from . import admin, auth
+from .ops import admin, auth
 from .client import Client
 from .engine import Engine
 from .net.gateway import Gateway

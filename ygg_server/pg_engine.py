@@ -42,7 +42,8 @@ from typing import Any, Callable
 import asyncpg
 import msgspec
 
-from . import auth, idempotency, protocol
+from .ops import auth
+from . import idempotency, protocol
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
     general_id, next_due, plan_of,

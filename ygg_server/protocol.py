@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from . import names
+from .ops import names
 from .core import SYSTEM, Message, MessageType, Post, State
 from .core.assign import explain
 from .core.party import PartyView, roster_obj

@@ -30,7 +30,7 @@ import msgspec
 
 def _populate(path: Path, n: int) -> dict:
     """A person, a workspace, one topic with n informs: written directly, as the store would."""
-    from ygg_server import admin
+    from ygg_server.ops import admin
     from ygg_server.core import Message, MessageType, Topic, general_id
     from ygg_server.store import sqlite as db
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ygg_server.directives import RULEBOOK_LABELS
+from ygg_server.ops.directives import RULEBOOK_LABELS
 
 COMMAND = "/rulebook"
 _KEY = re.compile(r"(?:^|\s)(" + "|".join(RULEBOOK_LABELS) + r")=")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.agents.bridge import Bridge
 from ygg_server.agents.config import AgentConfig, BackendConfig
 from ygg_server.client import Client

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from ygg_server import bench
+from ygg_server.bench import core as bench
 from ygg_server.core import decide
 
 

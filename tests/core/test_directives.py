@@ -1,6 +1,6 @@
 """The directive's text and the rules the server enforces on its documents (ygg_server/directives.py)."""
 
-from ygg_server import directives as d
+from ygg_server.ops import directives as d
 from ygg_server.core.party import RosterEntry
 
 LONG = "x" * 400

@@ -14,7 +14,7 @@ import logging
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.core import general_id
 
 from tests.net.conftest import Server, server, team, writer  # noqa: F401  (fixtures)
@@ -26,7 +26,7 @@ PW = "pw-" + "x" * 8
 def cheap_argon2(monkeypatch):
     from argon2 import PasswordHasher
 
-    from ygg_server import auth
+    from ygg_server.ops import auth
 
     monkeypatch.setattr(auth, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
 

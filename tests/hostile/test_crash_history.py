@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.store import sqlite as db
 

@@ -13,7 +13,7 @@ import time
 import pytest
 import websockets
 
-from ygg_server import admin, auth
+from ygg_server.ops import admin, auth
 from ygg_server.client import Client
 
 from tests.net.test_sessions import serving

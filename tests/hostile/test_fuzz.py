@@ -4,7 +4,7 @@ Hypothesis makes the frames: invalid UTF-8 (binary frames), deep nesting, huge n
 wrong types, and client-supplied server fields (`author`, `id`, `cost`, `created_at`, another team's
 `workspace` and ids). Every frame gets a structured answer, never a traceback or a dropped connection,
 and what the server stores carries the server's own fields. The long run (a million frames) is
-`python -m ygg_server.fuzz --frames 1000000`; `test_the_long_run_command` runs a short one of it.
+`python -m ygg_server.bench.fuzz --frames 1000000`; `test_the_long_run_command` runs a short one of it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import pytest
 import websockets
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ygg_server import fuzz, protocol
+from ygg_server.bench import fuzz
+from ygg_server import protocol
 from ygg_server.core import Post
 from ygg_server.store import sqlite as db
 
@@ -189,7 +190,7 @@ def test_to_post_keeps_server_fields_and_downgrades_wrong_types(text):
 
 
 def test_the_long_run_command():
-    """docs/protocol.md: "the connection stays open": the long run's generator, briefly (the full run is `python -m ygg_server.fuzz --frames 1000000`)."""
+    """docs/protocol.md: "the connection stays open": the long run's generator, briefly (the full run is `python -m ygg_server.bench.fuzz --frames 1000000`)."""
     out, failures, elapsed = fuzz.run(30_000, seed=8, quiet=True)
     assert failures == []
     assert out["error bad_frame"] > 5000 and out["post"] > 300 and out["post malformed"] > 1000

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from ygg_server import guidance
+from ygg_server.ops import guidance
 
 from .conftest import counts
 

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from tests.net.test_org import set_membership
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from .conftest import counts
 

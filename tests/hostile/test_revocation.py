@@ -15,7 +15,7 @@ import time
 import pytest
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 WITHIN = 1.0  # seconds
 

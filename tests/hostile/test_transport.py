@@ -19,7 +19,7 @@ from pathlib import Path
 
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.store import sqlite as db
 
 from tests.net.test_sessions import closed_with, serving

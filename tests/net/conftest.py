@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.engine_process import EngineProcess, engine_for
 from ygg_server.net.gateway import Gateway, Limits

@@ -13,7 +13,7 @@ import time
 import pytest
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 WITHIN = 1.0  # seconds: a revocation holds on open connections within this
 

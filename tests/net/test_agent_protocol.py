@@ -8,7 +8,7 @@ import json
 
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 
 class Raw:
@@ -151,7 +151,7 @@ async def test_an_agent_renews_its_session_on_the_open_connection_and_keeps_its_
     the connection and the wakes it holds staying as they are, so a long-running agent is not cut off each
     hour (before: `bad_frame` "already authenticated"; the connection closed at the hour, 1008, and its
     wakes went back). Another's credentials are refused, the connection staying who it was."""
-    from ygg_server import auth
+    from ygg_server.ops import auth
 
     monkeypatch.setattr(auth, "AGENT_SESSION", 3_000_000)  # 3 s
     alice = await team.person("alice")
@@ -297,7 +297,7 @@ async def test_the_client_library_renews_an_agents_session_before_it_ends(team, 
     """`ygg_server.client` (the bridge's) renews an agent's session on its open connection before `expires_at`
     (before: the server closed it at the hour, 1008, and the client reconnected, its held wakes offered
     again)."""
-    from ygg_server import auth
+    from ygg_server.ops import auth
 
     monkeypatch.setattr(auth, "AGENT_SESSION", 2_000_000)  # 2 s
     agent = await team.client(api_key=team.keys["researcher"])

@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.engine import Engine, Published, _Command
 from ygg_server.store import sqlite as db
 

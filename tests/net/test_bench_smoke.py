@@ -23,7 +23,7 @@ def test_bench_server_runs_every_server_and_every_message_wakes(capsys):
 
 
 def test_bench_fanout_runs_with_few_and_many_connections(capsys):
-    from ygg_server import bench
+    from ygg_server.bench import core as bench
 
     assert bench.main(["fanout", "--few", "3", "--many", "30", "--rounds", "5"]) == 0
     out = capsys.readouterr().out

@@ -9,7 +9,7 @@ import json
 
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from .test_agent_keys import signed_in
 

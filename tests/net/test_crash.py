@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.store import sqlite as db
 

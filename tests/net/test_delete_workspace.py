@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ygg_server import admin, queries
+from ygg_server.ops import admin, queries
 from ygg_server.store import sqlite as db
 
 COUNTED = ("messages", "topics", "conversations", "memberships", "wallets", "ledger")

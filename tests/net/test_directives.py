@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.net.issuer import Issuer
 
 LONG = ("Curious and precise. Quotes its source and says so when the handbook has nothing. Prefers short "

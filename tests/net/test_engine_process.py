@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.engine_process import EngineProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
 from ygg_server.store import sqlite as db
 

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from ygg_server import admin, permissions
+from ygg_server.ops import admin, permissions
 
 
 async def _event(client, kind, timeout=5):
@@ -331,7 +331,7 @@ async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team,
     A subscribe checks the permissions, then follows; a change committed between the two was rescanned before the
     connection followed (so its rescan passed it by), and the connection went on getting every message of the
     workspace, the monitor it no longer had, until some later change was rescanned."""
-    from ygg_server import queries
+    from ygg_server.ops import queries
 
     alice = await team.person("alice")
     await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)

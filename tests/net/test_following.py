@@ -3,7 +3,7 @@ followers of their workspace and no one else, and a connection that goes leaves 
 
 import asyncio
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.net.following import Following, standing_of
 
 
@@ -72,7 +72,7 @@ def test_a_followed_workspace_s_groups_are_told_once_each_change():
 def test_a_members_standing_compares_a_listed_row_with_a_read_one():
     """`standing_of` takes `list_members`'s row (read as a connection subscribes) and the gateway's own read
     (`queries.standing` of the columns) alike, so the first comparison tells no change that did not happen."""
-    from ygg_server.queries import standing
+    from ygg_server.ops.queries import standing
 
     row = {"id": "agent.x", "kind": "agent", "name": "x", **standing("member", 1, 1, 0, '["human.a"]', None)}
     assert standing_of(row) == standing_of(standing("member", True, 1, False, '["human.a"]', ""))

@@ -12,7 +12,7 @@ import uuid
 import pytest
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.core import general_id
 
 from .test_sessions import PW, ask

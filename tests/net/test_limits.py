@@ -13,7 +13,7 @@ import time
 import pytest
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.engine import now_us
 
 from .test_org import balance, messages, set_usage, usage

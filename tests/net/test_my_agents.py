@@ -6,7 +6,7 @@ even when it is in no workspace they reach (pinned to one they left).
 
 from __future__ import annotations
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 PW = "pw-" + "x" * 8
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 PW = "pw-" + "x" * 8
 ESC = "\x1b[2J"  # clears a terminal that prints it

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from tests.net.conftest import reaches_into_engine
 
 

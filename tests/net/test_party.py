@@ -3,7 +3,7 @@
 import asyncio
 import time
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 
 async def setup_party(server):

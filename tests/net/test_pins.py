@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.engine import Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from ygg_server import admin, engine as engine_module
+from ygg_server.ops import admin
+from ygg_server import engine as engine_module
 from ygg_server.engine import Engine, now_us
 from ygg_server.store import sqlite as db
 
@@ -111,7 +112,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
         await asyncio.to_thread(e.stop)
     indexed, top = watermark(path)
     assert indexed < top
-    from ygg_server import queries
+    from ygg_server.ops import queries
     assert len(queries.search_messages(conn, alice, {"workspace": ws, "query": "kept"})["messages"]) == 3
     e = Engine(path)
     e.start(asyncio.get_running_loop(), lambda out: None)
@@ -146,7 +147,7 @@ def test_search_walks_the_index_newest_first():
     """docs/architecture.md: "A search walks the matches newest first and stops at a full page": it never scans a
     workspace's messages looking for matches (a rare phrase once took seconds that way on 200,000 messages)."""
     import inspect
-    from ygg_server import queries
+    from ygg_server.ops import queries
     source = inspect.getsource(queries.search_messages)
     sql = source[source.index('"""SELECT') + 3:source.index('"""', source.index('"""SELECT') + 3)]
     c = db.connect(":memory:")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.engine import Engine
 from ygg_server.net.gateway import Gateway, Limits

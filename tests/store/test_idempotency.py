@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from ygg_server import admin, idempotency
+from ygg_server.ops import admin
+from ygg_server import idempotency
 
 from .conftest import PW, _serve, _shutdown
 

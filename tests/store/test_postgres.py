@@ -16,7 +16,7 @@ import time
 import asyncpg
 import pytest
 
-from ygg_server import admin, queries
+from ygg_server.ops import admin, queries
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
 from ygg_server.store import postgres as pg

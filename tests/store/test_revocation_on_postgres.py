@@ -16,7 +16,7 @@ import time
 import pytest
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from tests.hostile.test_revocation import *  # noqa: F401,F403
 from tests.hostile.test_revocation import WITHIN, nothing, until
 

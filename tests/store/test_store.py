@@ -13,7 +13,7 @@ import sys
 import msgspec
 import pytest
 
-from ygg_server import admin, queries
+from ygg_server.ops import admin, queries
 from ygg_server.core import rules
 from ygg_server.store import sqlite as db
 
@@ -62,7 +62,7 @@ async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided
     by themselves (or through the organization) comes back a viewer, and their agent keeps the permissions taken
     away from it; they came back as the organization's default (a member, every permission). An admin who adds the
     person again directly gives the role they choose."""
-    from ygg_server import permissions
+    from ygg_server.ops import permissions
 
     c = admin_connection(store, database)
     try:

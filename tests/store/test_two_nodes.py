@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.client import Client
 
 from .conftest import PW, admin_connection

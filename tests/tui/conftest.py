@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.engine import Engine
 from ygg_server.net.gateway import Gateway, Limits
@@ -126,7 +126,7 @@ def cheap_passwords(monkeypatch):
     """argon2 at its cheapest in these tests: signing in is not what they measure."""
     from argon2 import PasswordHasher
 
-    from ygg_server import auth
+    from ygg_server.ops import auth
 
     monkeypatch.setattr(auth, "_hasher", PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
 

@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from ygg_tui.words import REFUSALS
 
@@ -47,7 +47,7 @@ async def test_enter_sends_ctrl_j_newline_type_state_title(team):
 async def test_a_group_made_or_removed_elsewhere_is_offered_or_withdrawn_at_once(team):
     """The `groups` event: a group the operator (or another owner) makes while the app is open is offered by
     @-completion without signing in again, and one removed is no longer offered."""
-    from ygg_server import admin
+    from ygg_server.ops import admin
 
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:

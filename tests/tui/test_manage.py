@@ -3,7 +3,7 @@ seed 002), each asked once more before it is done."""
 
 from textual.command import CommandPalette
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from ygg_tui.commands import YggCommands
 from ygg_tui.screens.dialogs import ConfirmScreen

@@ -6,7 +6,7 @@ import asyncio
 
 from textual.widgets import Checkbox, Input, Select
 
-from ygg_server import admin, permissions
+from ygg_server.ops import admin, permissions
 
 from ygg_tui.commands import YggCommands
 from ygg_tui.screens.dialogs import FormScreen

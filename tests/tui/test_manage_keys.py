@@ -5,7 +5,7 @@ import json
 
 import websockets
 
-from ygg_server import admin
+from ygg_server.ops import admin
 from ygg_server.core import general_id
 
 from ygg_tui.commands import YggCommands

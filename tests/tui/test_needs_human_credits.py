@@ -1,7 +1,7 @@
 """needs_human: a queue always on screen, h jumps to the next, answering resumes the topic.
 Credits: live balances, a funding request names who ran out, funding from the TUI."""
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from ygg_tui.screens.dialogs import FundScreen
 from ygg_tui.widgets.needs_human import NeedsHumanBar

@@ -69,7 +69,7 @@ async def test_operator_needs_the_monitor_permission(team):
 async def test_an_operator_whose_monitor_is_taken_away_is_told_and_the_view_closes(team):
     """docs/protocol.md: `subscription` with `no_monitor` tells a follower its monitor went (an admin role
     lowered); the TUI closes the operator view of that workspace and says why."""
-    from ygg_server import admin
+    from ygg_server.ops import admin
 
     team.server.admin(admin.add_member, team.ws, "bob", "admin")
     app = team.app("bob")

@@ -1,6 +1,6 @@
 """Left (conversations, unread, badges), middle (topics, states, messages), right (presence, credits)."""
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from ygg_tui.widgets.message_list import MessageList
 from ygg_tui.widgets.participants import ParticipantsPanel

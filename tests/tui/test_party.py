@@ -1,7 +1,7 @@
 """Parties in the TUI (seed 004, seed 003 §14-16): the party and its Lead, handoffs, the hop limit and
 throttle notices, and a request assigned to a capability with its score breakdown."""
 
-from ygg_server import admin
+from ygg_server.ops import admin
 
 from ygg_tui.widgets.participants import ParticipantsPanel
 

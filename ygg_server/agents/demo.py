@@ -4,7 +4,7 @@
     ...
     await demo.stop()
 
-The agents are made with `ygg_server.admin` directly on the data dir's
+The agents are made with `ygg_server.ops.admin` directly on the data dir's
 database (this works whether or not a server is serving it), pinned to the
 workspace, funded once when created, and their keys kept in
 `DIR/agents/demo-keys.json` (mode 0600) so a second start reuses them. Each
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import admin
+from ..ops import admin
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
 from .config import AgentConfig, BackendConfig

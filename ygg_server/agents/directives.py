@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from .. import directives as server
+from ..ops import directives as server
 from .types import Directive, Tool
 
 ANSWER_FORMAT = """\

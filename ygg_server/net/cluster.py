@@ -30,7 +30,8 @@ from typing import Any
 
 import msgspec
 
-from .. import auth, protocol, queries
+from ..ops import auth, queries
+from .. import protocol
 from ..core import Kind
 from ..core import party as core_party
 from ..engine import Published
@@ -38,7 +39,7 @@ from ..pg_engine import PgEngine, _fetch_conversations
 from ..store import postgres as pg
 from ..store import sqlite as db
 from .gateway import Conn, Gateway, Limits
-from . import inbox as paging  # (PAGE read at each claim)
+from . import inbox as paging  # (PAGE read at each claim
 from .inbox import Item, deliver_frame
 
 log = logging.getLogger("ygg.cluster")

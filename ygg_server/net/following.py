@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..queries import STANDING
+from ..ops.queries import STANDING
 
 _NONE: frozenset = frozenset()
 

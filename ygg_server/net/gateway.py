@@ -22,7 +22,8 @@ from typing import Any, Awaitable, Callable
 import websockets
 from websockets.asyncio.server import ServerConnection, serve
 
-from .. import admin, auth, guidance, permissions, protocol, queries
+from ..ops import admin, auth, guidance, permissions, queries
+from .. import protocol
 from ..core import POOL, Kind
 from ..engine import Engine, Published
 from ..engine_process import WriterGone

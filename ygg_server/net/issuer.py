@@ -33,8 +33,8 @@ import time
 from collections import OrderedDict
 from typing import Any, Awaitable, Callable
 
-from .. import directives as text
-from .. import guidance
+from ..ops import directives as text
+from ..ops import guidance
 from ..core import SYSTEM, Conversation, ConversationKind, Directory, Kind, Profile
 from ..core import party
 from ..store import sqlite as db

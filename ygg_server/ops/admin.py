@@ -13,10 +13,11 @@ import uuid
 
 import msgspec
 
-from . import auth, idempotency, names, reach
-from .core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
+from . import auth, names, reach
+from .. import idempotency
+from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
-from .store import sqlite as db
+from ..store import sqlite as db
 
 
 class AdminError(Exception):

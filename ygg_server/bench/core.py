@@ -23,11 +23,11 @@ from typing import Callable
 
 from msgspec.structs import replace
 
-from .core import (
+from ..core import (
     POOL, Conversation, ConversationKind, Directory, Kind, Membership, MessageType, Participant,
     Post, Role, State, Topic, View, decide, due, general_id,
 )
-from .core.rules import SECOND
+from ..core.rules import SECOND
 
 
 class _Sim:
@@ -213,15 +213,15 @@ def core(args: argparse.Namespace) -> int:
 
 
 def server(args: argparse.Namespace) -> int:
-    """A real server and a raw websockets relay under the same load: see `bench_server`."""
-    from .bench_server import server as run
+    """A real server and a raw websockets relay under the same load: see `bench/server.py`."""
+    from .server import server as run
 
     return run(args)
 
 
 def fanout(args: argparse.Namespace) -> int:
-    """Fan-out and presence with few and with many connections open: see `bench_fanout`."""
-    from .bench_fanout import fanout as run
+    """Fan-out and presence with few and with many connections open: see `bench/fanout.py`."""
+    from .fanout import fanout as run
 
     return run(args)
 
@@ -237,12 +237,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--repeat", type=int, default=5, help="timed replays; the best is reported")
     c.add_argument("--seed", type=int, default=7)
     c.add_argument("--quiet", action="store_true")
-    from .bench_server import add_arguments
+    from .server import add_arguments
 
     add_arguments(sub.add_parser("server", help="routed+persisted messages/s and latency of a real server, next to a raw relay"))
-    from . import bench_fanout
+    from . import fanout
 
-    bench_fanout.add_arguments(sub.add_parser("fanout", help="fan-out and presence cost with few and many connections open"))
+    fanout.add_arguments(sub.add_parser("fanout", help="fan-out and presence cost with few and many connections open"))
     return ap
 
 

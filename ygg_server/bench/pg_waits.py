@@ -40,7 +40,7 @@ def label(query: str | None) -> str:
 
 class WaitSampler:
     def __init__(self, url: str, interval: float = 0.05):
-        from .store import postgres as pg
+        from ..store import postgres as pg
 
         self.dsn = pg.parse_dsn(url)[0]
         self.db = urlsplit(url).path.lstrip("/")

@@ -24,8 +24,8 @@ import sqlite3
 
 import msgspec
 
-from .core import Role, plan_of
-from .store import sqlite as db
+from ..core import Role, plan_of
+from ..store import sqlite as db
 
 ORG_ADMINS = (Role.OWNER, Role.ADMIN)
 

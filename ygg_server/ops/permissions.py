@@ -12,9 +12,9 @@ import sqlite3
 import msgspec
 
 from . import admin
-from .core import Directory, Kind, Unresolved
+from ..core import Directory, Kind, Unresolved
 from .queries import id_list
-from .store import sqlite as db
+from ..store import sqlite as db
 
 FLAGS = ("send", "receive", "monitor")
 LISTS = ("can_message", "takes_from")

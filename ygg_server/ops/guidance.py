@@ -24,8 +24,8 @@ from typing import Any
 import msgspec
 
 from . import directives, queries
-from .core import Role
-from .store import sqlite as db
+from ..core import Role
+from ..store import sqlite as db
 
 
 def _now() -> int:

@@ -1,4 +1,4 @@
-"""A long fuzz run of the wire: `python -m ygg_server.fuzz --frames 1000000`.
+"""A long fuzz run of the wire: `python -m ygg_server.bench.fuzz --frames 1000000`.
 
 Feeds hostile frames through `protocol.parse`, and every `send` among them through
 `protocol.to_post`, in-process, and checks what docs/security.md promises of them:
@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 import msgspec
 
-from . import protocol
+from .. import protocol
 
 OPS = sorted(protocol.CLIENT_OPS)
 FIELDS = (
@@ -280,7 +280,7 @@ def run(frames: int, seed: int = 1, quiet: bool = False) -> tuple[Counter, list[
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ygg_server.fuzz", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m ygg_server.bench.fuzz", description=__doc__.split("\n\n")[0])
     ap.add_argument("--frames", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)

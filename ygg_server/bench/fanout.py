@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from .engine import Engine, Published
-from .net.gateway import Conn, Gateway, Limits
-from .store import sqlite as db
+from ..engine import Engine, Published
+from ..net.gateway import Conn, Gateway, Limits
+from ..store import sqlite as db
 
 
 class _Socket:

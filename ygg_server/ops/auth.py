@@ -10,7 +10,7 @@ import sqlite3
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from .store import sqlite as db
+from ..store import sqlite as db
 
 _hasher = PasswordHasher()
 KEY_PREFIX = "yggk"

@@ -14,11 +14,12 @@ from typing import Any
 
 import msgspec
 
-from . import protocol, reach
-from .core import POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
-from .core import assign as core_assign
-from .core.lifecycle import unfunded
-from .store import sqlite as db
+from .. import protocol
+from . import reach
+from ..core import POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
+from ..core import assign as core_assign
+from ..core.lifecycle import unfunded
+from ..store import sqlite as db
 
 MAX_PAGE = 200
 

@@ -1,7 +1,7 @@
 """A person back after a long time away: how soon the first of their waiting deliveries comes, how soon the last,
 and how much the server grows meanwhile.
 
-`python -m ygg_server.bench_backlog --n 20000` starts `ygg-server serve` (embedded SQLite, its writer process) on a
+`python -m ygg_server.bench.backlog --n 20000` starts `ygg-server serve` (embedded SQLite, its writer process) on a
 fresh data dir, has @bob send @alice `n` messages while she is away, then signs alice in and takes every delivery,
 acking them as they come (a batch at a time, as the TUI does). It prints the seconds to the first delivery and to
 the last, and the server's resident memory growth (its peak while alice catches up, less what it was before she
@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import admin
-from .client import Client
-from .store import sqlite as db
+from ..ops import admin
+from ..client import Client
+from ..store import sqlite as db
 
 PW = "pw-" + "x" * 8
 

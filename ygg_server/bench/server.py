@@ -4,7 +4,7 @@ It starts a real Ygg server (`ygg-server serve`, its own process, a fresh tempor
 data dir, SQLite) and N agent connections on loopback, and measures routed and
 persisted messages per second and end-to-end latency (send -> deliver at the
 recipient). In the same run, the same load generator drives a raw relay: a tiny
-`websockets` server (`python -m ygg_server.bench_server relay`, also its own
+`websockets` server (`python -m ygg_server.bench.server relay`, also its own
 process) that speaks the same minimal frames (auth -> session, send -> sent plus a
 deliver to the addressed connection, ack -> acked) with no routing and no
 persistence. The relay is the floor that Python, `websockets` and the JSON codec
@@ -53,9 +53,9 @@ import websockets
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
 
-from .gcpolicy import calm_gc, calm_thresholds
+from ..gcpolicy import calm_gc, calm_thresholds
 from .pg_waits import WaitSampler
-from .store.sqlite import Checkpointer
+from ..store.sqlite import Checkpointer
 
 _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder()
@@ -623,7 +623,7 @@ def _backend_pids(url: str) -> list[int]:
 
     import asyncpg
 
-    from .store import postgres as pg
+    from ..store import postgres as pg
 
     async def run():
         c = await asyncpg.connect(pg.parse_dsn(url)[0])
@@ -654,11 +654,11 @@ def _names(n: int) -> list[str]:
 
 def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
     """A person, a workspace, `agents` agents in it, each funded with 10^9 credits (a data dir, or a PostgreSQL URL)."""
-    from . import admin
-    from .store import sqlite as db
+    from ..ops import admin
+    from ..store import sqlite as db
 
     if isinstance(data_dir, str):
-        from .store import postgres as pg
+        from ..store import postgres as pg
 
         conn = pg.connect_sync(data_dir)
     else:
@@ -682,10 +682,10 @@ def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, s
 
 def _persisted(where: Path | str) -> int:
     """Messages stored: in Ygg's data dir, the durable relay's file (`*.db`), or a PostgreSQL database (URL)."""
-    from .store import sqlite as db
+    from ..store import sqlite as db
 
     if isinstance(where, str):
-        from .store import postgres as pg
+        from ..store import postgres as pg
 
         conn = pg.connect_sync(where)
     else:
@@ -757,7 +757,7 @@ def start_server(kind: str, workdir: Path, agents: int, profile: str | None = No
     kf = workdir / "relay-keys.json"
     kf.write_text(json.dumps({k: n for n, k in keys}))
     durable = ["--persist", str(workdir / "durable.db")] if kind == "durable" else []
-    proc = Proc([*py, "-m", "ygg_server.bench_server", "relay", "--port", "0", "--keys", str(kf), *durable],
+    proc = Proc([*py, "-m", "ygg_server.bench.server", "relay", "--port", "0", "--keys", str(kf), *durable],
                 workdir / f"{kind}.log")
     return proc, Target(proc.url, "relay", keys, {n: n for n, _ in keys})
 
@@ -818,7 +818,7 @@ class Measured:
 async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
     db_url = None
     if kind in ("pg", "pg2"):
-        from .store import postgres as pg
+        from ..store import postgres as pg
 
         db_url = await pg.create_database(args.db, prefix="ygg_bench")
     try:
@@ -1078,7 +1078,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ygg_server.bench_server")
+    ap = argparse.ArgumentParser(prog="python -m ygg_server.bench.server")
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("relay", help="run the raw relay (the benchmark starts it itself)")
     r.add_argument("--host", default="127.0.0.1")
