@@ -34,7 +34,8 @@ from typing import Any, Callable
 
 import msgspec
 
-from .ops import auth, names
+from .ops import auth
+from .protocol import names
 from . import idempotency, protocol
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due, plan_of,

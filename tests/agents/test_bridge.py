@@ -311,7 +311,7 @@ class Titling(Backend):
 async def test_a_models_long_title_is_clipped_to_one_line_within_the_servers_bound(server):
     """docs/protocol.md, "Names and titles": a topic's title is one line of at most 100 characters, else the send
     is a `bad_frame`. A model's title is not the bridge's to refuse: it goes out clipped to one line, in bounds."""
-    from ygg_server.ops.names import TITLE
+    from ygg_server.protocol.names import TITLE
 
     server.agent("researcher")
     await server.run(Bridge(server.config("researcher"), Titling()))

@@ -36,7 +36,7 @@ import msgspec
 import websockets
 
 from ..client import Client, Refused
-from ..ops.names import TITLE
+from ..protocol.names import TITLE
 from ..core import SYSTEM, general_id
 from . import backends, corpus, directives, tools as toolbox
 from .config import AgentConfig

@@ -700,7 +700,7 @@ _IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait 
                 "read (ygg_server/engine_process")
 _CATEGORIES = (  # the first that matches, from the innermost frame out
     ("permessage-deflate", "permessage_deflate"), ("SQLite (store)", "sqlite.py:"),
-    ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol.py"),
+    ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol/"),
     ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("pg engine", "pg_engine.py:"), ("claims (cluster)", "cluster.py:"),
     ("engine (incl. its SAVEPOINT/ack SQL)", "engine.py:"), ("gateway, inbox", "gateway.py:"),
     ("gateway, inbox", "inbox.py:"), ("websockets framing", "websockets/"), ("asyncio loop, socket I/O", "asyncio/"),

@@ -204,7 +204,7 @@ class Claimer:
 
     async def _claim(self, asks: list[tuple[ClaimInbox, Conn, int]]) -> list:
         """Claim the asks' wakes and the context each carries (`carried`), in one transaction: a failure leases
-        neither, and the context left over is not leased (store/postgres.py, CLAIM_WAKES)."""
+        neither, and the context left over is not leased (store/postgres/, CLAIM_WAKES)."""
         now = now_us()
         until = now + int(self.lease * 1e6)
         async with self.engine.pool.acquire() as c, c.transaction():

@@ -13,7 +13,8 @@ import uuid
 
 import msgspec
 
-from . import auth, names, reach
+from . import auth, reach
+from ..protocol import names
 from .. import idempotency
 from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)

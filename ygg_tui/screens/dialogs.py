@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
-from ygg_server.ops import names
+from ygg_server.protocol import names
 
 from ..words import as_sentence
 

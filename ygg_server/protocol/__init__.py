@@ -14,10 +14,10 @@ from typing import Any
 
 import msgspec
 
-from .ops import names
-from .core import SYSTEM, Message, MessageType, Post, State
-from .core.assign import explain
-from .core.party import PartyView, roster_obj
+from . import names
+from ..core import SYSTEM, Message, MessageType, Post, State
+from ..core.assign import explain
+from ..core.party import PartyView, roster_obj
 
 MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
 MAX_TEXT = 200_000  # characters in one message

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import msgspec
 
-from ..core import (
+from ...core import (
     POOL, Conversation, ConversationKind, Decision, Directory, Kind, Membership, Message, Participant, Profile,
     Role, Topic, next_due,
 )
-from ..core.lifecycle import unfunded
-from ..core.model import Fitness
-from .schema import MIGRATIONS
+from ...core.lifecycle import unfunded
+from ...core.model import Fitness
+from ..schema import MIGRATIONS
 
 _topic_enc = msgspec.json.Encoder()
 _topic_dec = msgspec.json.Decoder(Topic)
@@ -283,7 +283,7 @@ def load_conversations(conn: sqlite3.Connection, workspace: str) -> dict[str, Co
 
 def party_views(conn, pairs) -> dict:
     """(workspace, conversation) pairs -> each conversation's PartyView, as its agents are shown it."""
-    from ..core.party import party_view
+    from ...core.party import party_view
     out, dirs = {}, {}
     for ws, cid in pairs:
         if cid in out:
