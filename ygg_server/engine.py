@@ -38,10 +38,11 @@ from .ops import auth
 from .protocol import names
 from . import idempotency, protocol
 from .core import (
-    POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due, plan_of,
+    POOL, Conversation, Decision, Directory, Kind, Post, Topic, View, decide, due, fund, next_due, plan_of,
 )
 from .core import assign as core_assign, party as core_party, side as core_side
 from .core.funding import set_budget as core_set_budget
+from .core.state import LiveState
 from .core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
 from .store import sqlite as db
 
@@ -136,13 +137,9 @@ class Engine:
 
     def _reset(self) -> None:
         self.directories: dict[str, Directory] = {}
-        self.conversations: dict[str, dict[str, Conversation]] = {}
-        self.topics: dict[str, Topic] = {}
-        self.opened: dict[str, int] = {}
-        self.balances: dict[tuple[str, str], int | None] = {}
+        self.state = LiveState()  # topics, conversations, balances, counts, flags, usage: what decisions move
+        self.state.flags = None  # (loaded when first needed)
         self.orgs: dict[str, tuple[str, str]] = {}
-        self.usage: dict[tuple[str, str], int] = {}
-        self.flags: set[tuple[str, str]] | None = None
         self.settings: dict[str, dict] = {}
         self.party_views: dict[str, core_party.PartyView] = {}
         self.timers: list[tuple[int, str]] = []
@@ -163,19 +160,19 @@ class Engine:
         return d
 
     def _conversations(self, ws: str) -> dict[str, Conversation]:
-        c = self.conversations.get(ws)
+        c = self.state.conversations.get(ws)
         if c is None:
             self._flush()
-            c = self.conversations[ws] = db.load_conversations(self.conn, ws)
+            c = self.state.conversations[ws] = db.load_conversations(self.conn, ws)
         return c
 
     def _topic(self, tid: str) -> Topic | None:
-        t = self.topics.get(tid)
+        t = self.state.topics.get(tid)
         if t is None:
             self._flush()
             t = db.load_topic(self.conn, tid)
             if t is not None:
-                self.topics[tid] = t
+                self.state.topics[tid] = t
         return t
 
     def _settings(self, ws: str) -> dict:
@@ -204,24 +201,24 @@ class Engine:
                 "fitness": db.fitness(self.conn, agents, present.__contains__)}
 
     def _opened(self, agent: str) -> int:
-        n = self.opened.get(agent)
+        n = self.state.opened.get(agent)
         if n is None:
             self._flush()
-            n = self.opened[agent] = db.open_opened(self.conn, agent)
+            n = self.state.opened[agent] = db.open_opened(self.conn, agent)
         return n
 
     def _balance(self, ws: str, account: str) -> int | None:
-        key = db.wallet_key(ws, account)
-        if key not in self.balances:
+        if not self.state.holds_balance(ws, account):
             self._flush()
-            self.balances[key] = db.balance(self.conn, ws, account)
-        return self.balances[key]
+            held = self.state.pools if account == POOL else self.state.wallets
+            held[ws if account == POOL else account] = db.balance(self.conn, ws, account)
+        return self.state.balance(ws, account)
 
     def _flags(self) -> set[tuple[str, str]]:
-        if self.flags is None:
+        if self.state.flags is None:
             self._flush()
-            self.flags = db.load_flags(self.conn)
-        return self.flags
+            self.state.flags = db.load_flags(self.conn)
+        return self.state.flags
 
     def _org(self, ws: str) -> tuple[str, str] | None:
         if ws not in self.orgs:
@@ -236,10 +233,10 @@ class Engine:
         if limit is None:
             return None
         key = (org[0], month)
-        if key not in self.usage:
+        if key not in self.state.usage:
             self._flush()
-            self.usage[key] = db.usage(self.conn, org[0], month)
-        return max(0, limit - self.usage[key])
+            self.state.usage[key] = db.usage(self.conn, org[0], month)
+        return max(0, limit - self.state.usage[key])
 
     # --- the writer thread ---
 
@@ -363,7 +360,7 @@ class Engine:
             self._unindexed = 0
 
     def _commit(self, d: Decision, ws: str, now: int, out: Published, month: str | None = None) -> None:
-        """Apply a decision to the live state now, and to the database with the rest of its batch (`_flush`)."""
+        """Fold a decision into the live state now (core.state), and write it with the rest of its batch (`_flush`)."""
         org = self._org(ws)
         c = d.conversation
         if c is not None and c.id in self.party_views:  # a new Lead or new members: a new view (counters are not in it)
@@ -371,6 +368,18 @@ class Engine:
             if old is None or old.members != c.members or old.lead != c.lead:
                 del self.party_views[c.id]
         self._party_views(ws, d, out)
+        # what the fold reads is loaded first (the database is read before this decision is pending)
+        for t in d.topics:
+            self._topic(t.id)
+        if c is not None:
+            self._conversations(c.workspace)
+        for e in d.ledger:
+            self._balance(e.workspace, e.account)
+        if d.flags:
+            self._flags()
+        counted = org[0] if d.usage and org and month else None
+        if counted is not None:
+            self._plan_left(ws, month)
         for t in d.topics:
             # who may see the topic's event (Gateway._readers): its conversation as it is now (in the topic's
             # own workspace: funding an agent resumes its topics in every workspace it is in)
@@ -378,26 +387,14 @@ class Engine:
                 self._conversations(t.workspace).get(t.conversation)
             if conv is not None:
                 out.conversations[t.conversation] = conv
-            before = self._topic(t.id)
-            self._count_open(before, t)
-            self.topics[t.id] = t
+        self.state.fold(d, counted, month)
+        for t in d.topics:
             when = next_due(t)
             if when is not None:
                 heapq.heappush(self.timers, (when, t.id))
             out.topics.append(t)
-        if d.conversation is not None:
-            self._conversations(d.conversation.workspace)[d.conversation.id] = d.conversation
         for e in d.ledger:
-            key = db.wallet_key(e.workspace, e.account)
-            self.balances[key] = (self._balance(e.workspace, e.account) or 0) + e.delta
-            out.balances.append((e.workspace, e.account, self.balances[key]))
-        if d.flags:
-            flags = self._flags()
-            for f in d.flags:
-                (flags.add if f.on else flags.discard)((f.name, f.agent))
-        if d.usage and org and month:
-            self._plan_left(ws, month)  # the month's count, read before this decision is pending
-            self.usage[(org[0], month)] = self.usage.get((org[0], month), 0) + d.usage
+            out.balances.append((e.workspace, e.account, self.state.balance(e.workspace, e.account)))
         self._pending.append((d, now, org[0] if org else None, month))
 
     def _party_views(self, ws: str, d: Decision, out: Published) -> None:
@@ -411,12 +408,6 @@ class Engine:
                         self._conversations(ws).get(cid)
                     pv = self.party_views[cid] = core_party.party_view(self.directory(ws), conv)
                 out.parties[cid] = pv
-
-    def _count_open(self, before: Topic | None, after: Topic) -> None:
-        was_open = before is not None and before.status != TopicStatus.CLOSED
-        is_open = after.status != TopicStatus.CLOSED
-        if was_open != is_open and after.opener in self.opened:
-            self.opened[after.opener] += 1 if is_open else -1
 
     def _timers(self, out: Published) -> None:
         now = self.clock()
@@ -500,7 +491,7 @@ class Engine:
             if isinstance(found, tuple) and len(found) == 1:
                 account = found[0]
         paused = db.credit_paused(self.conn, workspace=ws) if account == POOL else db.credit_paused(self.conn, agent=account)
-        paused = [self.topics.get(t.id, t) for t in paused]
+        paused = [self.state.topics.get(t.id, t) for t in paused]
         now = self.clock()
         view = View(directory, None, flags=frozenset(self._flags()))
         d = fund(view, funder, account, amount, tuple(paused), now, f"fund:{uuid.uuid4()}")

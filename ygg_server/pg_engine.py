@@ -45,7 +45,7 @@ import msgspec
 from .ops import auth
 from . import idempotency, protocol
 from .core import (
-    POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
+    POOL, Conversation, Decision, Directory, Kind, Topic, View, decide, due, fund,
     general_id, next_due, plan_of,
 )
 from .core import assign as core_assign, party as core_party, side as core_side
@@ -53,6 +53,7 @@ from .core.decide import throttle_limit
 from .core.funding import set_budget as core_set_budget
 from .core.lifecycle import unfunded
 from .core.model import Fitness
+from .core.state import LiveState
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
 from .store import postgres as pg
@@ -118,14 +119,8 @@ class _Work:
     """The batch's state while deciding: the snapshot, moved by each decision in turn."""
 
     snap: _Snapshot
-    topics: dict[str, Topic]
-    convs: dict[str, Conversation]
-    wallets: dict[str, int | None]
-    pools: dict[str, int]
-    opened: dict[str, int]
-    usage: dict[tuple[str, str], int]
+    state: LiveState  # the snapshot as the batch's decisions so far left it (core.state's fold)
     idem: dict[tuple[str, str], bytes]
-    flags: set[tuple[str, str]]
     decisions: list[tuple[Decision, str, str | None, str | None]] = field(default_factory=list)
     new_idem: list[tuple[str, str, bytes, int]] = field(default_factory=list)
     pools_charged: set[str] = field(default_factory=set)
@@ -134,8 +129,12 @@ class _Work:
 
     @classmethod
     def of(cls, s: _Snapshot, flags: set) -> "_Work":
-        return cls(s, dict(s.topics), dict(s.convs), dict(s.wallets), dict(s.pools), dict(s.opened),
-                   dict(s.usage), dict(s.idem), set(flags))
+        state = LiveState()
+        state.topics, state.wallets, state.pools = dict(s.topics), dict(s.wallets), dict(s.pools)
+        state.opened, state.usage, state.flags = dict(s.opened), dict(s.usage), set(flags)
+        for c in s.convs.values():
+            state.conversations.setdefault(c.workspace, {})[c.id] = c
+        return cls(s, state, dict(s.idem))
 
 
 class PgEngine:
@@ -689,17 +688,17 @@ class PgEngine:
             return protocol.error(ref, "bad_frame", e.detail)
         known = self._known(w, ws)
         conv = directory.conversation(conv_ref, author, known)
-        topic = w.topics.get(post.topic) if post.topic and post.topic != "new" else None
+        topic = w.state.topics.get(post.topic) if post.topic and post.topic != "new" else None
         if topic is not None and topic.workspace != ws:
             topic = None
         agent = directory.participants[author].kind == Kind.AGENT
         view = View(
             directory, conv, topic,
-            open_opened=w.opened.get(author, 0) if agent else 0,
-            wallet=w.wallets.get(author) if agent else None,
-            pool=w.pools.get(ws) or 0 if agent else 0,
+            open_opened=w.state.opened.get(author, 0) if agent else 0,
+            wallet=w.state.wallets.get(author) if agent else None,
+            pool=w.state.pools.get(ws) or 0 if agent else 0,
             plan_left=self._plan_left(w, ws, month),
-            flags=frozenset(w.flags),
+            flags=frozenset(w.state.flags),
             new_conversation=conv is not None and conv.id not in known,
             **self._party_limits(ws),
             side=core_side.existing(conv, post.topic, known) if agent else None,
@@ -719,7 +718,7 @@ class PgEngine:
         return reply
 
     def _known(self, w: _Work, ws: str) -> dict[str, Conversation]:
-        return {cid: c for cid, c in w.convs.items() if c.workspace == ws}
+        return w.state.conversations.get(ws, {})
 
     def _plan_left(self, w: _Work, ws: str, month: str) -> int | None:
         org = self._orgs.get(ws)
@@ -728,30 +727,18 @@ class PgEngine:
         limit = plan_of(*org[1:]).messages_per_month
         if limit is None:
             return None
-        return max(0, limit - w.usage.get((org[0], month), 0))
+        return max(0, limit - w.state.usage.get((org[0], month), 0))
 
     def _stage(self, w: _Work, d: Decision, ws: str, now: int, month: str | None) -> None:
         """Move the batch's state by one decision (the database is written once, at the end)."""
         org = self._orgs.get(ws)
-        for t in d.topics:
-            before = w.topics.get(t.id)
-            was_open = before is not None and before.status != TopicStatus.CLOSED
-            is_open = t.status != TopicStatus.CLOSED
-            if was_open != is_open and t.opener in w.opened:
-                w.opened[t.opener] += 1 if is_open else -1
-            w.topics[t.id] = t
-        if d.conversation is not None:
-            w.convs[d.conversation.id] = d.conversation
         for e in d.ledger:
             if e.account == POOL:
-                w.pools[e.workspace] = (w.pools.get(e.workspace) or 0) + e.delta
+                w.state.pools.setdefault(e.workspace, None)
                 w.pools_charged.add(e.workspace)
             else:
-                w.wallets[e.account] = (w.wallets.get(e.account) or 0) + e.delta
-        for f in d.flags:
-            (w.flags.add if f.on else w.flags.discard)((f.name, f.agent))
-        if d.usage and org and month:
-            w.usage[(org[0], month)] = w.usage.get((org[0], month), 0) + d.usage
+                w.state.wallets.setdefault(e.account, None)
+        w.state.fold(d, org[0] if org else None, month)
         if w.snap.fitness:  # a later send to a capability in this batch counts these wakes in the load
             for r in d.routed:
                 for x in r.deliveries:
@@ -805,7 +792,7 @@ class PgEngine:
                 key = db.wallet_key(e.workspace, e.account)
                 deltas[key] = deltas.get(key, 0) + e.delta
                 ledger.append(e)
-                bal = w.pools.get(e.workspace) if e.account == POOL else w.wallets.get(e.account)
+                bal = w.state.balance(e.workspace, e.account)
                 balances[(e.workspace, e.account)] = bal or 0
             if d.usage and org and month:
                 key = (org, month, "" if org in w.limited else self.node)  # "": the shared row, in `usage`
@@ -971,14 +958,14 @@ class PgEngine:
         d = fund(view, funder, account, amount, tuple(topics), now, f"fund:{uuid.uuid4()}")
         w = _Work.of(_Snapshot(), self._flags)
         if account == POOL:
-            w.pools[ws] = bal or 0
+            w.state.pools[ws] = bal or 0
         else:
-            w.wallets[account] = bal
+            w.state.wallets[account] = bal
         self._stage(w, d, ws, now, None)
         await self._write(w, now, out)
         if d.refusal:
             return protocol.refused(ref, d.refusal.reason, d.refusal.detail), out
-        bal = w.pools[ws] if account == POOL else w.wallets[account]
+        bal = w.state.balance(ws, account)
         return {"op": "funded", "ref": ref, "account": account, "balance": bal}, out
 
     async def _do_set_budget(self, who: str, ws: str, topic_id: str, budget: Any, ref: Any) -> tuple[dict, Published]:
@@ -1082,7 +1069,7 @@ class PgEngine:
             if when is None or when > now:
                 continue
             conv = convs.get(t.conversation)
-            view = View(self._directory(t.workspace), conv, flags=frozenset(w.flags))
+            view = View(self._directory(t.workspace), conv, flags=frozenset(w.state.flags))
             d = due(view, t, now)
             if d.topics:
                 self._stage(w, d, t.workspace, now, None)

@@ -9,6 +9,7 @@ from msgspec.structs import replace
 from ygg_server.core.funding import set_budget
 from ygg_server.core.lifecycle import unfunded
 from ygg_server.core.side import side_id
+from ygg_server.core.state import LiveState
 from ygg_server.core import (
     POOL, SYSTEM, Conversation, ConversationKind, Decision, Directory, Membership, MessageType,
     Participant, Post, Kind, Role, Topic, View, decide, due, fund, general_id,
@@ -29,6 +30,7 @@ class World:
         self.max_hops = MAX_HOPS if party else 10**9
         self.throttle = (THROTTLE_DIRECT, THROTTLE_GROUP) if party else (10**9, 10**9)
         self.profiles = {}
+        self.live = LiveState()  # what decisions move, folded as the writer folds them (core.state)
         self.fitness = {}  # assignment scoring's data per agent (online, load, trust, response time)
         self.weights = None  # the workspace's assign.weights (None: the defaults)
         self.ws = "ws1"
@@ -44,14 +46,36 @@ class World:
             self.add_agent(a, people[0], rebuild=False)
         self._rebuild()
         self.general = Conversation(general_id(self.ws), self.ws, ConversationKind.GENERAL, "General")
-        self.conversations = {self.general.id: self.general}
-        self.topics: dict[str, Topic] = {}
-        self.wallets = {a: wallet for a in agents}
-        self.pool = pool
-        self.flags: set = set()
+        self.live.conversations[self.ws] = {self.general.id: self.general}
+        self.live.wallets.update({a: wallet for a in agents})
+        self.live.pools[self.ws] = pool
         self.plan_left = None
         self.messages = []
         self.deliveries = []  # (message, delivery)
+
+    @property
+    def topics(self) -> dict[str, Topic]:
+        return self.live.topics
+
+    @property
+    def conversations(self) -> dict[str, Conversation]:
+        return self.live.conversations[self.ws]
+
+    @property
+    def wallets(self) -> dict[str, int | None]:
+        return self.live.wallets
+
+    @property
+    def flags(self) -> set:
+        return self.live.flags
+
+    @property
+    def pool(self) -> int:
+        return self.live.pools[self.ws]
+
+    @pool.setter
+    def pool(self, credits: int) -> None:
+        self.live.pools[self.ws] = credits
 
     # -- the workspace's people, agents and permissions
 
@@ -74,7 +98,7 @@ class World:
         self._participants[pid] = Participant(pid, Kind.AGENT, name, owner=f"human.{owner_handle}")
         self._memberships[pid] = Membership(pid)
         if wallet is not None:
-            self.wallets[pid] = wallet
+            self.live.wallets[pid] = wallet
         if rebuild:
             self._rebuild()
         return pid
@@ -125,17 +149,10 @@ class World:
         return d
 
     def apply(self, d: Decision):
-        for t in d.topics:
-            self.topics[t.id] = t
-        if d.conversation is not None:
-            self.conversations[d.conversation.id] = d.conversation
         for e in d.ledger:
-            if e.account == POOL:
-                self.pool += e.delta
-            else:
-                self.wallets[e.account] = self.wallets.get(e.account, 0) + e.delta
-        for f in d.flags:
-            (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
+            if e.account != POOL:
+                self.live.wallets.setdefault(e.account, None)  # an agent given no wallet gets one when first funded
+        self.live.fold(d)
         for r in d.routed:
             self.messages.append(r.message)
             self.deliveries += [(r.message, x) for x in r.deliveries]

@@ -74,8 +74,8 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     )
     assert [a["op"] for a in answers] == ["sent", "sent"]
     (state,) = rows(path, "SELECT state FROM topics WHERE id = ?", topic)[0]
-    assert db.decode_topic(state) == engine.topics[topic]
-    assert len(engine.topics[topic].recent) >= 3, "the stored state has every message of the batch"
+    assert db.decode_topic(state) == engine.state.topics[topic]
+    assert len(engine.state.topics[topic].recent) >= 3, "the stored state has every message of the batch"
     stored = {(i, m, r) for i, m, r in rows(path, "SELECT id, message, recipient FROM deliveries")}
     out = [(s.id, s.message.id, s.recipient) for p in published for s in p.deliveries]
     assert out and set(out) <= stored, "every delivery published carries the id its row has"
@@ -83,7 +83,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     sent_to = {(a["message"]["id"], d["to"]) for a in answers for d in a["deliveries"]}
     assert sent_to == {(m, r) for _, m, r in out}
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
-    assert balance == engine.balances[db.wallet_key(ws, ids["researcher"])] == 1000 - 2
+    assert balance == engine.state.wallets[ids["researcher"]] == 1000 - 2
 
 
 async def test_one_client_id_twice_in_one_batch_is_one_message(world):

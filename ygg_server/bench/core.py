@@ -28,6 +28,7 @@ from ..core import (
     Post, Role, State, Topic, View, decide, due, general_id,
 )
 from ..core.rules import SECOND
+from ..core.state import LiveState
 
 
 class _Sim:
@@ -51,11 +52,11 @@ class _Sim:
         groups = {"odd": frozenset(self.agents[1::2]), "even": frozenset(self.agents[0::2])}
         self.directory = Directory.build(self.ws, ps, ms, groups)
         general = Conversation(general_id(self.ws), self.ws, ConversationKind.GENERAL, "General")
-        self.conversations = {general.id: general}
-        self.topics: dict[str, Topic] = {}
-        self.wallets = {a: 5_000 for a in self.agents}
-        self.pool = 20_000
-        self.flags: set[tuple[str, str]] = set()
+        self.live = LiveState()  # what decisions move, folded as the writer folds them (core.state)
+        self.live.conversations[self.ws] = self.conversations = {general.id: general}
+        self.topics, self.wallets, self.flags = self.live.topics, self.live.wallets, self.live.flags
+        self.wallets.update({a: 5_000 for a in self.agents})
+        self.live.pools[self.ws] = 20_000
         self.inbox: dict[str, list[tuple[str, str]]] = {p: [] for p in self.people + self.agents}
         self.recorded: list[tuple[View, Post, int]] = []
         self.outcomes: Counter[str] = Counter()
@@ -64,7 +65,7 @@ class _Sim:
         c = self.directory.conversation(conv, author, self.conversations)
         opened = sum(1 for t in self.topics.values() if t.opener == author and t.status != "closed")
         return View(self.directory, c, self.topics.get(topic) if topic else None, open_opened=opened,
-                    wallet=self.wallets.get(author), pool=self.pool, flags=frozenset(self.flags),
+                    wallet=self.wallets.get(author), pool=self.live.pools[self.ws], flags=frozenset(self.flags),
                     new_conversation=c is not None and c.id not in self.conversations)
 
     def send(self, author: str, conv: str = "general", topic: str | None = "new", **kw) -> None:
@@ -81,17 +82,7 @@ class _Sim:
         self.apply(d)
 
     def apply(self, d) -> None:
-        for t in d.topics:
-            self.topics[t.id] = t
-        if d.conversation is not None:
-            self.conversations[d.conversation.id] = d.conversation
-        for e in d.ledger:
-            if e.account == POOL:
-                self.pool += e.delta
-            else:
-                self.wallets[e.account] += e.delta
-        for f in d.flags:
-            (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
+        self.live.fold(d)
         for r in d.routed:
             m = r.message
             for x in r.deliveries:
