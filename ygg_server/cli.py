@@ -203,18 +203,18 @@ def run_admin(args) -> int:
 
 
 async def serve(args) -> int:
-    from .engine_process import engine_for
+    from . import compose
     from .net.gateway import Gateway, Limits
 
     if args.db:
         from .net.cluster import PgGateway
-        from .pg_engine import PgEngine
 
-        engine = PgEngine(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
-                          lease=args.lease_seconds)
+        engine = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
+                                    lease=args.lease_seconds)
         gw = PgGateway(engine, Limits(origins=tuple(args.origin)))
     else:
-        engine = engine_for(db.db_path(args.data_dir), process=None if args.writer is None else args.writer == "process")
+        engine = compose.on_sqlite(db.db_path(args.data_dir),
+                                  process=None if args.writer is None else args.writer == "process")
         gw = Gateway(engine, Limits(origins=tuple(args.origin)))
     await gw.start(args.host, args.port)
     calm_gc()  # after startup: what it made is frozen

@@ -22,7 +22,7 @@ import platformdirs
 
 from .ops import admin, auth
 from .client import Client
-from .engine import Engine
+from . import compose
 from .net.gateway import Gateway
 from .store import sqlite as db
 
@@ -84,7 +84,7 @@ class LocalStack:
         return self
 
     async def _start(self, demo: bool, first: bool) -> None:
-        self._gateway = Gateway(Engine(db.db_path(self.dir)))
+        self._gateway = Gateway(compose.on_sqlite(db.db_path(self.dir), process=None))  # as `serve` runs it
         await self._gateway.start("127.0.0.1", self.port)
         self.url = f"ws://127.0.0.1:{self._gateway.port}/"
         if demo:

@@ -11,7 +11,7 @@ from ygg_server.ops import admin
 from ygg_server.agents.bridge import Bridge
 from ygg_server.agents.config import AgentConfig, BackendConfig
 from ygg_server.client import Client
-from ygg_server.engine import Engine
+from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 

@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 
-from ygg_server.engine_process import engine_for
+from ygg_server.compose import on_sqlite
 from ygg_server.gcpolicy import calm_gc
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
@@ -32,7 +32,7 @@ async def main() -> None:
     logging.basicConfig(level=args.log_level.upper())
     limits = Limits(auth_timeout=args.auth_timeout, open_timeout=args.open_timeout, max_frame=args.max_frame,
                     auth_failures_per_address=10**9)
-    gw = Gateway(engine_for(db.db_path(args.data_dir)), limits)  # its writer in its own process, as `serve`'s
+    gw = Gateway(on_sqlite(db.db_path(args.data_dir)), limits)  # its writer in its own process, as `serve`'s
     await gw.start("127.0.0.1", args.port)
     calm_gc()  # as `ygg-server serve` does
     stop = asyncio.Event()

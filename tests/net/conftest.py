@@ -8,7 +8,8 @@ import pytest
 
 from ygg_server.ops import admin
 from ygg_server.client import Client
-from ygg_server.engine_process import EngineProcess, engine_for
+from ygg_server.compose import on_sqlite
+from ygg_server.writer.process import WriterProcess as EngineProcess
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 
@@ -49,7 +50,7 @@ def writer() -> str:
 @pytest.fixture
 async def server(tmp_path, writer):
     path = db.db_path(tmp_path)
-    gw = Gateway(engine_for(path, process=writer == "process"), Limits(auth_timeout=2.0))
+    gw = Gateway(on_sqlite(path, process=writer == "process"), Limits(auth_timeout=2.0))
     await gw.start("127.0.0.1", 0)
     s = Server(path, gw)
     yield s

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from ygg_server.client import Client
-from ygg_server.engine import Engine
+from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 

@@ -1,6 +1,6 @@
-"""The engine writes a batch's decisions together (engine._flush, store/sqlite.apply_many).
+"""The writer writes a batch's decisions together (store/writeset.py, store/sqlite.write).
 
-Each test hands the writer one batch directly (`Engine.tick`), so the commands are known to
+Each test hands the writer one batch directly (`ThreadRunner.tick`), so the commands are known to
 share a transaction, and then checks the database against what the callers were answered.
 """
 
@@ -13,12 +13,14 @@ import sqlite3
 import pytest
 
 from ygg_server.ops import admin
-from ygg_server.engine import Engine, Published, _Command
+from ygg_server.compose import on_sqlite as Engine
+from ygg_server.writer import Published
+from ygg_server.writer.commands import Command
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before
 
-engine_module = importlib.import_module("ygg_server.engine")
+batch_module = importlib.import_module("ygg_server.writer.batch")
 
 
 @pytest.fixture
@@ -37,12 +39,12 @@ def world(tmp_path):
     engine.stop()
 
 
-async def run_batch(engine: Engine, *commands: tuple) -> tuple[list, list[Published]]:
+async def run_batch(engine, *commands: tuple) -> tuple[list, list[Published]]:
     """Run `commands` as one batch; return each caller's answer (or exception) and what was published."""
     loop = asyncio.get_running_loop()
     published: list[Published] = []
-    batch = [_Command(kind, args, None, loop) for kind, *args in commands]
-    results, out = engine.tick(batch)
+    batch = [Command(kind, args, None, loop) for kind, *args in commands]
+    results, _, out = engine.tick(batch)
     if out is not None:
         published.append(out)
     answers = [error if error is not None else result for _, result, error in results]
@@ -74,8 +76,8 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     )
     assert [a["op"] for a in answers] == ["sent", "sent"]
     (state,) = rows(path, "SELECT state FROM topics WHERE id = ?", topic)[0]
-    assert db.decode_topic(state) == engine.state.topics[topic]
-    assert len(engine.state.topics[topic].recent) >= 3, "the stored state has every message of the batch"
+    assert db.decode_topic(state) == engine.store.snap.state.topics[topic]
+    assert len(engine.store.snap.state.topics[topic].recent) >= 3, "the stored state has every message of the batch"
     stored = {(i, m, r) for i, m, r in rows(path, "SELECT id, message, recipient FROM deliveries")}
     out = [(s.id, s.message.id, s.recipient) for p in published for s in p.deliveries]
     assert out and set(out) <= stored, "every delivery published carries the id its row has"
@@ -83,7 +85,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     sent_to = {(a["message"]["id"], d["to"]) for a in answers for d in a["deliveries"]}
     assert sent_to == {(m, r) for _, m, r in out}
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
-    assert balance == engine.state.wallets[ids["researcher"]] == 1000 - 2
+    assert balance == engine.store.snap.state.wallets[ids["researcher"]] == 1000 - 2
 
 
 async def test_one_client_id_twice_in_one_batch_is_one_message(world):
@@ -112,7 +114,7 @@ async def test_a_failing_command_undoes_itself_alone(world):
     assert {s.message.text for p in published for s in p.deliveries} == {"before", "after"}
     assert rows(path, "SELECT count(*) FROM deliveries") == [(sum(len(p.deliveries) for p in published),)]
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
-    assert balance == 999 and engine._balance(ws, ids["researcher"]) == 999
+    assert balance == 999 and engine.store.snap.state.wallets.get(ids["researcher"], 999) == 999  # (if held)
 
 
 async def test_topics_an_agent_opened_count_at_once_toward_its_topic_limit(world):
@@ -131,17 +133,17 @@ async def test_topics_an_agent_opened_count_at_once_toward_its_topic_limit(world
 
 
 async def test_a_failing_send_keeps_the_deliveries_written_before_it(world, monkeypatch):
-    """A send that fails after a cache miss wrote the earlier decisions (engine._flush): those stand,
-    and their deliveries are still published with the batch."""
+    """A send whose deciding fails is answered with its error and the batch is decided again without it: the
+    decisions before it stand, and their deliveries are published with the batch."""
     engine, ws, ids, path = world
-    real = engine_module.decide
+    real = batch_module.decide
 
     def failing(view, post, now):
         if post.text == "boom":
             raise RuntimeError("boom")
         return real(view, post, now)
 
-    monkeypatch.setattr(engine_module, "decide", failing)
+    monkeypatch.setattr(batch_module, "decide", failing)
     answers, published = await run_batch(
         engine,
         send(ws, ids["researcher"], topic="new", title="A", to=["reviewer"], text="before", type="request"),
@@ -158,7 +160,7 @@ async def test_a_failing_send_keeps_the_deliveries_written_before_it(world, monk
 async def test_the_wal_is_copied_back_beside_the_writer_not_inside_its_commits(world):
     """store/sqlite.Checkpointer: the writer's COMMIT never checkpoints; a thread of its own does, as the WAL grows."""
     engine, ws, ids, path = world
-    assert engine.conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    assert engine.store.conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
     (r,), _ = await run_batch(engine, send(ws, ids["researcher"], topic="new", title="T", to=["reviewer"],
                                           text="x", type="inform"))
     for i in range(20):
@@ -166,7 +168,7 @@ async def test_the_wal_is_copied_back_beside_the_writer_not_inside_its_commits(w
                                               text="x" * 3000, type="inform"))
         assert r["op"] == "sent", r
     for _ in range(100):
-        last = engine._checkpoints.last
+        last = engine.store._checkpoints.last
         if last is not None and last[1] > 0 and last[1] == last[2]:
             break
         await asyncio.sleep(0.05)
@@ -187,7 +189,7 @@ async def test_a_batchs_acks_are_one_statement_and_each_answer_lists_what_it_ret
     assert to_reviewer and to_researcher
     x, y = to_reviewer[0], to_researcher[0]
     statements: list[str] = []
-    engine.conn.set_trace_callback(statements.append)
+    engine.store.conn.set_trace_callback(statements.append)
     try:
         answers, _ = await run_batch(
             engine,
@@ -196,7 +198,7 @@ async def test_a_batchs_acks_are_one_statement_and_each_answer_lists_what_it_ret
             ("ack", ids["researcher"], [y], "r3"),
         )
     finally:
-        engine.conn.set_trace_callback(None)
+        engine.store.conn.set_trace_callback(None)
     assert answers == [{"op": "acked", "ref": "r1", "ids": [x]}, {"op": "acked", "ref": "r2", "ids": []},
                        {"op": "acked", "ref": "r3", "ids": [y]}]
     assert len([s for s in statements if s.lstrip().startswith("UPDATE deliveries")]) == 1

@@ -1,4 +1,4 @@
-"""The SQLite writer in its own process (ygg_server/engine_process.py), where it can fail on its own.
+"""The SQLite writer in its own process (ygg_server/writer/process.py), where it can fail on its own.
 
 Issue 3: "Nothing answered with `sent` is lost if the process is killed right after". Here the process
 killed is the writer: what it answered stands, what it held is answered `unavailable` (and stored once
@@ -22,7 +22,7 @@ import pytest
 import websockets
 
 from ygg_server.ops import admin
-from ygg_server.engine_process import EngineProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
+from ygg_server.writer.process import WriterProcess as EngineProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
 from ygg_server.store import sqlite as db
 
 
@@ -88,7 +88,7 @@ async def test_after_the_writer_is_killed_sends_are_answered_and_delivered_by_th
 
 
 async def test_an_error_while_publishing_a_batch_does_not_drop_the_writer(team):
-    """ygg_server/engine_process.py: "Nothing changes in what is answered or when" with the writer in its own process:
+    """ygg_server/writer/process.py: "Nothing changes in what is answered or when" with the writer in its own process:
     on a thread, an error in what the gateway does with a committed batch is logged, and the writer carries on;
     so it does here (it used to close the socket to the writer: everything in flight answered `unavailable`)."""
     engine = team.gw.engine
@@ -200,7 +200,7 @@ async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
 
 def test_a_batch_crosses_with_each_message_once_and_deliveries_pointing_at_it():
     from ygg_server.core import Message, MessageType
-    from ygg_server.engine import Published
+    from ygg_server.writer import Published
     from ygg_server.store.sqlite import Stored
 
     m = Message("m1", "w", "c", "t", "a", MessageType.REQUEST, "hi", 1)
@@ -289,7 +289,7 @@ async def test_a_send_answered_unavailable_is_sent_again_with_its_client_id_by_t
     """docs/protocol.md: frames the writer held are answered `unavailable` ("send them again; a `send` with the
     same `client_id` is stored once"): the client library turns that into the ConnectionError its callers already
     resend on; without a client_id it is the answer, since a resend could store it twice."""
-    from ygg_server.engine_process import WriterGone
+    from ygg_server.writer.process import WriterGone
 
     engine, alice = team.gw.engine, await team.person("alice")
     real, failures = engine.submit, []
@@ -346,7 +346,7 @@ async def test_a_frame_too_deep_to_cross_is_refused_alone_and_the_others_of_its_
 
 
 async def test_a_writer_that_cannot_be_started_again_is_tried_again_and_what_waits_is_answered(team, monkeypatch):
-    """ygg_server/engine_process.py: "If the child dies, the commands it held are failed … and a new child starts".
+    """ygg_server/writer/process.py: "If the child dies, the commands it held are failed … and a new child starts".
     Starting one can fail too (too many open files, no memory): that raised in the loop's callback, and nothing
     tried again, so every command from then on waited in the outbox for good, never answered. Now a failed
     start is a writer lost at once: what waits is answered `unavailable`, and a start is tried after the backoff."""

@@ -10,7 +10,7 @@ import contextlib
 
 
 from ygg_server.ops import admin
-from ygg_server.engine import Engine
+from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 

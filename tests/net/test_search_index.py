@@ -1,4 +1,4 @@
-"""The search index is fed in chunks (engine._flush, store/sqlite.index_messages), and search still finds
+"""The search index is fed in chunks (store/sqlite/writer_store.py, index_messages), and search still finds
 every stored message: those above the index's watermark are matched too (store/sqlite.search_tail).
 
 SQLite only: PostgreSQL indexes every row as it is written (a GIN index).
@@ -10,8 +10,9 @@ import asyncio
 import sqlite3
 
 from ygg_server.ops import admin
-from ygg_server import engine as engine_module
-from ygg_server.engine import Engine, now_us
+from ygg_server.store.sqlite import writer_store as engine_module
+from ygg_server.compose import on_sqlite as Engine
+from ygg_server.writer import now_us
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before

@@ -15,7 +15,7 @@ import websockets
 from websockets.exceptions import InvalidStatus
 
 from ygg_server.ops import admin, auth
-from ygg_server.engine import Engine
+from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 

@@ -1,5 +1,5 @@
 """tests/net's loopback suite again, with the SQLite writer in its own process, as `ygg-server serve` runs it
-(ygg_server/engine_process.py): the same answers, deliveries and events as with the writer on a thread.
+(ygg_server/writer/process.py): the same answers, deliveries and events as with the writer on a thread.
 
 The test functions are imported, so they run here with `writer` fixed to "process". Those that change the
 engine's clock or read its memory skip themselves here (`tests.net.conftest.reaches_into_engine`).

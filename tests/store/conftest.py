@@ -18,7 +18,7 @@ import pytest
 
 from ygg_server.ops import admin
 from ygg_server.client import Client
-from ygg_server.engine import Engine
+from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 
@@ -111,10 +111,10 @@ def make_gateway(store: str, database, limits: Limits | None = None, **engine_kw
     if store == "sqlite":
         return Gateway(Engine(database, **engine_kw), limits)
     from ygg_server.net.cluster import PgGateway
-    from ygg_server.pg_engine import PgEngine
+    from ygg_server.compose import on_postgres
 
     engine_kw.setdefault("lease", 3.0)
-    return PgGateway(PgEngine(database, **engine_kw), limits)
+    return PgGateway(on_postgres(database, **engine_kw), limits)
 
 
 class Server:

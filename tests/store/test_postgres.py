@@ -68,7 +68,7 @@ def test_prepared_statements_are_switched_off_by_flag_or_url():
 async def test_a_node_without_prepared_statements_serves(pg_url):
     s = await _serve("postgres", pg_url + "&prepared=false")
     try:
-        assert s.gw.engine.prepared is False
+        assert s.gw.engine.store.prepared is False
         s.admin(admin.add_person, "alice", PW)
         ws = s.admin(admin.add_workspace, "team", "alice")["id"]
         key = s.admin(admin.add_agent, "helper", "alice")["api_key"]
@@ -110,7 +110,7 @@ async def test_the_claim_pattern_serves_any_table_of_work(pg_url):
 
 
 async def test_acks_renewals_and_releases_over_the_same_rows_never_deadlock(pg_url):
-    """Acks have their own connection and transaction (pg_engine._ack_run), beside the heartbeat's lease
+    """Acks have their own connection and transaction (store/postgres/acks.py), beside the heartbeat's lease
     renewals and the releases of closing connections: all three lock rows in id order, so they queue
     behind each other. (With the acks' rows locked in the order the ids came, this test saw deadlocks.)"""
     import random
@@ -157,7 +157,7 @@ async def test_acks_renewals_and_releases_over_the_same_rows_never_deadlock(pg_u
 async def test_generals_counters_add_up_across_nodes_and_its_hop_limit_still_holds(server):
     """Seed 004: a party's hop limit, here in General, fed by agents on two nodes. A batch where no person
     writes in General reads its row without a lock and adds its agents' messages to the counters in its
-    write (pg_engine._Contended): no increment is lost between the nodes, and near the limit the batch is
+    write (store/postgres/writer_store.py, Contended): no increment is lost between the nodes, and near the limit the batch is
     decided again with the row locked, so exactly the allowed number of hops wake anyone."""
     other = await server.node()
     url_b = f"ws://127.0.0.1:{other.port}/"
@@ -565,25 +565,25 @@ async def test_assignment_on_one_node_scores_an_agent_silent_on_another_as_offli
 
 
 async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(server, pg_url):
-    """ygg_server/pg_engine.py (`_leave`): "An author's later sends are left with its first one, so each
+    """ygg_server/writer/batch.py (`Batch.run`) and loop.py: "An author's later sends are left with its first one, so each
     participant's sends are still decided in the order they came". So too when a batch failed and is
     decided again one send at a time: a send left for a topic another node holds keeps its author's later
     sends behind it (each was decided alone, and the later one went first)."""
-    engine = server.gw.engine
-    write, failed = engine._write, []
+    store = server.gw.engine.store
+    write, failed = store.write, []
 
-    async def fail_once(w, now, out):
-        if not failed and w.decisions:
+    async def fail_once(outcome):
+        if not failed and outcome.decisions:
             failed.append(True)
             raise RuntimeError("a batch that fails, to be split")
-        return await write(w, now, out)
+        return await write(outcome)
 
     try:
         await _sends_while_another_node_holds_a_topic(
-            server, pg_url, before=lambda: setattr(engine, "_write", fail_once),
+            server, pg_url, before=lambda: setattr(store, "write", fail_once),
             while_held=lambda: failed or pytest.fail("the batch was not split"))
     finally:
-        engine._write = write
+        store.write = write
 
 
 async def test_a_topic_event_from_another_node_reaches_every_follower_of_a_general_topic(server):
@@ -801,18 +801,19 @@ async def test_a_workspace_deleted_while_a_batch_writes_in_it_leaves_nothing_beh
 
     sent = [await before(one)]
     other, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url)
-    engine, write = server.gw.engine, server.gw.engine._write
+    store = server.gw.engine.store
+    write = store.write
     loaded, release = asyncio.Event(), asyncio.Event()
 
-    async def held_write(w, now, out):  # the batch, its rows loaded and locked, waits here before writing
-        if w.decisions and not release.is_set():
+    async def held_write(outcome):  # the batch, its rows loaded and locked, waits here before writing
+        if outcome.decisions and not release.is_set():
             loaded.set()
             await release.wait()
-        return await write(w, now, out)
+        return await write(outcome)
 
     try:
         # the batch first: it holds workspace one while the delete starts
-        engine._write = held_write
+        store.write = held_write
         send = asyncio.ensure_future(alice.send(workspace=one, topic="new", title="During", to=["helper"], text="1"))
         await asyncio.wait_for(loaded.wait(), 10)
         delete = asyncio.ensure_future(asyncio.to_thread(admin.delete_workspace, other, one))
@@ -822,7 +823,7 @@ async def test_a_workspace_deleted_while_a_batch_writes_in_it_leaves_nothing_beh
         assert reply["op"] == "sent", reply
         assert (await asyncio.wait_for(delete, 10))["deleted"]
         assert _left_of(watcher, one, [sent[0], reply["message"]["id"]]) == {}
-        engine._write = write
+        store.write = write
 
         # the delete first: a batch in workspace two comes while it is not yet committed (this node has seen
         # every change before it: the version the batch reads first is not the delete's)
@@ -838,7 +839,7 @@ async def test_a_workspace_deleted_while_a_batch_writes_in_it_leaves_nothing_beh
         assert reply["op"] == "refused" and reply["reason"] == "unknown_workspace", reply
         assert _left_of(watcher, two, [sent[1]]) == {}
     finally:
-        engine._write = write
+        store.write = write
         release.set()
         other.close()
         watcher.close()

@@ -16,7 +16,7 @@ import pytest
 
 from ygg_server.ops import admin
 from ygg_server.client import Client
-from ygg_server.engine import Engine
+from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 from ygg_tui.app import make_app

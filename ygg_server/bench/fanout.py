@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..engine import Engine, Published
+from ..compose import on_sqlite
+from ..writer import Published
 from ..net.gateway import Conn, Gateway, Limits
 from ..store import sqlite as db
 
@@ -33,7 +34,7 @@ def _conn(gw: Gateway, pid: str, ws: str) -> Conn:
 def _measure(n: int, rounds: int) -> tuple[float, float]:
     """(µs per published batch, per presence change) with `n` other connections open."""
     with tempfile.TemporaryDirectory() as tmp:
-        engine = Engine(db.db_path(Path(tmp)))
+        engine = on_sqlite(db.db_path(Path(tmp)))
         try:
             gw = Gateway(engine, Limits(outgoing=10**9))
             engine.events = True

@@ -697,7 +697,7 @@ def _persisted(where: Path | str) -> int:
 
 
 _IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait (threading",
-                "read (ygg_server/engine_process")
+                "read (ygg_server/writer/process")
 _CATEGORIES = (  # the first that matches, from the innermost frame out
     ("permessage-deflate", "permessage_deflate"), ("SQLite (store)", "sqlite.py:"),
     ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol/"),
@@ -718,7 +718,7 @@ def profile_summary(path: Path) -> list[tuple[str, str, float]]:
         if "Engine._run" in frames[-1] and "engine.py" in frames[-1]:
             continue  # the writer waiting on its queue
         head = ";".join(frames[:2])  # (with --subprocesses, the process comes first, then the thread)
-        thread = "writer" if "ygg-writer" in head or any("_child (ygg_server/engine_process.py" in f for f in frames) \
+        thread = "writer" if "ygg-writer" in head or any("_child (ygg_server/writer/process.py" in f for f in frames) \
             else "main" if "MainThread" in head else "other"
         cat = next((name for f in reversed(frames[1:]) for name, pat in _CATEGORIES if pat in f), "other")
         counts[(thread, cat)] += int(n)

@@ -9,7 +9,7 @@ What changes from the embedded gateway (`gateway.Gateway`, which this extends):
   per node runs the claims of all its agents, one transaction a round. Leases are renewed while
   a connection lives, returned when it closes, and run out when its node dies.
 - **Announcements** (§28): what a node commits is published to its own connections at once and
-  NOTIFYed to the others (`PgEngine._announce`); a node that hears that an agent connected to it
+  NOTIFYed to the others (the writer's WRITE statement); a node that hears that an agent connected to it
   has work claims it, a person's new deliveries are read and pushed, topic and balance events
   and monitored messages go to the followers connected here.
 - **Presence** (§26): each node keeps a row per participant it serves (`presence`) and a
@@ -34,8 +34,8 @@ from ..ops import auth, queries
 from .. import protocol
 from ..core import Kind
 from ..core import party as core_party
-from ..engine import Published
-from ..pg_engine import PgEngine, _fetch_conversations
+from ..store.postgres.writer_store import PgStore, fetch_conversations
+from ..writer import Published
 from ..store import postgres as pg
 from ..store import sqlite as db
 from .gateway import Conn, Gateway, Limits
@@ -124,8 +124,8 @@ class ClaimInbox:
 class Claimer:
     """Runs this node's claims: every agent inbox with work announced and room, one transaction a round."""
 
-    def __init__(self, engine: PgEngine, lease: float, parties=None):
-        self.engine = engine
+    def __init__(self, store: PgStore, lease: float, parties=None):
+        self.store = store
         self.lease = lease
         self.parties = parties  # async (claimed rows) -> {conversation: PartyView}: what agents are shown
         self.pending: dict[str, ClaimInbox] = {}
@@ -137,7 +137,7 @@ class Claimer:
 
     def holder(self) -> str:
         """A lease holder id: this node, one of its connections."""
-        return f"{self.engine.node}/{next(self._count)}"
+        return f"{self.store.node}/{next(self._count)}"
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
@@ -169,7 +169,7 @@ class Claimer:
     async def _release(self, holder: str, participant: str) -> None:
         """A connection closed: its leases return, and whoever else serves the agent is told."""
         try:
-            async with self.engine.pool.acquire() as c:
+            async with self.store.pool.acquire() as c:
                 async with c.transaction():
                     rows = await c.fetch(pg.RELEASE_DELIVERIES, holder)
                     if rows:
@@ -207,7 +207,7 @@ class Claimer:
         neither, and the context left over is not leased (store/postgres/, CLAIM_WAKES)."""
         now = now_us()
         until = now + int(self.lease * 1e6)
-        async with self.engine.pool.acquire() as c, c.transaction():
+        async with self.store.pool.acquire() as c, c.transaction():
             wakes = await c.fetch(  # (a wake's context in bytes at most: UTF-8 takes 4 a character at most)
                 pg.CLAIM_WAKES, [ib.participant for ib, _, _ in asks], [s.holder for _, s, _ in asks],
                 [n for _, _, n in asks], now, until, paging.PAGE, 4 * paging.MAX_CONTEXT)
@@ -267,20 +267,20 @@ def carried(wakes: list, waiting: list[tuple]) -> tuple[list[int], list[str], li
 class PgGateway(Gateway):
     """A gateway node on PostgreSQL (`ygg-server serve --db postgresql://…`)."""
 
-    def __init__(self, engine: PgEngine, limits: Limits | None = None):
+    def __init__(self, engine, limits: Limits | None = None):
+        self.store: PgStore = engine.store  # the writer's store: its pool, node, listener
         super().__init__(engine, limits)
-        self.engine: PgEngine = engine
-        self.claimer = Claimer(engine, engine.lease, self._party_views)
+        self.claimer = Claimer(self.store, self.store.lease, self._party_views)
         self._views: dict[str, tuple[tuple, Any]] = {}  # conversation -> ((members, lead), PartyView)
         self._dirs: dict[str, Any] = {}  # workspace -> Directory, for party views; dropped by every rescan
-        self.beat = min(max(engine.lease / 3, 0.2), 5.0)  # heartbeat, lease renewal, expired-lease sweep
-        self.node_timeout = engine.node_timeout = 4 * self.beat  # a node silent this long is gone
-        engine.presence_timeout = self.limits.presence_timeout  # an agent silent this long is offline (scoring)
+        self.beat = min(max(self.store.lease / 3, 0.2), 5.0)  # heartbeat, lease renewal, expired-lease sweep
+        self.node_timeout = self.store.node_timeout = 4 * self.beat  # a node silent this long is gone
+        self.store.presence_timeout = self.limits.presence_timeout  # an agent silent this long is offline (scoring)
         self._tasks: set[asyncio.Task] = set()
-        engine.on_notify = self._remote
+        self.store.on_notify = self._remote
 
     def _connect(self):
-        return pg.SyncConnection(self.engine.url, self.engine.prepared)
+        return pg.SyncConnection(self.store.url, self.store.prepared)
 
     # --- lifecycle ---
 
@@ -301,14 +301,14 @@ class PgGateway(Gateway):
         await self.claimer.stop()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
-        if self.engine.pool is not None:
+        if self.store.pool is not None:
             try:
-                async with self.engine.pool.acquire() as c:
-                    await c.execute("DELETE FROM presence WHERE node = $1", self.engine.node)
-                    await c.execute("DELETE FROM nodes WHERE id = $1", self.engine.node)
+                async with self.store.pool.acquire() as c:
+                    await c.execute("DELETE FROM presence WHERE node = $1", self.store.node)
+                    await c.execute("DELETE FROM nodes WHERE id = $1", self.store.node)
             except Exception:
                 log.exception("could not sign this node off")
-        await super().close()  # the engine (PgEngine.stop) and the reader and admin connections
+        await super().close()  # the engine (the writer's store) and the reader and admin connections
 
     def _spawn(self, coro) -> None:
         t = asyncio.ensure_future(coro)
@@ -406,7 +406,7 @@ class PgGateway(Gateway):
     async def _people(self, first: dict[str, int]) -> None:
         """People connected here with new deliveries from another node: read them, push them."""
         pids = sorted(first)
-        async with self.engine.pool.acquire() as c:
+        async with self.store.pool.acquire() as c:
             rows = await c.fetch(
                 """SELECT d.id, d.recipient, d.wake, d.reason, m.body
                    FROM unnest($1::text[], $2::bigint[]) AS r(who, since)
@@ -426,17 +426,17 @@ class PgGateway(Gateway):
     async def _relay(self, topics: list, balances: list, messages: list) -> None:
         """Topic and balance events, and monitored messages, committed by another node."""
         out = Published(balances=balances)
-        async with self.engine.pool.acquire() as c:
+        async with self.store.pool.acquire() as c:
             if topics:
                 rows = await c.fetch("SELECT state FROM topics WHERE id = ANY($1::text[])", [t for _, t in topics])
                 out.topics = [db.decode_topic(r[0]) for r in rows]
                 # who may see each (Gateway._readers): its conversation, read here when this node has not seen it
-                seen = self.engine.conversations
+                seen = self.store.conversations
                 followed = self.following.followed()
                 unseen = sorted({t.conversation for t in out.topics if t.workspace in followed
                                  and t.conversation not in seen.get(t.workspace, {})})
                 if unseen:
-                    out.conversations = await _fetch_conversations(c, unseen)
+                    out.conversations = await fetch_conversations(c, unseen)
             if messages:
                 ids = [m for _, m in messages]
                 rows = await c.fetch("SELECT id, body, seq FROM messages WHERE id = ANY($1::text[]) ORDER BY seq", ids)
@@ -467,14 +467,14 @@ class PgGateway(Gateway):
         """Record this node's part; tell everyone only on the first connection anywhere / the last one."""
         now = now_us()
         try:
-            async with self.engine.pool.acquire() as c:
+            async with self.store.pool.acquire() as c:
                 if online:
                     await c.execute(
                         """INSERT INTO presence (node, participant, kind, last_seen) VALUES ($1, $2, $3, $4)
                            ON CONFLICT (node, participant) DO UPDATE SET last_seen = excluded.last_seen""",
-                        self.engine.node, pid, kind, now)
+                        self.store.node, pid, kind, now)
                 else:
-                    await c.execute("DELETE FROM presence WHERE node = $1 AND participant = $2", self.engine.node, pid)
+                    await c.execute("DELETE FROM presence WHERE node = $1 AND participant = $2", self.store.node, pid)
                 elsewhere = await self._elsewhere(c, [pid], now)
                 if (pid in self.conns) != online or elsewhere:
                     return  # it came back (or went) meanwhile, or it is still connected to another node
@@ -487,11 +487,11 @@ class PgGateway(Gateway):
     async def _notify_presence(self, c, pid: str, online: bool, workspaces: frozenset[str]) -> None:
         """Tell the other nodes that `pid` came or went in `workspaces` (their `_remote` tells their followers)."""
         await c.execute("SELECT pg_notify($1, $2)", pg.CHANNEL, msgspec.json.encode(
-            {"n": self.engine.node, "p": [pid, online, sorted(workspaces)]}).decode())
+            {"n": self.store.node, "p": [pid, online, sorted(workspaces)]}).decode())
 
     async def _elsewhere(self, c, ids: list[str], now: int) -> set[str]:
         """Those of `ids` online through another node (an agent silent there for presence_timeout is not)."""
-        return await pg.present_elsewhere(c, ids, self.engine.node, now, self.node_timeout,
+        return await pg.present_elsewhere(c, ids, self.store.node, now, self.node_timeout,
                                           self.limits.presence_timeout)
 
     def _joined(self, pid: str, workspaces: frozenset[str]) -> None:
@@ -501,7 +501,7 @@ class PgGateway(Gateway):
 
     async def _announce_joined(self, pid: str, workspaces: frozenset[str]) -> None:
         try:
-            async with self.engine.pool.acquire() as c:
+            async with self.store.pool.acquire() as c:
                 await self._notify_presence(c, pid, True, workspaces)
         except Exception:
             log.exception("presence of %s in a joined workspace not told to the other nodes", pid)
@@ -510,17 +510,17 @@ class PgGateway(Gateway):
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]
         ids = [m["id"] for m in members]
         now = now_us()
-        async with self.engine.pool.acquire() as c:
+        async with self.store.pool.acquire() as c:
             elsewhere = await self._elsewhere(c, ids, now)
         return {"op": "presence", "ref": ref, "online": {i: self.online(i) or i in elsewhere for i in ids}}
 
     async def _present(self, conn: Conn, frame: dict) -> frozenset[str]:
         """This node's online connections and the workspace's agents online through another live node, as
-        `PgEngine` scores a send (explain_assignment)."""
+        the writer scores a send (explain_assignment)."""
         here = await super()._present(conn, frame)
         members = (await self.read(queries.list_members, conn.participant, frame))["members"]
         ids = [m["id"] for m in members if m["kind"] == "agent" and m["id"] not in here]
-        async with self.engine.pool.acquire() as c:
+        async with self.store.pool.acquire() as c:
             return here | await self._elsewhere(c, ids, now_us())
 
     # --- the heartbeat: this node lives, its leases hold, expired leases are claimed again ---
@@ -545,20 +545,20 @@ class PgGateway(Gateway):
                 if h is not None:
                     holders.append(h)
                 seen[pid] = max(seen.get(pid, 0), now - int((mono - c.last_seen) * 1e6))
-        async with self.engine.pool.acquire() as c:
-            await c.execute("UPDATE nodes SET heartbeat_at = $2 WHERE id = $1", self.engine.node, now)
+        async with self.store.pool.acquire() as c:
+            await c.execute("UPDATE nodes SET heartbeat_at = $2 WHERE id = $1", self.store.node, now)
             if holders:
-                await c.execute(pg.RENEW_DELIVERIES, holders, now + int(self.engine.lease * 1e6))
+                await c.execute(pg.RENEW_DELIVERIES, holders, now + int(self.store.lease * 1e6))
             if seen:
                 ps = sorted(seen)
                 await c.execute(
                     """UPDATE presence p SET last_seen = s.at FROM unnest($2::text[], $3::bigint[]) AS s(who, at)
-                       WHERE p.node = $1 AND p.participant = s.who""", self.engine.node, ps, [seen[p] for p in ps])
+                       WHERE p.node = $1 AND p.participant = s.who""", self.store.node, ps, [seen[p] for p in ps])
             gone = now - int(self.node_timeout * 1e6)
             await c.execute("DELETE FROM presence WHERE node IN (SELECT id FROM nodes WHERE heartbeat_at < $1)", gone)
             await c.execute("DELETE FROM nodes WHERE heartbeat_at < $1", now - 86_400_000_000)
         for inbox in list(self.inboxes.values()):
             if isinstance(inbox, ClaimInbox) and inbox.roomiest() is not None:
                 self.claimer.want(inbox)  # leases of a vanished node ran out: claim them
-        if await self.engine.relisten():
+        if await self.store.relisten():
             await self._rescan()  # announcements may have been missed while the listener was down

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import secrets
 import sqlite3
 import threading
 import time
@@ -25,8 +26,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from ..ops import admin, auth, guidance, permissions, queries
 from .. import protocol
 from ..core import POOL, Kind
-from ..engine import Engine, Published
-from ..engine_process import WriterGone
+from ..writer import Published
+from ..writer.process import WriterGone
 from ..store import sqlite as db
 from .feed import Feed
 from .inbox import Inbox, Item, Reader
@@ -190,7 +191,7 @@ class Conn:
 
 
 class Gateway:
-    def __init__(self, engine: Engine, limits: Limits | None = None):
+    def __init__(self, engine, limits: Limits | None = None):
         self.engine = engine
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
@@ -388,7 +389,9 @@ class Gateway:
             return False
         if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
-            token, expires = await self.engine.submit("session", pid, expires, key)
+            token, row = auth.session_row(pid, self.engine.clock(), expires, secrets.token_urlsafe(32))
+            await self.engine.submit("session", row, key)
+            expires = row[2]
             if renew and await self.read(auth.session_participant, token, time.time_ns() // 1000) is None:
                 conn.push(protocol.error(ref, "unauthenticated", await self.read(auth.ended, pid)))
                 return False  # (`_attach` checks this for a new connection)

@@ -63,19 +63,29 @@ def key_id(key) -> str | None:
 
 def new_session(conn: sqlite3.Connection, participant: str, now: int, lifetime: int,
                 key: str | None = None) -> tuple[str, int]:
-    """A session for `participant`. With `key` (the id of the API key an agent signed in with), the row is
-    written only while that key is still the agent's, unrevoked: a key rotated or revoked after it was checked
-    opens no session (the gateway finds none as it attaches the connection). PostgreSQL: the agent's row is
-    locked (FOR SHARE), so a rotation not yet committed is waited for and judged after."""
-    token = f"{TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
-    expires = now + lifetime
-    row = (_digest(token), participant, expires, now)
+    """A session for `participant` (`session_row`, written by `insert_session`)."""
+    token, row = session_row(participant, now, lifetime, secrets.token_urlsafe(32))
+    insert_session(conn, row, key)
+    return token, row[2]
+
+
+def session_row(participant: str, now: int, lifetime: int, secret: str) -> tuple[str, tuple]:
+    """A new session's token and the row that stores it (its digest, never the token)."""
+    token = f"{TOKEN_PREFIX}_{secret}"
+    return token, (_digest(token), participant, now + lifetime, now)
+
+
+def insert_session(conn, row: tuple, key: str | None = None) -> None:
+    """With `key` (the id of the API key an agent signed in with), the row is written only while that key is still
+    the agent's, unrevoked: a key rotated or revoked after it was checked opens no session (the gateway finds none as
+    it attaches the connection). PostgreSQL: the agent's row is locked (FOR SHARE), so a rotation not yet committed
+    is waited for and judged after."""
     if key is None:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
     else:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
-                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + db.row_lock(conn), (*row, participant, key))
-    return token, expires
+                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + db.row_lock(conn),
+                     (*row, row[1], key))
 
 
 def session_participant(conn: sqlite3.Connection, token: str, now: int) -> tuple[str, int] | None:

@@ -23,6 +23,7 @@ from ...core import (
 from ...core.lifecycle import unfunded
 from ...core.model import Fitness
 from ..schema import MIGRATIONS
+from ..writeset import WriteSet, wallet_key
 
 _topic_enc = msgspec.json.Encoder()
 _topic_dec = msgspec.json.Decoder(Topic)
@@ -330,11 +331,6 @@ def open_opened(conn: sqlite3.Connection, agent: str) -> int:
     return conn.execute("SELECT count(*) FROM topics WHERE opener = ? AND status != 'closed'", (agent,)).fetchone()[0]
 
 
-def wallet_key(workspace: str, account: str) -> tuple[str, str]:
-    """An agent has one wallet wherever it appears (one identity); each workspace has its pool."""
-    return (workspace, account) if account == POOL else ("*", account)
-
-
 def balance(conn: sqlite3.Connection, workspace: str, account: str) -> int | None:
     row = conn.execute(
         "SELECT balance FROM wallets WHERE workspace = ? AND account = ?", wallet_key(workspace, account)
@@ -400,52 +396,23 @@ def apply(conn: sqlite3.Connection, d: Decision, now: int, workspace: str,
 
 def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, str | None, str | None]]) -> list[Stored]:
     """Write decisions (each with its time, org and month), in order, as if one by one; return their
-    delivery rows, in id order. The caller holds the transaction.
+    delivery rows, in id order. The caller holds the transaction."""
+    return write(conn, WriteSet.of(decisions))
 
-    Rows that several decisions change are written once: a conversation or a topic in its last state,
-    a wallet or a month's usage by the sum of the deltas, a flag as last set. Messages, deliveries and
-    ledger entries are inserted in the decisions' order, each kind in one `executemany`."""
-    convs: dict[str, tuple[Conversation, int]] = {}
-    topics: dict[str, tuple[Topic, int]] = {}
-    msgs: list[Message] = []
-    seen: set[str] = set()
-    dl: list[tuple[Message, object]] = []
-    ledger: list[tuple] = []
-    deltas: dict[tuple[str, str], int] = {}
-    usage: dict[tuple[str, str], int] = {}
-    flags: dict[tuple[str, str], bool] = {}
-    for d, now, org, month in decisions:
-        if d.conversation is not None:
-            convs[d.conversation.id] = (d.conversation, now)
-        for t in d.topics:
-            topics[t.id] = (t, now)
-        for r in d.routed:
-            m = r.message
-            if m.id in seen:
-                continue  # a notice decided twice (same derived id): one row, one set of deliveries
-            seen.add(m.id)
-            if m.notice is not None and conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone():
-                continue  # ... also when the first was written by an earlier batch (only notices have derived ids)
-            msgs.append(m)
-            dl += [(m, x) for x in r.deliveries]
-        for e in d.ledger:
-            key = wallet_key(e.workspace, e.account)
-            deltas[key] = deltas.get(key, 0) + e.delta
-            ledger.append((e.workspace, e.account, e.delta, e.cause, now))
-        for f in d.flags:
-            flags[(f.name, f.agent)] = f.on
-        if d.usage and org is not None:
-            usage[(org, month)] = usage.get((org, month), 0) + d.usage
+
+def write(conn, w: WriteSet) -> list[Stored]:
+    """Write a batch's rows (store/writeset.py), each kind in one `executemany`; return the delivery rows, in id
+    order. A notice's message (a derived id) already stored by an earlier batch is not stored again."""
     many = conn.executemany if isinstance(conn, sqlite3.Connection) else (
         lambda sql, rows: [conn.execute(sql, r) for r in rows])
-    if convs:
+    if w.conversations:
         many(
             """INSERT INTO conversations (id, workspace, kind, name, members, created_at, party) VALUES (?,?,?,?,?,?,?)
                ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party""",
             [(c.id, c.workspace, c.kind, c.name, msgspec.json.encode(sorted(c.members)).decode(), now, party_json(c))
-             for c, now in convs.values()],
+             for c, now in w.conversations.values()],
         )
-    if topics:
+    if w.topics:
         many(
             """INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at,
                                    waits_funds)
@@ -453,8 +420,10 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
                ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
                state = excluded.state, updated_at = excluded.updated_at, waits_funds = excluded.waits_funds""",
             [(t.id, t.workspace, t.conversation, t.opener, t.status, next_due(t), encode_topic(t), t.created_at, now,
-              waits_funds(t)) for t, now in topics.values()],
+              waits_funds(t)) for t, now in w.topics.values()],
         )
+    msgs = [m for m in w.messages
+            if m.notice is None or not conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()]
     out: list[Stored] = []
     if msgs:
         seqs = _insert(conn, """INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body,
@@ -462,29 +431,30 @@ def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, st
                        [(m.id, m.workspace, m.conversation, m.topic, m.author, m.type, m.text, _topic_enc.encode(m),
                          m.created_at) for m in msgs])
         seq = {id(m): s for m, s in zip(msgs, seqs)}
-    if dl:
-        ids = _insert(conn, "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)",
-                      [(m.id, seq[id(m)], x.recipient, int(x.wake), x.reason) for m, x in dl])
-        out = [Stored(i, x.recipient, x.wake, x.reason, m) for i, (m, x) in zip(ids, dl)]
-    if deltas:
+        dl = [(m, x) for m, x in w.deliveries if id(m) in seq]
+        if dl:
+            ids = _insert(conn, "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)",
+                          [(m.id, seq[id(m)], x.recipient, int(x.wake), x.reason) for m, x in dl])
+            out = [Stored(i, x.recipient, x.wake, x.reason, m) for i, (m, x) in zip(ids, dl)]
+    if w.deltas:
         many(
             """INSERT INTO wallets (workspace, account, balance) VALUES (?,?,?)
                ON CONFLICT (workspace, account) DO UPDATE SET balance = balance + excluded.balance""",
-            [(*k, v) for k, v in deltas.items()],
+            [(*k, v) for k, v in w.deltas.items()],
         )
-        many(
-            "INSERT INTO ledger (workspace, account, delta, cause, created_at) VALUES (?,?,?,?,?)", ledger)
-    on = [k for k, v in flags.items() if v]
-    off = [k for k, v in flags.items() if not v]
+        many("INSERT INTO ledger (workspace, account, delta, cause, created_at) VALUES (?,?,?,?,?)",
+             [(e.workspace, e.account, e.delta, e.cause, now) for e, now in w.ledger])
+    on = [k for k, v in w.flags.items() if v]
+    off = [k for k, v in w.flags.items() if not v]
     if on:
         many("INSERT OR IGNORE INTO flags (workspace, name, agent) VALUES ('*',?,?)", on)
     if off:
         many("DELETE FROM flags WHERE workspace = '*' AND name = ? AND agent = ?", off)
-    if usage:
+    if w.usage:
         many(
             """INSERT INTO usage (org, month, count) VALUES (?,?,?)
                ON CONFLICT (org, month) DO UPDATE SET count = count + excluded.count""",
-            [(*k, v) for k, v in usage.items()],
+            [(*k, v) for k, v in w.usage.items()],
         )
     return out
 

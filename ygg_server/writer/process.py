@@ -1,9 +1,9 @@
-"""The single writer in its own process, so the event loop and SQLite each have a core.
+"""The SQLite writer in its own process, so the event loop and SQLite each have a core.
 
-`Engine` runs its batches on a thread, which shares the interpreter lock with the
-event loop: on one core's worth of Python they take turns. `EngineProcess` has the
-same face for the gateway (`start`, `submit`, `present`, `aclose`) and runs an
-`Engine` in a child process instead. What crosses between them is framed by length
+On a thread (`runners.ThreadRunner`) the writer shares the interpreter lock with the
+event loop: on one core's worth of Python they take turns. `WriterProcess` has the
+same face for the gateway (`start`, `submit`, `present`, `aclose`) and runs the writer
+(the thread runner's loop, over the SQLite store) in a child process instead. What crosses between them is framed by length
 on a socket pair, in MessagePack (pickle for what MessagePack cannot hold, such as
 an integer wider than 64 bits in a client's `ref`):
 
@@ -38,13 +38,15 @@ from typing import Any, Callable
 
 import msgspec
 
-from .core import Conversation, Message, Topic
-from .core.party import PartyView
-from .engine import MAX_BATCH, Engine, Published, _Command
-from .gcpolicy import calm_gc
-from .store.sqlite import Stored
+from ..core import Conversation, Message, Topic
+from ..core.party import PartyView
+from ..gcpolicy import calm_gc
+from ..store.sqlite import Stored
+from .commands import Command
+from .loop import MAX_BATCH, Published, Writer
+from .runners import ThreadRunner, now_us
 
-log = logging.getLogger("ygg.engine")
+log = logging.getLogger("ygg.writer")
 _LEN = struct.Struct("!I")
 # an answer's kind: the command's result, or the error it ended with (as words): a ValueError or TypeError
 # (the gateway answers those `bad_frame`, as on a thread), or any other
@@ -55,7 +57,7 @@ class _Batch(msgspec.Struct, array_like=True, gc=False):
     """One committed batch as it crosses to the parent."""
 
     answers: list[tuple[int, int, Any]]  # (seq, _RESULT, result) or (seq, _FAILED or _BAD, the error in words)
-    messages: list[Message] = []  # every message stored (engine.Published.messages), then any other delivered
+    messages: list[Message] = []  # every message stored (Published.messages), then any other delivered
     stored: int = 0  # how many of `messages` were stored in this batch
     deliveries: list[tuple[int, str, bool, str | None, int]] = []  # (id, recipient, wake, reason, message index)
     topics: list[Topic] = []
@@ -142,9 +144,12 @@ class WriterFailed(RuntimeError):
     """The command failed in the writer (its words: the exception's type and message); nothing of it stands."""
 
 
-class EngineProcess:
-    def __init__(self, path):
+class WriterProcess:
+    clock = staticmethod(now_us)  # (the child's writer reads the same clock)
+
+    def __init__(self, path, store: Callable):
         self.path = path
+        self._store = store  # the SQLite store's class: the child makes one on `path`
         self._present: set[str] = set()
         self._events = False
         self._seq = 0
@@ -169,7 +174,7 @@ class EngineProcess:
         ours, theirs = socket.socketpair()
         ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads and an event loop
         try:
-            proc = ctx.Process(target=_child, args=(self.path, theirs), name="ygg-writer", daemon=True)
+            proc = ctx.Process(target=_child, args=(self.path, self._store, theirs), name="ygg-writer", daemon=True)
             proc.start()
         except BaseException:
             ours.close()
@@ -327,9 +332,9 @@ class EngineProcess:
 
 
 class _Frames(asyncio.Protocol):
-    """The child's frames, each handed to the EngineProcess as it completes."""
+    """The child's frames, each handed to the WriterProcess as it completes."""
 
-    def __init__(self, owner: EngineProcess):
+    def __init__(self, owner: WriterProcess):
         self.owner = owner
         self.buf = bytearray()
 
@@ -343,23 +348,24 @@ class _Frames(asyncio.Protocol):
 
 # --- the child ---
 
-def _child(path, sock: socket.socket) -> None:
-    """Run an Engine on `path`: read commands, decide and commit them in batches, send the answers."""
+def _child(path, make_store: Callable, sock: socket.socket) -> None:
+    """Run the writer on `path`: read commands, decide and commit them in batches, send the answers."""
     logging.basicConfig(level=os.environ.get("YGG_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the server's to handle: it closes our socket
-    engine = Engine(path)
+    engine = ThreadRunner(Writer(make_store(path, now_us), now_us))
+    store = engine.store
     calm_gc()
     sock.setblocking(True)
     reader = _Reader(sock)
-    todo: deque[_Command] = deque()
+    todo: deque[Command] = deque()
     try:
         while True:
-            wait = 0.0 if todo else engine.idle_seconds()
+            wait = 0.0 if todo else store.idle_seconds()
             if not reader.read(wait, engine, todo):
                 break
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
-            answers, out = engine.tick(batch)
+            answers, _, out = engine.tick(batch)  # (SQLite leaves no command for later)
             if answers or out is not None:  # (an idle tick that only looked at the timers says nothing)
                 _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out,  # future: seq
                         engine.events)
@@ -370,7 +376,7 @@ def _child(path, sock: socket.socket) -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass
     finally:
-        engine.stop()
+        store.close()
 
 
 class _Reader:
@@ -378,7 +384,7 @@ class _Reader:
         self.sock = sock
         self.buf = bytearray()
 
-    def read(self, wait: float, engine: Engine, todo: deque) -> bool:
+    def read(self, wait: float, engine: ThreadRunner, todo: deque) -> bool:
         """Take in what has arrived (waiting up to `wait` s for the first bytes); False once the parent is gone."""
         ready, _, _ = select.select([self.sock], [], [], wait)
         if not ready:
@@ -395,12 +401,12 @@ class _Reader:
         self._take(engine, todo)
         return True
 
-    def _take(self, engine: Engine, todo: deque) -> None:
+    def _take(self, engine: ThreadRunner, todo: deque) -> None:
         def take(items: list) -> None:
             for item in items:
                 if item[0] == "cmd":
                     _, seq, kind, args = item
-                    todo.append(_Command(kind, tuple(args), seq, None))
+                    todo.append(Command(kind, tuple(args), seq, None))
                 elif item[0] == "present":
                     _, came, went = item
                     if went is None:  # everyone, as a new writer starts
@@ -418,11 +424,3 @@ def _answer(sock: socket.socket, answers: list, out: Published | None, events: b
     if out is not None and not events:  # nobody follows a workspace: no topic or balance events to hand over
         out.topics, out.balances, out.conversations = [], [], {}
     sock.sendall(_pack(_to_wire(answers, out)))
-
-
-def engine_for(path, *, process: bool | None = None) -> Any:
-    """The SQLite writer for `serve`: in its own process, or on a thread beside the loop
-    (None: as $YGG_WRITER says, "process" unless it says "thread")."""
-    if process is None:
-        process = os.environ.get("YGG_WRITER", "process") != "thread"
-    return EngineProcess(path) if process else Engine(path)

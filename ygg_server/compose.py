@@ -1,0 +1,36 @@
+"""The composition root: which store the writer runs over, and where its loop runs.
+
+`ygg-server serve`, `ygg --local`, the benchmarks and the tests build their writer here, so a store
+adapter is named in one place: SQLite (`store.sqlite.writer_store`) or PostgreSQL
+(`store.postgres.writer_store`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import idempotency
+from .writer import TaskRunner, ThreadRunner, Writer, now_us
+
+
+def on_sqlite(path, *, clock=now_us, idempotency_window: int = idempotency.WINDOW_US,
+              process: bool | None = False) -> Any:
+    """The SQLite writer: in its own process, or on a thread beside the loop (None: as $YGG_WRITER says,
+    "process" unless it says "thread")."""
+    from .store.sqlite.writer_store import SqliteStore
+
+    if process is None:
+        process = os.environ.get("YGG_WRITER", "process") != "thread"
+    if process:
+        from .writer.process import WriterProcess
+
+        return WriterProcess(path, SqliteStore)
+    return ThreadRunner(Writer(SqliteStore(path, clock, idempotency_window), clock))
+
+
+def on_postgres(url: str, *, clock=now_us, **store_kw) -> TaskRunner:
+    """The PostgreSQL writer: a task on the event loop, for one of several nodes."""
+    from .store.postgres.writer_store import PgStore
+
+    return TaskRunner(Writer(PgStore(url, clock=clock, **store_kw), clock))

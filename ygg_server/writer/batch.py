@@ -1,0 +1,359 @@
+"""Decide one batch against its snapshot, in arrival order (pure: no I/O).
+
+Each command is judged against the snapshot as the commands before it left it: every decision is
+folded into `snap.state` at once (core.state). The outcome holds each command's answer, the
+decisions to write, the other rows to write (acks, idempotency replies, profiles, settings,
+sessions) and what the gateway publishes after the COMMIT.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import msgspec
+
+from .. import protocol
+from ..core import POOL, Decision, Kind, Topic, View, decide, due, fund, next_due, plan_of
+from ..core import assign as core_assign, party as core_party, side as core_side
+from ..core.funding import set_budget as core_set_budget
+from ..core.lifecycle import unfunded
+from ..core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
+from ..protocol import names
+from ..store.port import Snapshot
+from ..store.sqlite import profile  # (a row codec)
+from .commands import Command
+from .plan import funded_account
+
+
+class CommandFailed(Exception):
+    """Deciding one command raised: the batch is decided again without it, and it is answered with the error."""
+
+    def __init__(self, index: int, error: BaseException):
+        super().__init__(f"command {index} failed: {error!r}")
+        self.index, self.error = index, error
+
+
+@dataclass(slots=True)
+class Outcome:
+    answers: dict[int, Any] = field(default_factory=dict)  # command index -> its answer
+    later: list[Command] = field(default_factory=list)  # left for the next batch (their topic is held elsewhere)
+    decisions: list[tuple[Decision, int, str | None, str | None]] = field(default_factory=list)  # (d, now, org, month)
+    idem: list[tuple[str, str, bytes, int]] = field(default_factory=list)  # (participant, client_id, reply, now)
+    acks: list[tuple[str, list[int], list[int]]] = field(default_factory=list)  # (participant, ids, ids retired)
+    profiles: list[tuple[str, str]] = field(default_factory=list)  # (agent, profile json)
+    settings: list[tuple[str, str]] = field(default_factory=list)  # (workspace, settings json)
+    sessions: list[tuple[tuple, str | None]] = field(default_factory=list)  # (row, key)
+    pools_charged: set[str] = field(default_factory=set)
+    catalog_changed: bool = False  # a profile changed: directories and party views are read again
+    # published after the COMMIT (the store fills deliveries and messages as it writes)
+    topics: list[Topic] = field(default_factory=list)
+    balances: list[tuple[str, str, int]] = field(default_factory=list)
+    conversations: dict = field(default_factory=dict)
+    parties: dict = field(default_factory=dict)
+    deliveries: list = field(default_factory=list)
+    messages: list = field(default_factory=list)
+
+
+# set_profile's text, read by other agents and people (rosters, lists, `capability:` sends): checked as names are
+_PROFILE_TEXT = {
+    "title": lambda v: names.clean_or_blank("job_title", v),
+    "description": lambda v: names.clean_text("description", v),
+    "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
+    "tools": lambda v: names.clean_each("tool", "tools", v),
+}
+_SETTINGS = {  # key: (lowest, highest) for whole-number settings
+    "party.maxHops": (0, MAX_HOPS_CEILING),
+    "party.throttleDirect": (1, MAX_HOPS_CEILING),
+    "party.throttleGroup": (1, MAX_HOPS_CEILING),
+}
+
+
+def party_limits(settings: dict) -> dict:
+    """The workspace's party settings as View fields (docs/rules.md, "Parties")."""
+    return {"max_hops": settings.get("party.maxHops", MAX_HOPS),
+            "throttle": (settings.get("party.throttleDirect", THROTTLE_DIRECT),
+                         settings.get("party.throttleGroup", THROTTLE_GROUP))}
+
+
+class Batch:
+    """One batch being decided: the snapshot, the clock's value, and the outcome so far."""
+
+    def __init__(self, snap: Snapshot, now: int, month: str, new_id: Callable[[], str] = protocol.new_id):
+        self.snap, self.state, self.now, self.month, self.new_id = snap, snap.state, now, month, new_id
+        self.out = Outcome()
+        self.idem: dict[tuple[str, str], bytes] = {}  # replies stored by this batch
+        self.wakes: dict[str, int] = {}  # this batch's wakes of the agents in snap.fitness
+
+    def run(self, cmds: list[Command]) -> Outcome:
+        held: set[str] = set()  # authors whose earlier send was left for later: so are their next ones
+        busy = self.snap.busy
+        for i, c in enumerate(cmds):
+            if c.kind == "send" and busy:
+                t = c.args[1].get("topic")
+                if c.args[0] in held or (isinstance(t, str) and t in busy):
+                    held.add(c.args[0])
+                    self.out.later.append(c)
+                    continue
+            try:
+                self.out.answers[i] = getattr(self, "_" + c.kind)(*c.args)
+            except Exception as e:
+                raise CommandFailed(i, e) from e
+        self._due()
+        return self.out
+
+    # --- applying a decision ---
+
+    def commit(self, d: Decision, ws: str, month: str | None) -> None:
+        """Fold a decision into the state, and note what it writes and publishes."""
+        snap, state, out = self.snap, self.state, self.out
+        org = snap.orgs.get(ws)
+        c = d.conversation
+        if c is not None and c.id in snap.party_views:  # a new Lead or new members: a new view (counters are not in it)
+            old = state.conversations.get(ws, {}).get(c.id)
+            if old is None or old.members != c.members or old.lead != c.lead:
+                del snap.party_views[c.id]
+        for r in d.routed:  # each conversation this decision delivers in, as its agents are shown it
+            cid = r.message.conversation
+            if r.deliveries and cid not in out.parties:
+                pv = snap.party_views.get(cid)
+                if pv is None:
+                    conv = c if c is not None and c.id == cid else state.conversations.get(ws, {}).get(cid)
+                    pv = snap.party_views[cid] = core_party.party_view(snap.directory(ws), conv)
+                out.parties[cid] = pv
+        for t in d.topics:
+            # who may see the topic's event (Gateway._readers): its conversation as it is now (a funding resumes an
+            # agent's topics in every workspace it is in: the store reads those it does not hold as it writes)
+            conv = c if c is not None and c.id == t.conversation else \
+                state.conversations.get(t.workspace, {}).get(t.conversation)
+            if conv is not None:
+                out.conversations[t.conversation] = conv
+        for e in d.ledger:
+            if e.account == POOL:
+                state.pools.setdefault(e.workspace, None)
+                out.pools_charged.add(e.workspace)
+            else:
+                state.wallets.setdefault(e.account, None)
+        counted = org[0] if d.usage and org and month else None
+        state.fold(d, counted, month)
+        out.topics += d.topics
+        for e in d.ledger:
+            out.balances.append((e.workspace, e.account, state.balance(e.workspace, e.account) or 0))
+        if snap.fitness:  # a later send to a capability in this batch counts these wakes in the load
+            for r in d.routed:
+                for x in r.deliveries:
+                    if x.wake and x.recipient in snap.fitness:
+                        self.wakes[x.recipient] = self.wakes.get(x.recipient, 0) + 1
+        out.decisions.append((d, self.now, org[0] if org else None, month))
+
+    def _plan_left(self, ws: str) -> int | None:
+        org = self.snap.orgs.get(ws)
+        if org is None:
+            return None
+        limit = plan_of(*org[1:]).messages_per_month
+        if limit is None:
+            return None
+        return max(0, limit - self.state.usage.get((org[0], self.month), 0))
+
+    # --- the commands ---
+
+    def _send(self, author: str, frame: dict) -> dict:
+        ref = frame.get("ref")
+        client_id = frame.get("client_id")
+        if client_id is not None:
+            if not isinstance(client_id, str) or not 0 < len(client_id) <= 200:
+                return protocol.error(ref, "bad_frame", "client_id must be a short string")
+            reply = self.idem.get((author, client_id)) or self.snap.idem.get((author, client_id))
+            if reply is not None:
+                return {**msgspec.json.decode(reply), "ref": ref, "duplicate": True}
+        ws = frame.get("workspace")
+        conv_ref = frame.get("conversation", "general")
+        if not isinstance(ws, str) or not isinstance(conv_ref, str):
+            return protocol.error(ref, "bad_frame", "workspace and conversation must be strings")
+        snap, state = self.snap, self.state
+        directory = snap.directory(ws)
+        if author not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        try:
+            post = protocol.to_post(frame, message_id=self.new_id(), author=author, workspace=ws)
+        except protocol.BadFrame as e:
+            return protocol.error(ref, "bad_frame", e.detail)
+        known = state.conversations.get(ws, {})
+        conv = directory.conversation(conv_ref, author, known)
+        topic = state.topics.get(post.topic) if post.topic and post.topic != "new" else None
+        if topic is not None and topic.workspace != ws:
+            topic = None  # another workspace's topic is answered like one that does not exist
+        agent = directory.participants[author].kind == Kind.AGENT
+        settings = snap.settings.get(ws) or {}
+        view = View(
+            directory, conv, topic,
+            open_opened=state.opened.get(author, 0) if agent else 0,
+            wallet=state.wallets.get(author) if agent else None,
+            pool=state.pools.get(ws) or 0 if agent else 0,
+            plan_left=self._plan_left(ws),
+            flags=frozenset(state.flags or ()),
+            new_conversation=conv is not None and conv.id not in known,
+            **party_limits(settings),
+            side=core_side.existing(conv, post.topic, known) if agent else None,
+        )
+        if any(r.startswith(core_assign.PREFIX) for r in post.to):
+            wakes = self.wakes
+            fitness = {a: msgspec.structs.replace(f, load=f.load + wakes[a]) if a in wakes else f
+                       for a, f in snap.fitness.items()}
+            view = msgspec.structs.replace(view, weights=core_assign.weights_of(settings.get("assign.weights")),
+                                           fitness=fitness)
+        d = decide(view, post, self.now)
+        self.commit(d, ws, self.month)
+        reply = protocol.answer(ref, d)
+        if client_id is not None and reply["op"] == "sent":
+            body = msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"})
+            self.idem[(author, client_id)] = body
+            self.out.idem.append((author, client_id, body, self.now))
+        return reply
+
+    def _fund(self, funder: str, ws: str, account: Any, amount: Any, ref: Any) -> dict:
+        directory = self.snap.directory(ws)
+        if funder not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        account = funded_account(directory, account)
+        topics = self.state.topics
+        paused = [topics.get(t.id, t) for t in self.snap.paused.get((ws, account), ())]
+        view = View(directory, None, flags=frozenset(self.state.flags or ()))
+        d = fund(view, funder, account, amount, tuple(t for t in paused if unfunded(t)), self.now, f"fund:{uuid.uuid4()}")
+        self.commit(d, ws, None)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+        return {"op": "funded", "ref": ref, "account": account, "balance": self.state.balance(ws, account)}
+
+    def _set_budget(self, who: str, ws: Any, topic_id: Any, budget: Any, ref: Any) -> dict:
+        """A topic's credit budget (seed 000: "the agent (or the topic's budget) is out of credits"):
+        set by a person who is the workspace's owner or admin, or who is in the topic; null removes it."""
+        directory = self.snap.directory(ws)
+        t = self.state.topics.get(topic_id) if isinstance(topic_id, str) else None
+        if who not in directory.memberships or t is None or t.workspace != ws:
+            return protocol.refused(ref, "unknown_topic", "no such topic")
+        p = directory.participants[who]
+        role = directory.memberships[who].role
+        if p.kind != Kind.HUMAN or not (role in ("owner", "admin") or (role != "viewer" and who in t.members)):
+            return protocol.refused(ref, "permission_denied", "a person in the topic, or an admin, sets its budget")
+        if budget is not None and (type(budget) is not int or not 0 <= budget <= 10**9):
+            return protocol.refused(ref, "bad_amount", "a budget is a whole number of credits, or null for none")
+        # raising it wakes each agent it had stopped there (core.funding.set_budget)
+        self.commit(core_set_budget(t, budget, self.now, f"budget:{uuid.uuid4()}"), ws, None)
+        return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
+
+    def _party(self, who: str, frame: dict) -> dict:
+        """add_participant / remove_participant / set_lead (docs/rules.md, "Parties"): a core decision."""
+        op, ref = frame.get("op"), frame.get("ref")
+        ws, conv_ref = frame.get("workspace"), frame.get("conversation")
+        target, bad = protocol.party_target(frame)
+        if bad is not None:
+            return bad
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        known = self.state.conversations.get(ws, {})
+        conv = directory.conversation(conv_ref, who, known)
+        if conv is not None and conv.id not in known:
+            conv = None  # a direct conversation nobody wrote in yet is not there to change
+        view = View(directory, conv, flags=frozenset(self.state.flags or ()))
+        if op == "set_lead":
+            d = core_party.set_lead(view, who, target)
+        else:
+            d = core_party.change_members(view, who, "add" if op == "add_participant" else "remove", target, self.now)
+        self.commit(d, ws, None)
+        if d.refusal:
+            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+        c = d.conversation or conv
+        return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
+                "changed": d.conversation is not None}
+
+    def _set_profile(self, who: str, frame: dict) -> dict:
+        """An agent's owner sets its profile: title, description, capabilities, tools, generalist, cost."""
+        ref, agent = frame.get("ref"), frame.get("agent")
+        if not isinstance(agent, str):
+            return protocol.error(ref, "bad_frame", "set_profile needs agent (an id, or a name of yours)")
+        row = self.snap.agents.get((who, agent))
+        if row is None:
+            return protocol.error(ref, "not_found", "no such agent of yours")
+        prof = profile(row[1])
+        caps = frame.get("capabilities", list(prof.capabilities))
+        if not isinstance(caps, list) or len(caps) > 100:
+            return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")
+        tools = frame.get("tools", list(prof.tools))
+        if not isinstance(tools, list) or len(tools) > 100:
+            return protocol.error(ref, "bad_frame", "tools must be a list of up to 100 short strings")
+        gen = frame.get("generalist", prof.generalist)
+        if not isinstance(gen, bool):
+            return protocol.error(ref, "bad_frame", "generalist must be true or false")
+        cost = frame.get("cost", prof.cost)
+        if type(cost) is not int or not 0 <= cost <= 10**6:
+            return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
+        body = {"title": frame.get("title", prof.title), "description": frame.get("description", prof.description),
+                "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
+        try:  # only what the frame sets (what was stored before these checks does not block another field's change)
+            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in frame})
+        except names.BadName as e:
+            return protocol.error(ref, "bad_name", e.detail)
+        self.out.profiles.append((row[0], msgspec.json.encode(body).decode()))
+        self.out.catalog_changed = True  # every workspace the agent is in sees the new profile
+        return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
+
+    def _set_setting(self, who: str, frame: dict) -> dict:
+        """A workspace setting (owners and admins); effective from the next message decided."""
+        ref, ws, key, value = frame.get("ref"), frame.get("workspace"), frame.get("key"), frame.get("value")
+        if not isinstance(ws, str) or not isinstance(key, str):
+            return protocol.error(ref, "bad_frame", "set_setting needs workspace, key and value")
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+        if directory.participants[who].kind != Kind.HUMAN or directory.memberships[who].role not in ("owner", "admin"):
+            return protocol.refused(ref, "permission_denied", "owners and admins change workspace settings")
+        if key in _SETTINGS:
+            lo, hi = _SETTINGS[key]
+            if value is not None and (type(value) is not int or not lo <= value <= hi):
+                return protocol.refused(ref, "bad_amount", f"{key} is a whole number from {lo} to {hi}, or null")
+        elif key == "assign.weights":
+            if value is not None and (not isinstance(value, dict) or not all(
+                    k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
+                return protocol.refused(ref, "bad_amount", "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
+                                        + ") to numbers from 0 to 1000")
+        else:
+            return protocol.error(ref, "bad_frame", f"unknown setting {key!r}")
+        s = dict(self.snap.settings.get(ws) or {})
+        if value is None:
+            s.pop(key, None)
+        else:
+            s[key] = value
+        self.snap.settings[ws] = s
+        self.out.settings.append((ws, msgspec.json.encode(s).decode()))
+        return {"op": "set_setting", "ref": ref, "workspace": ws, "key": key, "value": value}
+
+    def _ack(self, participant: str, ids: list[int], ref: Any) -> dict:
+        """Retired with the batch's other acks in one statement, which fills in the answer's ids."""
+        done: list[int] = []
+        self.out.acks.append((participant, ids, done))
+        return {"op": "acked", "ref": ref, "ids": done}
+
+    def _session(self, row: tuple, key: str | None = None) -> None:
+        """A session's row (ops.auth.session_row: the token's digest, never the token), written only while `key`,
+        the API key an agent signed in with, is still its own."""
+        self.out.sessions.append((row, key))
+
+    def _sync(self) -> None:
+        return None
+
+    # --- the clock: nudges, closure polls, auto-done ---
+
+    def _due(self) -> None:
+        state, now = self.state, self.now
+        for t in self.snap.due:
+            t = state.topics.get(t.id, t)  # as this batch's commands left it
+            when = next_due(t)
+            if when is None or when > now:
+                continue
+            conv = state.conversations.get(t.workspace, {}).get(t.conversation)
+            d = due(View(self.snap.directory(t.workspace), conv, flags=frozenset(state.flags or ())), t, now)
+            if d.topics:
+                self.commit(d, t.workspace, None)

@@ -1,0 +1,138 @@
+"""Plan: the rows a batch of commands reads, named before anything is loaded (pure).
+
+The store loads them (PostgreSQL locks them, in one global order) before the batch is decided, so
+deciding needs no I/O. Two steps: the workspaces first (their directories say who is an agent and
+which conversation a name means), then every other key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import POOL, Directory, Kind, general_id, plan_of
+from ..core import assign as core_assign
+from ..store.port import Keys, Snapshot
+from .commands import Command
+
+
+def workspaces(cmds: list[Command]) -> set[str]:
+    """The workspaces the commands act in (a made-up id is looked up too, and found empty)."""
+    out = set()
+    for c in cmds:
+        ws = c.workspace()
+        if isinstance(ws, str):
+            out.add(ws)
+    return out
+
+
+def keys(cmds: list[Command], snap: Snapshot, month: str) -> Keys:
+    k = Keys(month=month)
+    locked: set[str] = set()  # General conversations a person writes in: locked after all
+    for c in cmds:
+        planner = _PLANNERS.get(c.kind)
+        if planner is not None:
+            planner(k, c, snap, locked)
+    k.shared -= locked
+    k.conversations |= locked
+    return k
+
+
+def conversation_id(d: Directory, ref: str, author: str) -> str | None:
+    """The id a conversation reference names (General's and a direct or group conversation's are derived)."""
+    if ref == "general":
+        return general_id(d.workspace)
+    made = d.conversation(ref, author, {})
+    return made.id if made is not None else ref
+
+
+def _send(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+    author, frame = c.args
+    ws = frame.get("workspace")
+    d = snap.directory(ws)
+    if author not in d.memberships or not isinstance(frame.get("conversation", "general"), str):
+        return
+    k.workspaces.add(ws)
+    agent = d.participants[author].kind == Kind.AGENT
+    cid = conversation_id(d, frame.get("conversation", "general"), author)
+    if cid is not None:  # General too: its party counters move with agents' messages
+        if cid == general_id(ws):
+            (k.shared if agent else locked).add(cid)
+        else:
+            k.conversations.add(cid)
+    t = frame.get("topic")
+    opening = not isinstance(t, str) or t == "new"
+    if not opening:
+        (k.waited if c.deferred else k.topics).add(t)
+    if agent:
+        k.wallets.add(author)
+        k.pools.add(ws)
+        if opening:
+            k.opening.add(author)
+    cid_ = frame.get("client_id")
+    if isinstance(cid_, str):
+        k.idem.add((author, cid_))
+    org = snap.orgs.get(ws)
+    if org is not None and plan_of(*org[1:]).messages_per_month is not None:
+        k.limited.add(org[0])
+    to = frame.get("to")
+    if isinstance(to, list) and any(isinstance(r, str) and r.startswith(core_assign.PREFIX) for r in to):
+        k.capable.update(core_assign.asked(d, tuple(r for r in to if isinstance(r, str))))
+
+
+def _fund(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+    funder, ws, account, _amount, _ref = c.args
+    d = snap.directory(ws)
+    if funder not in d.memberships:
+        return
+    k.workspaces.add(ws)
+    account = funded_account(d, account)
+    k.paused.add((ws, account))
+    if account == POOL:
+        k.pools.add(ws)
+    elif isinstance(account, str):
+        k.wallets.add(account)
+
+
+def funded_account(d: Directory, account: Any) -> Any:
+    """The account a funding names: the pool, or an agent by id or by name."""
+    if account != POOL:
+        found = d.resolve((account,))
+        if isinstance(found, tuple) and len(found) == 1:
+            return found[0]
+    return account
+
+
+def _set_budget(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+    _who, ws, topic, _budget, _ref = c.args
+    if isinstance(ws, str):
+        k.workspaces.add(ws)
+    if isinstance(topic, str):
+        k.waited.add(topic)
+
+
+def _party(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+    who, frame = c.args
+    ws, ref = frame.get("workspace"), frame.get("conversation")
+    d = snap.directory(ws)
+    if who not in d.memberships or not isinstance(ref, str):
+        return
+    k.workspaces.add(ws)
+    cid = conversation_id(d, ref, who)
+    if cid is not None:
+        locked.add(cid) if cid == general_id(ws) else k.conversations.add(cid)
+
+
+def _set_profile(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+    who, frame = c.args
+    if isinstance(frame.get("agent"), str):
+        k.agents.add((who, frame["agent"]))
+
+
+def _set_setting(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+    ws = c.args[1].get("workspace")
+    if isinstance(ws, str) and c.args[0] in snap.directory(ws).memberships:
+        k.workspaces.add(ws)
+
+
+_PLANNERS = {"send": _send, "fund": _fund, "set_budget": _set_budget, "party": _party,
+             "set_profile": _set_profile, "set_setting": _set_setting}
