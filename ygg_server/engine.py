@@ -8,7 +8,7 @@ answered before it is durable; a batch amortizes the commit over many sends
 (group commit).
 
 Sends are decided against the live state, which each decision updates at once;
-their rows are written together before the COMMIT (`_flush`, `db.apply_many`:
+their rows are written together before the COMMIT (`_flush`, `writes.apply_many`:
 a topic or a conversation once in its last state, messages and deliveries in
 one statement each). Whatever would read the database first writes what is
 pending, so every read sees every decision before it. Other commands (which
@@ -43,7 +43,8 @@ from .core import (
 from .core import assign as core_assign, party as core_party, side as core_side
 from .core.funding import set_budget as core_set_budget
 from .core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
-from .store import sqlite as db
+from .store import loaders, rows as codec, sqlite as db, writes
+from .store.transactions import Tx
 
 log = logging.getLogger("ygg.engine")
 MAX_BATCH = 512
@@ -64,7 +65,7 @@ def now_us() -> int:
 class Published:
     """What one committed batch hands to the gateway."""
 
-    deliveries: list[db.Stored] = field(default_factory=list)
+    deliveries: list[codec.Stored] = field(default_factory=list)
     messages: list = field(default_factory=list)  # every message stored, in order (monitors see all, even undelivered)
     topics: list[Topic] = field(default_factory=list)
     balances: list[tuple[str, str, int]] = field(default_factory=list)  # (workspace, account, balance)
@@ -151,13 +152,13 @@ class Engine:
         self._acks: list[tuple[str, list[int], list[int]]] = []  # (participant, ids, answer's ids), unwritten
         self._unindexed, self._index_at = 1, 0  # messages not in the search index yet, and when to index them:
         # not known here, so at the next flush (at start, this indexes what an earlier run left unindexed)
-        for when, tid in db.due_topics(self.conn):
+        for when, tid in loaders.due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
 
     def directory(self, ws: str) -> Directory:
         d = self.directories.get(ws)
         if d is None:
-            d = db.load_directory(self.conn, ws)
+            d = loaders.load_directory(self.conn, ws)
             if d.memberships:  # a made-up workspace id is not kept: any client could fill memory with them
                 self.directories[ws] = d
         return d
@@ -166,14 +167,14 @@ class Engine:
         c = self.conversations.get(ws)
         if c is None:
             self._flush()
-            c = self.conversations[ws] = db.load_conversations(self.conn, ws)
+            c = self.conversations[ws] = loaders.load_conversations(self.conn, ws)
         return c
 
     def _topic(self, tid: str) -> Topic | None:
         t = self.topics.get(tid)
         if t is None:
             self._flush()
-            t = db.load_topic(self.conn, tid)
+            t = loaders.load_topic(self.conn, tid)
             if t is not None:
                 self.topics[tid] = t
         return t
@@ -181,7 +182,7 @@ class Engine:
     def _settings(self, ws: str) -> dict:
         s = self.settings.get(ws)
         if s is None:
-            s = self.settings[ws] = db.settings(self.conn, ws)
+            s = self.settings[ws] = loaders.settings(self.conn, ws)
         return s
 
     def _party_limits(self, ws: str) -> dict:
@@ -201,31 +202,31 @@ class Engine:
         present = self.present
         self._flush()  # fitness reads the deliveries and messages: the batch's earlier ones too
         return {"weights": core_assign.weights_of(self._settings(ws).get("assign.weights")),
-                "fitness": db.fitness(self.conn, agents, present.__contains__)}
+                "fitness": loaders.fitness(self.conn, agents, present.__contains__)}
 
     def _opened(self, agent: str) -> int:
         n = self.opened.get(agent)
         if n is None:
             self._flush()
-            n = self.opened[agent] = db.open_opened(self.conn, agent)
+            n = self.opened[agent] = loaders.open_opened(self.conn, agent)
         return n
 
     def _balance(self, ws: str, account: str) -> int | None:
-        key = db.wallet_key(ws, account)
+        key = codec.wallet_key(ws, account)
         if key not in self.balances:
             self._flush()
-            self.balances[key] = db.balance(self.conn, ws, account)
+            self.balances[key] = loaders.balance(self.conn, ws, account)
         return self.balances[key]
 
     def _flags(self) -> set[tuple[str, str]]:
         if self.flags is None:
             self._flush()
-            self.flags = db.load_flags(self.conn)
+            self.flags = loaders.load_flags(self.conn)
         return self.flags
 
     def _org(self, ws: str) -> tuple[str, str] | None:
         if ws not in self.orgs:
-            self.orgs[ws] = db.org_of(self.conn, ws)
+            self.orgs[ws] = loaders.org_of(self.conn, ws)
         return self.orgs[ws]
 
     def _plan_left(self, ws: str, month: str) -> int | None:
@@ -238,7 +239,7 @@ class Engine:
         key = (org[0], month)
         if key not in self.usage:
             self._flush()
-            self.usage[key] = db.usage(self.conn, org[0], month)
+            self.usage[key] = loaders.usage(self.conn, org[0], month)
         return max(0, limit - self.usage[key])
 
     # --- the writer thread ---
@@ -283,7 +284,7 @@ class Engine:
         out = self._out = Published()
         results: list[tuple[Any, Any]] = []
         try:
-            with db.Tx(self.conn):
+            with Tx(self.conn):
                 version = self.conn.execute("PRAGMA data_version").fetchone()[0]
                 if version != self._data_version:
                     if self._data_version is not None:
@@ -349,7 +350,7 @@ class Engine:
             self._idem = {}
         if self._pending:
             pending, self._pending = self._pending, []
-            stored = db.apply_many(self.conn, pending)
+            stored = writes.apply_many(self.conn, pending)
             out = self._out
             out.deliveries += stored
             written = {id(s.message) for s in stored}
@@ -388,7 +389,7 @@ class Engine:
         if d.conversation is not None:
             self._conversations(d.conversation.workspace)[d.conversation.id] = d.conversation
         for e in d.ledger:
-            key = db.wallet_key(e.workspace, e.account)
+            key = codec.wallet_key(e.workspace, e.account)
             self.balances[key] = (self._balance(e.workspace, e.account) or 0) + e.delta
             out.balances.append((e.workspace, e.account, self.balances[key]))
         if d.flags:
@@ -499,7 +500,7 @@ class Engine:
             found = directory.resolve((account,))
             if isinstance(found, tuple) and len(found) == 1:
                 account = found[0]
-        paused = db.credit_paused(self.conn, workspace=ws) if account == POOL else db.credit_paused(self.conn, agent=account)
+        paused = loaders.credit_paused(self.conn, workspace=ws) if account == POOL else loaders.credit_paused(self.conn, agent=account)
         paused = [self.topics.get(t.id, t) for t in paused]
         now = self.clock()
         view = View(directory, None, flags=frozenset(self._flags()))
@@ -565,7 +566,7 @@ class Engine:
                                 (who, agent, agent)).fetchone()
         if row is None:
             return protocol.error(ref, "not_found", "no such agent of yours")
-        prof = db.profile(row[1])
+        prof = codec.profile(row[1])
         caps = frame.get("capabilities", list(prof.capabilities))
         if not isinstance(caps, list) or len(caps) > 100:
             return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")

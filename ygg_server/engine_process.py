@@ -42,7 +42,7 @@ from .core import Conversation, Message, Topic
 from .core.party import PartyView
 from .engine import MAX_BATCH, Engine, Published, _Command
 from .gcpolicy import calm_gc
-from .store.sqlite import Stored
+from .store.rows import Stored
 
 log = logging.getLogger("ygg.engine")
 _LEN = struct.Struct("!I")

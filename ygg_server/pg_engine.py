@@ -55,8 +55,7 @@ from .core.lifecycle import unfunded
 from .core.model import Fitness
 from .core.rules import MAX_HOPS, THROTTLE_DIRECT, THROTTLE_GROUP
 from .engine import MAX_BATCH, Engine, Published, _month, now_us
-from .store import postgres as pg
-from .store import sqlite as db
+from .store import loaders, postgres as pg, rows as codec
 
 log = logging.getLogger("ygg.pg_engine")
 
@@ -338,7 +337,7 @@ class PgEngine:
         """Directories, General conversations and organizations of these workspaces, cached."""
         for ws in workspaces:
             if ws not in self.directories:
-                d = await self._cold(db.load_directory, ws)
+                d = await self._cold(loaders.load_directory, ws)
                 if not d.memberships:
                     continue  # a made-up workspace id is not kept
                 self.directories[ws] = d
@@ -346,10 +345,10 @@ class PgEngine:
                 convs = await self._cold(_load_conversations, [gid])
                 if gid in convs:  # (the gateway asks a topic's conversation's kind: General's is fixed)
                     self.conversations.setdefault(ws, {})[gid] = convs[gid]
-                self._orgs[ws] = await self._cold(db.org_of, ws)
-                self._settings[ws] = await self._cold(db.settings, ws)
+                self._orgs[ws] = await self._cold(loaders.org_of, ws)
+                self._settings[ws] = await self._cold(loaders.settings, ws)
         if self._flags is None:
-            self._flags = await self._cold(db.load_flags)
+            self._flags = await self._cold(loaders.load_flags)
 
     def _directory(self, ws: str) -> Directory:
         return self.directories.get(ws, _EMPTY)
@@ -568,7 +567,7 @@ class PgEngine:
 
     async def _fitness(self, sends: list[tuple[_Command, str, dict]]) -> dict[str, Fitness]:
         """What assignment scoring knows of the agents the batch's sends to a capability may go to (seed 003
-        §14), as `Engine._assignment` loads it: load, trust and response time by `db.fitness` (plain SQL, on
+        §14), as `Engine._assignment` loads it: load, trust and response time by `loaders.fitness` (plain SQL, on
         this node's side connection: what is committed), online if connected to this node or to another
         live one (`presence`). The batch's own wakes are added to the load as it decides (`_stage`)."""
         agents: set[str] = set()
@@ -585,7 +584,7 @@ class PgEngine:
         online = set(present) | await pg.present_elsewhere(  # every live node's, this one's too ("": none left out)
             self.conn, [a for a in ids if a not in present], "", self.clock(), self.node_timeout,
             self.presence_timeout)
-        return await self._cold(db.fitness, ids, online.__contains__)
+        return await self._cold(loaders.fitness, ids, online.__contains__)
 
     async def _load(self, sends: list[tuple[_Command, str, dict]], month: str) -> _Work:
         """Lock and load every row the batch's decisions depend on, in the global lock order."""
@@ -636,9 +635,9 @@ class PgEngine:
                 elif kind == "s":
                     held.add(a)
                 elif kind == "t":
-                    snap.topics[a] = db.decode_topic(blob)
+                    snap.topics[a] = codec.decode_topic(blob)
                 elif kind == "c":
-                    snap.convs[a] = db.conversation(a, b, c, x, y, blob.decode())
+                    snap.convs[a] = codec.conversation(a, b, c, x, y, blob.decode())
                 elif kind == "w":
                     snap.wallets[a] = n
                 elif kind == "p":
@@ -802,7 +801,7 @@ class PgEngine:
                     msgs.append(m)
                     dl += [(m, x) for x in r.deliveries]
             for e in d.ledger:
-                key = db.wallet_key(e.workspace, e.account)
+                key = codec.wallet_key(e.workspace, e.account)
                 deltas[key] = deltas.get(key, 0) + e.delta
                 ledger.append(e)
                 bal = w.pools.get(e.workspace) if e.account == POOL else w.wallets.get(e.account)
@@ -828,7 +827,7 @@ class PgEngine:
             [x.id for x in cs], [x.workspace for x in cs], [str(x.kind) for x in cs], [x.name for x in cs],
             [msgspec.json.encode(sorted(x.members)).decode() for x in cs],
             [t.id for t in ts], [t.workspace for t in ts], [t.conversation for t in ts], [t.opener for t in ts],
-            [str(t.status) for t in ts], [next_due(t) for t in ts], [db.encode_topic(t) for t in ts],
+            [str(t.status) for t in ts], [next_due(t) for t in ts], [codec.encode_topic(t) for t in ts],
             [t.created_at for t in ts],
             [m.id for m in msgs], [m.workspace for m in msgs], [m.conversation for m in msgs], [m.topic for m in msgs],
             [m.author for m in msgs], [str(m.type) for m in msgs], [m.text for m in msgs],
@@ -842,8 +841,8 @@ class PgEngine:
             [k[0] for k in on], [k[1] for k in on], [k[0] for k in off], [k[1] for k in off],
             [x[0] for x in idem], [x[1] for x in idem], [x[2] for x in idem],
             1 if flags else 0,  # other nodes cache flags: make them drop theirs
-            self.node, pg.CHANNEL, news, [db.party_json(x) for x in cs],
-            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs], [db.waits_funds(t) for t in ts])
+            self.node, pg.CHANNEL, news, [codec.party_json(x) for x in cs],
+            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs], [codec.waits_funds(t) for t in ts])
         stored_ids: dict[tuple[str, str], int] = {}
         inserted: set[str] = set()
         for kind, n, mid, who in rows:
@@ -857,7 +856,7 @@ class PgEngine:
         for m, x in dl:
             did = stored_ids.get((m.id, x.recipient))
             if did is not None:
-                stored.append(db.Stored(did, x.recipient, x.wake, x.reason, m))
+                stored.append(codec.Stored(did, x.recipient, x.wake, x.reason, m))
         stored.sort(key=lambda s: s.id)
         written = {s.message.id for s in stored}
         addressed = {m.id for m, _ in dl}
@@ -891,7 +890,7 @@ class PgEngine:
     def _check_counted(self, conv: Conversation, party: str | None) -> None:
         """Counters below both limits (the batch's own, or, with `party`, the row's after the UPDATE)."""
         if party is not None:
-            conv = db.conversation(conv.id, conv.workspace, str(conv.kind), conv.name, "[]", party)
+            conv = codec.conversation(conv.id, conv.workspace, str(conv.kind), conv.name, "[]", party)
         limits = self._party_limits(conv.workspace)
         if conv.run >= throttle_limit(conv, limits["throttle"]) or conv.hops >= limits["max_hops"]:
             raise _Contended(conv.id)
@@ -945,7 +944,7 @@ class PgEngine:
             found = directory.resolve((account,))
             if isinstance(found, tuple) and len(found) == 1:
                 account = found[0]
-        key = db.wallet_key(ws, account)
+        key = codec.wallet_key(ws, account)
         # lock order: topics, then the wallet; then look again for topics paused meanwhile
         paused: dict[str, Topic] = {}
         for step in range(2):
@@ -961,7 +960,7 @@ class PgEngine:
                        AND (convert_from(state, 'UTF8')::jsonb -> 'unfunded' ? $1
                             OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""", account)
             for tid, state in rows:
-                paused[tid] = db.decode_topic(state)
+                paused[tid] = codec.decode_topic(state)
             if step == 0:
                 bal = await self.conn.fetchval(
                     "SELECT balance FROM wallets WHERE workspace = $1 AND account = $2 FOR UPDATE", *key)
@@ -988,7 +987,7 @@ class PgEngine:
         directory = self._directory(ws)
         row = await self.conn.fetchrow("SELECT state FROM topics WHERE id = $1 FOR UPDATE", topic_id) \
             if isinstance(topic_id, str) else None
-        t = db.decode_topic(row[0]) if row else None
+        t = codec.decode_topic(row[0]) if row else None
         if who not in directory.memberships or t is None or t.workspace != ws:
             return protocol.refused(ref, "unknown_topic", "no such topic"), out
         p = directory.participants[who]
@@ -1020,7 +1019,7 @@ class PgEngine:
         row = await self.conn.fetchrow(
             "SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = $1 AND workspace = $2 "
             "FOR UPDATE", cid, ws)
-        known = {row[0]: db.conversation(*row)} if row else {}
+        known = {row[0]: codec.conversation(*row)} if row else {}
         conv = directory.conversation(conv_ref, who, known)
         if conv is not None and conv.id not in known:
             conv = None  # a direct conversation nobody wrote in yet is not there to change
@@ -1074,7 +1073,7 @@ class PgEngine:
         if not rows:
             return out
         await self._fresh({r[1] for r in rows})
-        topics = [db.decode_topic(r[2]) for r in rows]
+        topics = [codec.decode_topic(r[2]) for r in rows]
         convs = await _fetch_conversations(self.conn, sorted({t.conversation for t in topics}))
         w = _Work.of(_Snapshot(), self._flags)
         for t in topics:
@@ -1110,10 +1109,10 @@ class _Side:
         self.party_views: dict = {}
 
     def directory(self, ws: str) -> Directory:
-        return db.load_directory(self.conn, ws)
+        return loaders.load_directory(self.conn, ws)
 
     def _settings(self, ws: str) -> dict:
-        return db.settings(self.conn, ws)
+        return loaders.settings(self.conn, ws)
 
 
 def _merge(out: Published, part: Published) -> None:
@@ -1150,14 +1149,14 @@ def _load_conversations(conn, ids: list[str]) -> dict[str, Conversation]:
         row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
                            (cid,)).fetchone()
         if row:
-            out[cid] = db.conversation(*row)
+            out[cid] = codec.conversation(*row)
     return out
 
 
 async def _fetch_conversations(conn: asyncpg.Connection, ids: list[str]) -> dict[str, Conversation]:
     rows = await conn.fetch(
         "SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ANY($1::text[])", ids)
-    return {r[0]: db.conversation(*r) for r in rows}
+    return {r[0]: codec.conversation(*r) for r in rows}
 
 
 # One statement loads a batch: the config version, then (locking, in this order) the workspaces (`FOR KEY

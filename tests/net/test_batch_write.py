@@ -1,4 +1,4 @@
-"""The engine writes a batch's decisions together (engine._flush, store/sqlite.apply_many).
+"""The engine writes a batch's decisions together (engine._flush, store/writes.apply_many).
 
 Each test hands the writer one batch directly (`Engine.tick`), so the commands are known to
 share a transaction, and then checks the database against what the callers were answered.
@@ -14,7 +14,7 @@ import pytest
 
 from ygg_server.ops import admin
 from ygg_server.engine import Engine, Published, _Command
-from ygg_server.store import sqlite as db
+from ygg_server.store import rows as codec, sqlite as db
 
 from .conftest import migrated_before
 
@@ -74,7 +74,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     )
     assert [a["op"] for a in answers] == ["sent", "sent"]
     (state,) = rows(path, "SELECT state FROM topics WHERE id = ?", topic)[0]
-    assert db.decode_topic(state) == engine.topics[topic]
+    assert codec.decode_topic(state) == engine.topics[topic]
     assert len(engine.topics[topic].recent) >= 3, "the stored state has every message of the batch"
     stored = {(i, m, r) for i, m, r in rows(path, "SELECT id, message, recipient FROM deliveries")}
     out = [(s.id, s.message.id, s.recipient) for p in published for s in p.deliveries]
@@ -83,7 +83,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     sent_to = {(a["message"]["id"], d["to"]) for a in answers for d in a["deliveries"]}
     assert sent_to == {(m, r) for _, m, r in out}
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
-    assert balance == engine.balances[db.wallet_key(ws, ids["researcher"])] == 1000 - 2
+    assert balance == engine.balances[codec.wallet_key(ws, ids["researcher"])] == 1000 - 2
 
 
 async def test_one_client_id_twice_in_one_batch_is_one_message(world):

@@ -19,8 +19,7 @@ import pytest
 from ygg_server.ops import admin, queries
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
-from ygg_server.store import postgres as pg
-from ygg_server.store import sqlite as db
+from ygg_server.store import loaders, postgres as pg, sqlite as db
 from ygg_server.store.schema import MIGRATIONS
 
 from .conftest import PW, _serve, _shutdown
@@ -32,10 +31,10 @@ def store() -> str:
 
 
 def test_each_statement_replaced_whole_still_matches_its_source():
-    """postgres.OVERRIDES replaces statements of sqlite.py and queries.py by their text: an edit there must show."""
-    source = pg._norm(inspect.getsource(db) + inspect.getsource(queries))
+    """postgres.OVERRIDES replaces statements of loaders.py and queries.py by their text: an edit there must show."""
+    source = pg._norm(inspect.getsource(loaders) + inspect.getsource(queries))
     for sql in pg.OVERRIDES:
-        assert sql in source, f"no longer in sqlite.py/queries.py: {sql[:80]}…"
+        assert sql in source, f"no longer in loaders.py/queries.py: {sql[:80]}…"
 
 
 async def test_the_schema_has_every_table_and_column_of_sqlite(pg_url):
@@ -248,7 +247,7 @@ async def test_two_nodes_lose_no_topic_update(server):
             assert r["op"] == "sent", r
 
     await asyncio.gather(*(ask(c, k) for k, c in enumerate(senders)))
-    t = server.admin(db.load_topic, topic)
+    t = server.admin(loaders.load_topic, topic)
     assert len(t.pending) == 1 + 6 * 33, "a request's pending entry was lost: a topic written from a stale state"
 
 
@@ -433,7 +432,7 @@ async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
     skipped send, and its author's later ones (a participant's sends keep their order), are decided
     first in the next batch, which waits for the lock."""
     held = await _sends_while_another_node_holds_a_topic(server, pg_url)
-    t = server.admin(db.load_topic, held)
+    t = server.admin(loaders.load_topic, held)
     assert len(t.pending) == 2, "the held topic got its request once the lock was free"
 
 

@@ -424,13 +424,13 @@ UPDATE deliveries d SET acked_at = $1 FROM a WHERE d.id = a.id RETURNING d.id, d
 # --- a blocking adapter with the sqlite3 surface ---
 
 _OVERRIDES_RAW = {
-    # sqlite.credit_paused: the paused topics a funding may un-pause are locked, in id order
+    # loaders.credit_paused: the paused topics a funding may un-pause are locked, in id order
     # (the engine's lock order: topics, then wallets)
     "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = ?":
         "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = $1 ORDER BY id FOR UPDATE",
     "SELECT state FROM topics WHERE waits_funds IS NOT NULL":
         "SELECT state FROM topics WHERE waits_funds IS NOT NULL ORDER BY id FOR UPDATE",
-    # sqlite.usage: a month's messages of an organization are its shared row plus every node's row
+    # loaders.usage: a month's messages of an organization are its shared row plus every node's row
     # (`usage_nodes`, where each node counts an unmetered plan's), as the engine's limit check adds them
     """SELECT count FROM usage WHERE org = ? AND month = ?""":
         """SELECT coalesce((SELECT count FROM usage WHERE org = $1 AND month = $2), 0)::bigint
