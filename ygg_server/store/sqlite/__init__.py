@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from ..loaders import IN_WORKSPACE
-from ..schema import MIGRATIONS
+from .. import schema
 
 
 def db_path(data_dir: str | os.PathLike) -> Path:
@@ -77,25 +77,29 @@ class Checkpointer:
         self._conn.close()
 
 
-def migrate(conn: sqlite3.Connection) -> None:
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to the latest schema version (store/schema: a new one made as described, an older
+    one migrated forward), in one transaction; return its version."""
     (version,) = conn.execute("PRAGMA user_version").fetchone()
-    if version >= len(MIGRATIONS):
-        return
+    if version >= schema.latest():
+        return version
     conn.execute("BEGIN IMMEDIATE")
     try:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
-        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
-            for stmt in _statements(sql):
-                conn.execute(stmt)
-            conn.execute(f"PRAGMA user_version={i}")
+        for version, statements in schema.pending(schema.SQLITE, version):
+            for sql in statements:
+                for stmt in _statements(sql):
+                    conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version={version}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return version
 
 
 def _statements(sql: str) -> list[str]:
-    """Split a migration into statements, keeping trigger bodies whole."""
+    """Split a migration into statements, keeping trigger bodies whole (the old steps are scripts)."""
     out, buf = [], []
     for line in sql.strip().splitlines():
         buf.append(line)
