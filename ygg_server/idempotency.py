@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .store import sqlite as db
+from .store import loaders
 
 # A week: the bridge replays its journal with the same client_ids however long it was down, so one stopped
 # over a long weekend (or a laptop closed for days) must still find its sends stored; a resend later than a
@@ -46,7 +46,7 @@ def forget_workspace(conn, ws: str) -> None:
     """Delete the stored answers that replay messages of workspace `ws` (called as it is deleted, before its
     messages): they hold the messages' text, and the same client_id would be answered with them. They are
     the rows of the messages' authors (the key's first part) whose message is in `ws`."""
-    authors = [a for (a,) in conn.execute(f"SELECT DISTINCT author FROM messages WHERE {db.IN_WORKSPACE}", (ws,))
+    authors = [a for (a,) in conn.execute(f"SELECT DISTINCT author FROM messages WHERE {loaders.IN_WORKSPACE}", (ws,))
                .fetchall()]
     for author in authors:
         rows = conn.execute("SELECT client_id, reply FROM idempotency WHERE participant = ?", (author,)).fetchall()

@@ -25,6 +25,7 @@ from .client import Client
 from . import compose
 from .net.gateway import Gateway
 from .store import sqlite as db
+from .store.transactions import Tx
 
 KICKOFF = [  # (conversation, agent, title, text)
     ("dm:lead", "lead", "Plan our launch", "Find out how credits work in Ygg and get the plan reviewed before we ship."),
@@ -71,7 +72,7 @@ class LocalStack:
             owner = json.loads(owner_file.read_text())
             self.handle, self.workspace = owner["handle"], owner["workspace"]
             pid = admin.person(conn, self.handle)
-            with db.Tx(conn):  # the owner is signed in automatically
+            with Tx(conn):  # the owner is signed in automatically
                 self.token, _ = auth.new_session(conn, pid, admin.now_us(), auth.PERSON_SESSION)
         finally:
             conn.close()

@@ -32,7 +32,8 @@ def _populate(path: Path, n: int) -> dict:
     """A person, a workspace, one topic with n informs: written directly, as the store would."""
     from ygg_server.ops import admin
     from ygg_server.core import Message, MessageType, Topic, general_id
-    from ygg_server.store import sqlite as db
+    from ygg_server.store import rows as codec, sqlite as db
+    from ygg_server.store.transactions import Tx
 
     conn = db.connect(path)
     alice = admin.add_person(conn, "alice", "bench-password")
@@ -49,12 +50,12 @@ def _populate(path: Path, n: int) -> dict:
         text = f"message {i}: " + ("a short line" if i % 5 else "a longer line that wraps once the pane is narrow enough " * 2)
         m = Message(mid, ws, conv, tid, bob, MessageType.INFORM, text, now + i * 1000,
                     title=topic.title if i == 0 else None)
-        rows.append((mid, ws, conv, tid, bob, "inform", text, db._topic_enc.encode(m), m.created_at))
-    with db.Tx(conn):
+        rows.append((mid, ws, conv, tid, bob, "inform", text, codec.encode_message(m), m.created_at))
+    with Tx(conn):
         conn.execute(
             """INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at)
                VALUES (?,?,?,?,?,?,?,?,?)""",
-            (tid, ws, conv, bob, "open", None, db._topic_enc.encode(topic), now, now + n * 1000))
+            (tid, ws, conv, bob, "open", None, codec.encode_topic(topic), now, now + n * 1000))
         conn.executemany("""INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
                             VALUES (?,?,?,?,?,?,?,?,?)""", rows)
     conn.close()

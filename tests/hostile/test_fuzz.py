@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ygg_server.bench import fuzz
 from ygg_server import protocol
 from ygg_server.core import Post
-from ygg_server.store import sqlite as db
+from ygg_server.store import rows as codec
 
 from .conftest import PW, counts
 
@@ -286,7 +286,7 @@ async def test_server_fields_always_win_in_what_is_stored(fuzz_conns, data, who)
     m = reply["message"]
     row = team.conn.execute("SELECT body, author, workspace FROM messages WHERE id = ?", (m["id"],)).fetchone()
     assert row is not None
-    stored = db.decode_message(row[0])
+    stored = codec.decode_message(row[0])
     assert stored.author == row[1] == me["id"] == m["author"]
     assert stored.workspace == row[2] == team.ws == m["workspace"]
     assert stored.id == m["id"] and m["id"] != frame.get("id")

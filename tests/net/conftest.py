@@ -77,14 +77,10 @@ async def team(server):
 
 
 def migrated_before(path, marker: str) -> sqlite3.Connection:
-    """A database at `path` as an older server left it: the migrations before the first one whose SQL holds
-    `marker`. Returns a connection to it in autocommit mode."""
-    from ygg_server.store import schema
+    """A database at `path` as an older server left it: the migrations of the old list (tests/store/legacy.py)
+    before the first one whose SQL holds `marker`. Returns a connection to it in autocommit mode."""
+    from ..store import legacy
 
     c = sqlite3.connect(path, isolation_level=None)
-    upto = next(i for i, m in enumerate(schema.MIGRATIONS) if marker in m)
-    for i, sql in enumerate(schema.MIGRATIONS[:upto], start=1):
-        for stmt in db._statements(sql):
-            c.execute(stmt)
-        c.execute(f"PRAGMA user_version={i}")
+    legacy.sqlite_before(c, marker)
     return c

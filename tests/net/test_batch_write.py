@@ -16,7 +16,7 @@ from ygg_server.ops import admin
 from ygg_server.compose import on_sqlite as Engine
 from ygg_server.writer import Published
 from ygg_server.writer.commands import Command
-from ygg_server.store import sqlite as db
+from ygg_server.store import rows as codec, sqlite as db
 
 from .conftest import migrated_before
 
@@ -76,7 +76,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     )
     assert [a["op"] for a in answers] == ["sent", "sent"]
     (state,) = rows(path, "SELECT state FROM topics WHERE id = ?", topic)[0]
-    assert db.decode_topic(state) == engine.store.snap.state.topics[topic]
+    assert codec.decode_topic(state) == engine.store.snap.state.topics[topic]
     assert len(engine.store.snap.state.topics[topic].recent) >= 3, "the stored state has every message of the batch"
     stored = {(i, m, r) for i, m, r in rows(path, "SELECT id, message, recipient FROM deliveries")}
     out = [(s.id, s.message.id, s.recipient) for p in published for s in p.deliveries]

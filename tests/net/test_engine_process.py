@@ -201,7 +201,7 @@ async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
 def test_a_batch_crosses_with_each_message_once_and_deliveries_pointing_at_it():
     from ygg_server.core import Message, MessageType
     from ygg_server.writer import Published
-    from ygg_server.store.sqlite import Stored
+    from ygg_server.store.rows import Stored
 
     m = Message("m1", "w", "c", "t", "a", MessageType.REQUEST, "hi", 1)
     out = Published(deliveries=[Stored(1, "x", True, "to", m), Stored(2, "y", False, None, m)], messages=[m])

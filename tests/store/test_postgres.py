@@ -19,10 +19,9 @@ import pytest
 from ygg_server.ops import admin, queries
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
-from ygg_server.store import postgres as pg
-from ygg_server.store import sqlite as db
-from ygg_server.store.schema import MIGRATIONS
+from ygg_server.store import loaders, postgres as pg, schema, sqlite as db
 
+from . import legacy
 from .conftest import PW, _serve, _shutdown
 
 
@@ -32,23 +31,21 @@ def store() -> str:
 
 
 def test_each_statement_replaced_whole_still_matches_its_source():
-    """postgres.OVERRIDES replaces statements of sqlite.py and queries.py by their text: an edit there must show."""
-    source = pg._norm(inspect.getsource(db) + inspect.getsource(queries))
+    """postgres.OVERRIDES replaces statements of loaders.py and queries.py by their text: an edit there must show."""
+    source = pg._norm(inspect.getsource(loaders) + inspect.getsource(queries))
     for sql in pg.OVERRIDES:
-        assert sql in source, f"no longer in sqlite.py/queries.py: {sql[:80]}…"
+        assert sql in source, f"no longer in loaders.py/queries.py: {sql[:80]}…"
 
 
 async def test_the_schema_has_every_table_and_column_of_sqlite(pg_url):
-    lite = sqlite3.connect(":memory:")
-    for m in MIGRATIONS:
-        for stmt in db._statements(m):
-            lite.execute(stmt)
+    lite = sqlite3.connect(":memory:", isolation_level=None)
+    db.migrate(lite)
     tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
               if not r[0].startswith(("messages_fts", "sqlite_"))]
     c = await pg.connect(pg.parse_dsn(pg_url)[0])
     try:
         await pg.migrate(c)
-        assert await pg.migrate(c) == len(pg.MIGRATIONS)  # again: nothing to do
+        assert await pg.migrate(c) == schema.latest()  # again: nothing to do
         for t in tables:
             want = {r[1] for r in lite.execute(f"PRAGMA table_info({t})")}
             have = {r[0] for r in await c.fetch(
@@ -248,7 +245,7 @@ async def test_two_nodes_lose_no_topic_update(server):
             assert r["op"] == "sent", r
 
     await asyncio.gather(*(ask(c, k) for k, c in enumerate(senders)))
-    t = server.admin(db.load_topic, topic)
+    t = server.admin(loaders.load_topic, topic)
     assert len(t.pending) == 1 + 6 * 33, "a request's pending entry was lost: a topic written from a stale state"
 
 
@@ -328,22 +325,11 @@ async def test_nodes_migrate_one_at_a_time(pg_url):
     dsn = pg.parse_dsn(pg_url)[0]
     conns = [await asyncpg.connect(dsn) for _ in range(3)]
     try:
-        assert await asyncio.gather(*(pg.migrate(c) for c in conns)) == [len(pg.MIGRATIONS)] * 3
+        assert await asyncio.gather(*(pg.migrate(c) for c in conns)) == [schema.latest()] * 3
     finally:
         for c in conns:
             await c.close()
 
-
-
-async def _migrated_before(c: asyncpg.Connection, marker: str) -> None:
-    """`c`'s database as an older node left it: the migrations before the first whose SQL holds `marker`."""
-    at = next(i for i, m in enumerate(pg.MIGRATIONS) if marker in m)
-    later = pg.MIGRATIONS[at:]
-    del pg.MIGRATIONS[at:]
-    try:
-        await pg.migrate(c)
-    finally:
-        pg.MIGRATIONS.extend(later)
 
 
 async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_url):
@@ -351,13 +337,13 @@ async def test_deliveries_stored_before_migration_5_get_their_messages_seq(pg_ur
     the index on the message id gives way to one on message_seq."""
     c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
     try:
-        await _migrated_before(c, "message_seq")
+        await legacy.postgres_before(c, "message_seq")
         for i in range(3):  # seqs 10, 17, 24; deliveries in another order (a seq never equals a delivery's id)
             await c.execute("INSERT INTO messages (seq, id, workspace, conversation, author, type, text, body, created_at) "
                             "VALUES ($1, $2, 'ws', 'c', 'a', 'inform', 'x', ''::bytea, 0)", 10 + 7 * i, f"m{i}")
         for i in (2, 0, 2, 1):
             await c.execute("INSERT INTO deliveries (message, recipient, wake) VALUES ($1, 'r', 1)", f"m{i}")
-        assert await pg.migrate(c) == len(pg.MIGRATIONS)
+        assert await pg.migrate(c) == schema.latest()
         got = [tuple(r) for r in await c.fetch("SELECT message, message_seq FROM deliveries ORDER BY id")]
         assert got == [("m2", 24), ("m0", 10), ("m2", 24), ("m1", 17)]
         indexes = {r[0] for r in await c.fetch(
@@ -372,14 +358,14 @@ async def test_pins_to_workspaces_deleted_before_migration_9_are_taken_away(pg_u
     now (reach.unpin); the other pins stay, in their order; an agent left with none is pinned to none."""
     c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
     try:
-        await _migrated_before(c, "json_array_elements_text")
+        await legacy.postgres_before(c, "json_array_elements_text")
         await c.execute("INSERT INTO workspaces (id, org, name, created_at) VALUES ('two', 'o', 'two', 0), "
                         "('one', 'o', 'one', 0)")
         for aid, pinned in (("a.both", '["gone","two","one"]'), ("a.gone", '["gone"]'), ("a.kept", '["one"]'),
                             ("a.free", None)):
             await c.execute("INSERT INTO agents (id, owner, name, key_id, key_hash, pinned, created_at) "
                             "VALUES ($1, 'h', $1, $1, 'x', $2, 0)", aid, pinned)
-        assert await pg.migrate(c) == len(pg.MIGRATIONS)
+        assert await pg.migrate(c) == schema.latest()
         got = {r[0]: None if r[1] is None else json.loads(r[1])
                for r in await c.fetch("SELECT id, pinned FROM agents")}
         assert got == {"a.both": ["two", "one"], "a.gone": [], "a.kept": ["one"], "a.free": None}
@@ -433,7 +419,7 @@ async def test_a_send_in_a_topic_another_node_holds_waits_alone(server, pg_url):
     skipped send, and its author's later ones (a participant's sends keep their order), are decided
     first in the next batch, which waits for the lock."""
     held = await _sends_while_another_node_holds_a_topic(server, pg_url)
-    t = server.admin(db.load_topic, held)
+    t = server.admin(loaders.load_topic, held)
     assert len(t.pending) == 2, "the held topic got its request once the lock was free"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ygg_server.ops import admin, queries
 from ygg_server.core import rules
-from ygg_server.store import sqlite as db
+from ygg_server.store import loaders, rows as codec, sqlite as db
 
 from .conftest import PW, _serve, _shutdown, admin_connection
 
@@ -118,7 +118,7 @@ async def test_history_search_and_topics_read_the_same(team):
     topics = (await alice.call("list_topics", workspace=team.ws))["topics"]
     assert [t["title"] for t in topics] == ["Plans"]
     t = (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]
-    assert t["status"] == "open" and team.admin(db.load_topic, topic).title == "Plans"
+    assert t["status"] == "open" and team.admin(loaders.load_topic, topic).title == "Plans"
 
 
 async def test_client_id_makes_a_resend_answer_the_first_send(team):
@@ -304,7 +304,7 @@ def _stored_before(t) -> bytes:
 
 
 async def test_a_topics_state_is_stored_compactly_and_rows_stored_before_still_load(team):
-    """store/sqlite.encode_topic: a topic's state without the fields at their defaults, each loop signature an
+    """store/rows.encode_topic: a topic's state without the fields at their defaults, each loop signature an
     array; a row in the form stored before (every field, signatures as objects) loads as the same topic."""
     alice = await team.person("alice")
     researcher = await team.client(api_key=team.keys["researcher"])
@@ -315,18 +315,18 @@ async def test_a_topics_state_is_stored_compactly_and_rows_stored_before_still_l
         r = await researcher.send(workspace=team.ws, topic=tid, type="inform", to=["reviewer"], text=f"m{i}")
         assert r["op"] == "sent", r
     (state,) = team.conn.execute("SELECT state FROM topics WHERE id = ?", (tid,)).fetchone()
-    t = db.decode_topic(state)
-    assert len(t.recent) == 6 and db.encode_topic(t) == bytes(state)
+    t = codec.decode_topic(state)
+    assert len(t.recent) == 6 and codec.encode_topic(t) == bytes(state)
     before = _stored_before(t)
     assert b'"author"' not in bytes(state) and b'"nudges"' not in bytes(state)
     assert len(state) < 0.75 * len(before)
     shown = (await alice.call("topic", workspace=team.ws, topic=tid))["topic"]
     team.conn.execute("UPDATE topics SET state = ? WHERE id = ?", (before, tid))  # the running server reloads
-    assert team.admin(db.load_topic, tid) == t
+    assert team.admin(loaders.load_topic, tid) == t
     assert (await alice.call("topic", workspace=team.ws, topic=tid))["topic"] == shown
     r = await researcher.send(workspace=team.ws, topic=tid, type="inform", to=["reviewer"], text="after")
     assert r["op"] == "sent", r
-    assert len(team.admin(db.load_topic, tid).recent) == 7, "the row stored before was loaded, then written anew"
+    assert len(team.admin(loaders.load_topic, tid).recent) == 7, "the row stored before was loaded, then written anew"
 
 
 async def test_assignment_reads_an_agent_s_recent_history_on_both_stores(team, monkeypatch):
@@ -350,12 +350,12 @@ async def test_assignment_reads_an_agent_s_recent_history_on_both_stores(team, m
             assert r["op"] == "sent", r
         await agent.ack([d["id"]])
     for _ in range(100):  # the acks are committed by the server's writer
-        f = team.admin(db.fitness, [rid])[rid]
+        f = team.admin(loaders.fitness, [rid])[rid]
         if f.load == 0:
             break
         await asyncio.sleep(0.05)
     assert (f.load, f.trust) == (0, 3 / 5) and f.response_us is not None, f
-    monkeypatch.setattr(db, "RECENT_ROWS", 0)
-    f = team.admin(db.fitness, [rid])[rid]
+    monkeypatch.setattr(loaders, "RECENT_ROWS", 0)
+    f = team.admin(loaders.fitness, [rid])[rid]
     assert (f.load, f.trust, f.response_us) == (0, None, None), f
-    assert team.admin(db.fitness, []) == {}
+    assert team.admin(loaders.fitness, []) == {}

@@ -178,14 +178,14 @@ async def test_control_characters_someone_wrote_are_drawn_harmless(team):
     docs/protocol.md "Names and titles"; one stored before that is drawn harmless too.)"""
     from msgspec.structs import replace
 
-    from ygg_server.store import sqlite as db
+    from ygg_server.store import loaders, rows as codec
 
     bob = await team.person("bob")
     sent = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Sneaky", type="inform",
                           text="before\x1b[2J\x1b[31mred\x1b]0;pwned\x07 tab\there\r\nnext line\rlast")
     tid, conn = sent["message"]["topic"], team.server.conn
-    old = replace(db.load_topic(conn, tid), title="Sneaky\x1b[2J title\nsecond")  # (as stored before the rule)
-    conn.execute("UPDATE topics SET state = ? WHERE id = ?", (db.encode_topic(old), tid))
+    old = replace(loaders.load_topic(conn, tid), title="Sneaky\x1b[2J title\nsecond")  # (as stored before the rule)
+    conn.execute("UPDATE topics SET state = ? WHERE id = ?", (codec.encode_topic(old), tid))
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
         main = await ready(pilot)

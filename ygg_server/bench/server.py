@@ -699,7 +699,7 @@ def _persisted(where: Path | str) -> int:
 _IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait (threading",
                 "read (ygg_server/writer/process")
 _CATEGORIES = (  # the first that matches, from the innermost frame out
-    ("permessage-deflate", "permessage_deflate"), ("SQLite (store)", "sqlite.py:"),
+    ("permessage-deflate", "permessage_deflate"), ("store (SQLite, rows, shared SQL)", "ygg_server/store/"),
     ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol/"),
     ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("pg engine", "pg_engine.py:"), ("claims (cluster)", "cluster.py:"),
     ("engine (incl. its SAVEPOINT/ack SQL)", "engine.py:"), ("gateway, inbox", "gateway.py:"),

@@ -113,7 +113,7 @@ class Sig(msgspec.Struct, frozen=True, gc=False, array_like=True):
 
 
 class Topic(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
-    """One topic's state (encoded without the fields at their defaults; store/sqlite.encode_topic)."""
+    """One topic's state (encoded without the fields at their defaults; store/rows.encode_topic)."""
 
     id: str
     workspace: str

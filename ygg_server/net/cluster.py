@@ -36,8 +36,7 @@ from ..core import Kind
 from ..core import party as core_party
 from ..store.postgres.writer_store import PgStore, fetch_conversations
 from ..writer import Published
-from ..store import postgres as pg
-from ..store import sqlite as db
+from ..store import loaders, postgres as pg, rows as codec
 from .gateway import Conn, Gateway, Limits
 from . import inbox as paging  # (PAGE read at each claim
 from .inbox import Item, deliver_frame
@@ -223,7 +222,7 @@ class Claimer:
         for did, recipient, wake, reason, holder, carrier, mid, body, _, cid, *_ in rows:
             obj = self.objs.get(mid)
             if obj is None:
-                obj = protocol.message_obj(db.decode_message(body))
+                obj = protocol.message_obj(codec.decode_message(body))
             item = Item(did, bool(wake), reason, obj, views.get(cid))
             if wake:
                 wakes.setdefault(holder, []).append(item)
@@ -337,7 +336,7 @@ class PgGateway(Gateway):
 
     async def _party_views(self, rows) -> dict:
         """The party of each conversation claimed rows are in, as its agents are shown it (the roster; who is
-        still there), as `db.party_views` makes it: kept until its members or Lead change, or a rescan.
+        still there), as `loaders.party_views` makes it: kept until its members or Lead change, or a rescan.
 
         The claim reads the conversation's row as committed, by whichever node changed it, so a party that
         moved (an op, or a conversation grown to everyone addressed in it) shows here before the wake goes
@@ -348,13 +347,13 @@ class PgGateway(Gateway):
         for *_, ws, cid, kind, name, members, party in rows:
             if cid is None or cid in out:
                 continue
-            conv = db.conversation(cid, ws, kind, name, members, party)
+            conv = codec.conversation(cid, ws, kind, name, members, party)
             key = (conv.members, conv.lead)
             hit = self._views.get(cid)
             if hit is None or hit[0] != key:
                 d = self._dirs.get(ws)
                 if d is None:
-                    d = self._dirs[ws] = await self.read(db.load_directory, ws)
+                    d = self._dirs[ws] = await self.read(loaders.load_directory, ws)
                 moved = moved or hit is not None
                 hit = self._views[cid] = (key, core_party.party_view(d, conv))
             out[cid] = hit[1]
@@ -417,7 +416,7 @@ class PgGateway(Gateway):
         for did, who, wake, reason, body in rows:
             obj = objs.get(body)
             if obj is None:
-                obj = objs[body] = protocol.message_obj(db.decode_message(body))
+                obj = objs[body] = protocol.message_obj(codec.decode_message(body))
             got.setdefault(who, []).append(Item(did, bool(wake), reason, obj))
         for pid, items in got.items():
             if pid in self.inboxes:
@@ -429,7 +428,7 @@ class PgGateway(Gateway):
         async with self.store.pool.acquire() as c:
             if topics:
                 rows = await c.fetch("SELECT state FROM topics WHERE id = ANY($1::text[])", [t for _, t in topics])
-                out.topics = [db.decode_topic(r[0]) for r in rows]
+                out.topics = [codec.decode_topic(r[0]) for r in rows]
                 # who may see each (Gateway._readers): its conversation, read here when this node has not seen it
                 seen = self.store.conversations
                 followed = self.following.followed()
@@ -440,13 +439,13 @@ class PgGateway(Gateway):
             if messages:
                 ids = [m for _, m in messages]
                 rows = await c.fetch("SELECT id, body, seq FROM messages WHERE id = ANY($1::text[]) ORDER BY seq", ids)
-                msgs = {mid: db.decode_message(body) for mid, body, _ in rows}
+                msgs = {mid: codec.decode_message(body) for mid, body, _ in rows}
                 out.messages = [msgs[m] for m in ids if m in msgs]
                 for did, mid, who, wake, reason in await c.fetch(
                         "SELECT id, message, recipient, wake, reason FROM deliveries WHERE message_seq = ANY($1::bigint[]) "
                         "ORDER BY id", [seq for *_, seq in rows]):
                     if mid in msgs:
-                        out.deliveries.append(db.Stored(did, who, bool(wake), reason, msgs[mid]))
+                        out.deliveries.append(codec.Stored(did, who, bool(wake), reason, msgs[mid]))
         if out.messages:
             self._monitor(out)
         if out.topics or out.balances:

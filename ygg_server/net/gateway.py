@@ -28,7 +28,7 @@ from .. import protocol
 from ..core import POOL, Kind
 from ..writer import Published
 from ..writer.process import WriterGone
-from ..store import sqlite as db
+from ..store import loaders, rows as codec
 from .feed import Feed
 from .inbox import Inbox, Item, Reader
 from .following import Following, standing_of
@@ -216,7 +216,9 @@ class Gateway:
 
     def _connect(self):
         """A connection beside the engine's, for reads and management ops (net/cluster.py: PostgreSQL)."""
-        return db.connect(self.engine.path)
+        from ..store import sqlite  # (here: PostgreSQL's path never loads the SQLite store)
+
+        return sqlite.connect(self.engine.path)
 
     # --- serving ---
 
@@ -1231,8 +1233,8 @@ def _unacked(conn: sqlite3.Connection, pid: str, after: int, n: int, wakes: bool
             WHERE d.recipient = ? AND d.acked_at IS NULL AND d.id > ?{" AND d.wake = 1" if wakes else ""}
             ORDER BY d.id LIMIT ?""", (pid, after, n)
     ).fetchall()
-    msgs = [(i, w, r, db.decode_message(b)) for i, w, r, b in rows]
-    views = db.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}
+    msgs = [(i, w, r, codec.decode_message(b)) for i, w, r, b in rows]
+    views = loaders.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}
     return [Item(i, bool(w), r, protocol.message_obj(m), views.get(m.conversation)) for i, w, r, m in msgs]
 
 

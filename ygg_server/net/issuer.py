@@ -37,7 +37,7 @@ from ..ops import directives as text
 from ..ops import guidance
 from ..core import SYSTEM, Conversation, ConversationKind, Directory, Kind, Profile
 from ..core import party
-from ..store import sqlite as db
+from ..store import loaders, rows as codec
 
 log = logging.getLogger("ygg.issuer")
 MAX_ENTRIES = 50_000
@@ -200,16 +200,16 @@ def _load(conn: sqlite3.Connection, keys: list[tuple]) -> dict[tuple, Any]:
     for k in keys:
         kind, ref = k
         if kind == "ws":
-            out[k] = db.load_directory(conn, ref)
+            out[k] = loaders.load_directory(conn, ref)
         elif kind == "conv":
             row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
                                (ref,)).fetchone()
-            out[k] = db.conversation(*row) if row else None
+            out[k] = codec.conversation(*row) if row else None
         elif kind == "persona":
             out[k] = guidance.persona(conn, ref)[0]
         elif kind == "rulebook":
             out[k] = guidance.rulebook(conn, ref)
         elif kind == "title":
-            t = db.load_topic(conn, ref)
+            t = loaders.load_topic(conn, ref)
             out[k] = t.title if t is not None else None
     return out

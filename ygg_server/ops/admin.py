@@ -18,7 +18,8 @@ from ..protocol import names
 from .. import idempotency
 from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
-from ..store import sqlite as db
+from ..store import loaders, writes
+from ..store.transactions import Tx, row_lock, serialized
 
 
 class AdminError(Exception):
@@ -60,9 +61,9 @@ def workspace(conn: sqlite3.Connection, ref: str, lock: str = "SHARE", names: bo
     """A workspace by id, else (`names`) by a name only one workspace has, or as `ORG/WORKSPACE` (`_in_org`: a
     name is unique only within its organization). A name is anyone's to choose: one that spells another
     workspace's id never stands for it, nor in its way. On PostgreSQL its row is held until the commit
-    (`db.row_lock`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops writing
+    (`row_lock`: `lock` SHARE to write into it, UPDATE to delete it): a delete waits for the ops writing
     there, and an op that comes during a delete finds the workspace gone."""
-    lock = db.row_lock(conn, lock)
+    lock = row_lock(conn, lock)
     rows = conn.execute("SELECT id FROM workspaces WHERE id = ?" + lock, (ref,)).fetchall()
     if not rows and names:
         named = {r[0] for r in conn.execute("SELECT id FROM workspaces WHERE name = ?" + lock, (ref,))}
@@ -151,9 +152,9 @@ _ONCE = {"workspace": ("SELECT name FROM workspaces WHERE org = ?", "this organi
 def _name_free(conn: sqlite3.Connection, kind: str, where: str, name: str) -> None:
     """Refused `name_taken` when the place `where` (an organization; an owner) holds a `kind` called `name`
     written another way: compared trimmed and case-folded, as people read names. Checked, then written: on
-    PostgreSQL the checks in one place take turns (`db.serialized`)."""
+    PostgreSQL the checks in one place take turns (`serialized`)."""
     sql, what = _ONCE[kind]
-    db.serialized(conn, f"names:{kind}:{where}")
+    serialized(conn, f"names:{kind}:{where}")
     folded = name.casefold()
     if any(n.strip().casefold() == folded for (n,) in conn.execute(sql, (where,)).fetchall()):
         raise AdminError("name_taken", f"{what} called {name!r} already; pick another name")
@@ -192,7 +193,7 @@ def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str =
     if plan not in PLANS:
         raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
     now = now_us()
-    with db.Tx(conn):
+    with Tx(conn):
         if conn.execute("SELECT 1 FROM people WHERE handle = ?", (handle,)).fetchone():
             raise AdminError("handle_taken", f"@{handle} exists")
         pid = person_id()
@@ -218,7 +219,7 @@ def _licence(plan: str, licensed) -> int | None:
 def _one_free(conn: sqlite3.Connection, owner: str, org: str | None = None) -> None:
     """Seed 002: "Each person gets one Free organization": refused `free_org_limit` when `owner` already owns
     a Free organization (other than `org`). Checked, then inserted: a person's checks take turns (two nodes)."""
-    db.serialized(conn, "free-org:" + owner)
+    serialized(conn, "free-org:" + owner)
     row = conn.execute("SELECT id FROM orgs WHERE owner = ? AND plan = 'free' AND id != ? LIMIT 1",
                        (owner, org or "")).fetchone()
     if row is not None:
@@ -231,7 +232,7 @@ def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT
     one Free organization": a second Free one is refused (`free_org_limit`)."""
     name = _named("org", name)
     licensed = _licence(plan, licensed)
-    with db.Tx(conn):
+    with Tx(conn):
         pid = person(conn, owner)
         if plan == "free":
             _one_free(conn, pid)
@@ -249,7 +250,7 @@ def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: b
     admin: open to all its members, or `restricted` (seed 002) to its admins and the people added directly."""
     name = _named("workspace", name)
     now = now_us()
-    with db.Tx(conn):
+    with Tx(conn):
         pid = person(conn, owner)
         if org_ref is None:
             oid, plan = org_owned_by(conn, pid)
@@ -271,7 +272,7 @@ def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "
     if role not in Role._value2member_map_:
         raise AdminError("bad_role", "roles: owner, admin, member, viewer")
     now = now_us()
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref)
         pid = person(conn, handle)
         if role != Role.OWNER and role_in(conn, ws, pid) == Role.OWNER:  # seed 003 §66
@@ -287,7 +288,7 @@ def add_org_member(conn: sqlite3.Connection, org_ref: str, handle: str, role: st
     if role not in (Role.ADMIN, Role.MEMBER):
         raise AdminError("bad_role", "an organization's roles: admin, member (its owner stays its owner)")
     now = now_us()
-    with db.Tx(conn):
+    with Tx(conn):
         oid = org(conn, org_ref)
         pid = person(conn, handle)
         if org_role(conn, oid, pid) == Role.OWNER:
@@ -313,7 +314,7 @@ def _may_leave(conn: sqlite3.Connection, kind: str, where: str, pid: str) -> Non
         raise AdminError(f"unknown_{kind}", f"that person is not in this {word}")
     # PostgreSQL: the owners' rows locked, so a leave another connection has written but not committed is
     # waited for and counted (SQLite's BEGIN IMMEDIATE already lets one writer at a time judge)
-    owners = conn.execute(f"SELECT {who} FROM {table} WHERE {col} = ? AND role = 'owner'" + db.row_lock(conn, "UPDATE"),
+    owners = conn.execute(f"SELECT {who} FROM {table} WHERE {col} = ? AND role = 'owner'" + row_lock(conn, "UPDATE"),
                           (where,)).fetchall()
     if mine[0] == Role.OWNER and len(owners) <= 1:
         raise AdminError("last_owner", f"the {word}'s last owner cannot leave it")
@@ -323,7 +324,7 @@ def leave_org(conn: sqlite3.Connection, org_ref: str, handle: str) -> dict:
     """A person leaves an organization (seed 002: people "create or join more"): their memberships through
     it go, with their agents' there (`reach.leave_org`); a workspace they were added to directly stays. The
     organization's last owner cannot leave it (`last_owner`)."""
-    with db.Tx(conn):
+    with Tx(conn):
         oid = org(conn, org_ref)
         pid = person(conn, handle)
         _may_leave(conn, "org", oid, pid)
@@ -337,7 +338,7 @@ def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     there through the organization), with their agents' there (`reach.leave_workspace`). Never a personal
     workspace (seed 003 §65: "Every person gets exactly one personal workspace": `personal_workspace`); its
     last owner cannot leave it (`last_owner`)."""
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref)
         pid = person(conn, handle)
         _not_personal(conn, ws, "a personal workspace is never left")
@@ -354,7 +355,7 @@ def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bo
     is `unknown_workspace`, as one that does not exist. `by_id` (the socket's): `ws_ref` is an id only, never a
     name: a name is anyone's to choose, in every tenant (`workspace` looks names up everywhere), so a person joining
     by name would learn whether another organization used it (the operator's CLI names workspaces either way)."""
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref, names=not by_id)
         pid = person(conn, handle)
         personal = conn.execute("SELECT personal_of FROM workspaces WHERE id = ?", (ws,)).fetchone()[0] is not None
@@ -381,18 +382,20 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     Its own row goes first: on PostgreSQL a batch of sends holds the rows of its workspaces (`FOR KEY SHARE`,
     pg_engine._LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
     batch that comes meanwhile waits for the delete and finds the workspace gone."""
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref, "UPDATE")
         _not_personal(conn, ws, "a personal workspace can never be deleted")
         conn.execute("DELETE FROM workspaces WHERE id = ?", (ws,))
         if isinstance(conn, sqlite3.Connection):  # SQLite's full-text index keeps its own copy of the text
-            db.unindex_workspace(conn, ws)
-        conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {db.IN_WORKSPACE})",
+            from ..store import sqlite  # (here: PostgreSQL's path never loads the SQLite store)
+
+            sqlite.unindex_workspace(conn, ws)
+        conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {loaders.IN_WORKSPACE})",
                      (ws,))
         idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         reach.unpin(conn, ws)  # (an agent pinned there alone stays in no workspace)
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
-            where = db.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
+            where = loaders.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
             conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))
     return {"id": ws, "deleted": True}
 
@@ -401,7 +404,7 @@ def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> d
     """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to it
     directly, not to every member"; lifting the restriction opens it to every member again."""
     now = now_us()
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref)
         _not_personal(conn, ws, "a personal workspace is its person's alone")
         conn.execute("UPDATE workspaces SET restricted = ? WHERE id = ?", (int(restricted), ws))
@@ -420,7 +423,7 @@ def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | Non
         raise AdminError("bad_name", "an agent's name has no '@' and no reserved prefix")
     now = now_us()
     key, key_id, key_hash = auth.new_api_key()
-    with db.Tx(conn):
+    with Tx(conn):
         pid = person(conn, owner)
         if conn.execute("SELECT 1 FROM agents WHERE owner = ? AND name = ?", (pid, name)).fetchone():
             raise AdminError("name_taken", f"you already have an agent called {name}")
@@ -449,7 +452,7 @@ def set_plan(conn: sqlite3.Connection, org_ref: str, plan: str, licensed: int | 
     """An organization's plan, and for Team its licensed messages a month (None: not metered); `org_ref` is its
     id, or a handle for that person's own (first) organization. A person's second Free one is refused."""
     licensed = _licence(plan, licensed)
-    with db.Tx(conn):
+    with Tx(conn):
         oid = org(conn, org_ref)
         if plan == "free":
             _one_free(conn, conn.execute("SELECT owner FROM orgs WHERE id = ?", (oid,)).fetchone()[0], oid)
@@ -469,9 +472,9 @@ def add_group(conn: sqlite3.Connection, ws_ref: str, name: str, members: list[st
         raise AdminError("bad_name", "a group's name has no ':', '@' or ','")
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
         raise AdminError("empty_group", "a group has at least one member: agents, @people or group:s of the workspace")
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref)
-        found = db.load_directory(conn, ws).resolve(tuple(members))
+        found = loaders.load_directory(conn, ws).resolve(tuple(members))
         if isinstance(found, Unresolved) or SYSTEM in found:
             raise AdminError("unknown_member", found.detail if isinstance(found, Unresolved) else "system.ygg is in no group")
         ids = sorted(set(found))
@@ -490,7 +493,7 @@ def remove_group(conn: sqlite3.Connection, ws_ref: str, name: str) -> dict:
     id; a group made again under that name addresses it again."""
     if not isinstance(name, str):
         raise AdminError("bad_name", "a group's name is text")
-    with db.Tx(conn):
+    with Tx(conn):
         ws = workspace(conn, ws_ref)
         if conn.execute("DELETE FROM groups WHERE workspace = ? AND name = ?", (ws, name)).rowcount == 0:
             raise AdminError("unknown_group", f"no group {name!r} in this workspace")
@@ -513,7 +516,7 @@ def own_agent(conn: sqlite3.Connection, owner: str, ref: str) -> str | None:
 def revoke_agent(conn: sqlite3.Connection, ref: str) -> dict:
     """An agent retired (or its key leaked): its key is refused from now on, its sessions end, so its open
     connections close (the gateway's rescan); it is counted against no plan. Its messages stay."""
-    with db.Tx(conn):
+    with Tx(conn):
         aid = agent(conn, ref)
         conn.execute("UPDATE agents SET revoked = 1 WHERE id = ?", (aid,))
         conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
@@ -524,7 +527,7 @@ def rotate_key(conn: sqlite3.Connection, ref: str) -> dict:
     """A new API key for an agent, shown once, as any API-key page does: the old key is refused from now on and
     the sessions it opened end (open connections close; they sign in again with the new key)."""
     key, key_id, key_hash = auth.new_api_key()
-    with db.Tx(conn):
+    with Tx(conn):
         aid = agent(conn, ref)
         name, revoked = conn.execute("SELECT name, revoked FROM agents WHERE id = ?", (aid,)).fetchone()
         if revoked:
@@ -541,7 +544,7 @@ def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws
     From the command line the operator acts as the agent's owner, or as the workspace's owner.
     """
     now = now_us()
-    with db.Tx(conn):
+    with Tx(conn):
         if pool_ws is not None:
             ws = workspace(conn, pool_ws)
             account = POOL
@@ -549,7 +552,7 @@ def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws
                 funder = conn.execute(
                     "SELECT participant FROM memberships WHERE workspace = ? AND role = 'owner' LIMIT 1", (ws,)
                 ).fetchone()[0]
-            paused = db.credit_paused(conn, workspace=ws)
+            paused = loaders.credit_paused(conn, workspace=ws)
         else:
             account = agent(conn, account_ref)
             funder = funder or conn.execute("SELECT owner FROM agents WHERE id = ?", (account,)).fetchone()[0]
@@ -560,13 +563,13 @@ def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws
             if row is None:
                 raise AdminError("unknown_agent", "the agent shares no workspace with its owner")
             ws = row[0]
-            paused = db.credit_paused(conn, agent=account)
-        view = View(db.load_directory(conn, ws), None, flags=frozenset(db.load_flags(conn)))
+            paused = loaders.credit_paused(conn, agent=account)
+        view = View(loaders.load_directory(conn, ws), None, flags=frozenset(loaders.load_flags(conn)))
         d = core_fund(view, funder, account, amount, tuple(paused), now, f"fund:{new_id()}")
         if d.refusal:
             raise AdminError(d.refusal.reason, d.refusal.detail)
-        db.apply(conn, d, now, ws)
-        bal = db.balance(conn, ws, account)
+        writes.apply(conn, d, now, ws)
+        bal = loaders.balance(conn, ws, account)
     return {"id": account, "workspace": ws, "balance": bal}
 
 

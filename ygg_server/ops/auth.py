@@ -10,7 +10,7 @@ import sqlite3
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from ..store import sqlite as db
+from ..store.transactions import row_lock
 
 _hasher = PasswordHasher()
 KEY_PREFIX = "yggk"
@@ -84,7 +84,7 @@ def insert_session(conn, row: tuple, key: str | None = None) -> None:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
     else:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
-                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + db.row_lock(conn),
+                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + row_lock(conn),
                      (*row, row[1], key))
 
 

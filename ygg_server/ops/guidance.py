@@ -4,7 +4,7 @@ Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) 
 on a sqlite3-shaped connection (SQLite, or PostgreSQL's adapter); the writes run on
 the gateway's management connection, so the engine and every node see them at once.
 Each write reads and writes its document in one transaction, serialized per document
-(`store.sqlite.serialized`), so writes through several nodes at once neither fail nor lose a merge.
+(`store.transactions.serialized`), so writes through several nodes at once neither fail nor lose a merge.
 
 - `get_persona` / `set_persona`: the agent itself, or its owner. A write that would
   shrink a long persona to less than half is refused `persona_shrink` (seed 003 §57);
@@ -25,7 +25,7 @@ import msgspec
 
 from . import directives, queries
 from ..core import Role
-from ..store import sqlite as db
+from ..store.transactions import Tx, serialized
 
 
 def _now() -> int:
@@ -73,8 +73,8 @@ def get_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
 
 def set_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
     agent = _agent_for(conn, who, frame)
-    with db.Tx(conn):
-        db.serialized(conn, "persona:" + agent)
+    with Tx(conn):
+        serialized(conn, "persona:" + agent)
         return _set_persona(conn, who, agent, frame)
 
 
@@ -136,8 +136,8 @@ def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
     if change is not None and not isinstance(change, dict):
         return _refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
                         "or null for all defaults")
-    with db.Tx(conn):
-        db.serialized(conn, "rulebook:" + cid)
+    with Tx(conn):
+        serialized(conn, "rulebook:" + cid)
         return _merge_rulebook(conn, who, ws, cid, change)
 
 

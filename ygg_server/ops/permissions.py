@@ -14,7 +14,8 @@ import msgspec
 from . import admin
 from ..core import Directory, Kind, Unresolved
 from .queries import id_list
-from ..store import sqlite as db
+from ..store import loaders
+from ..store.transactions import Tx
 
 FLAGS = ("send", "receive", "monitor")
 LISTS = ("can_message", "takes_from")
@@ -30,7 +31,7 @@ def _resolved(d: Directory, ref) -> tuple[str, ...]:
 
 def target(conn: sqlite3.Connection, ws: str, ref) -> tuple[str, str | None]:
     """(agent id, its owner) of the agent `ref` names in `ws`; anyone else, or an agent elsewhere, is unknown."""
-    d = db.load_directory(conn, ws)
+    d = loaders.load_directory(conn, ws)
     found = _resolved(d, ref)
     p = d.participants[found[0]]
     if len(found) != 1 or p.kind != Kind.AGENT:
@@ -44,10 +45,10 @@ def set_permissions(conn: sqlite3.Connection, ws_ref: str, agent_ref: str, chang
     bad = [k for k in changes if k not in FLAGS + LISTS]
     if bad:
         raise admin.AdminError("bad_frame", f"unknown permissions: {', '.join(sorted(bad))}")
-    with db.Tx(conn):
+    with Tx(conn):
         ws = admin.workspace(conn, ws_ref)
         aid, _ = target(conn, ws, agent_ref)
-        d = db.load_directory(conn, ws)
+        d = loaders.load_directory(conn, ws)
         for k, v in changes.items():
             if k in FLAGS:
                 if not isinstance(v, bool):

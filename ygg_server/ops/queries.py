@@ -19,7 +19,7 @@ from . import reach
 from ..core import POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
 from ..core import assign as core_assign
 from ..core.lifecycle import unfunded
-from ..store import sqlite as db
+from ..store import loaders, rows as codec
 
 MAX_PAGE = 200
 
@@ -76,7 +76,7 @@ def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
     if not isinstance(ref, str):
         raise ValueError("conversation must be general, dm:<participant>, group:<name> or a conversation id")
     if ref.startswith(("dm:", "group:")):
-        conv = db.load_directory(conn, ws).conversation(ref, pid, {})
+        conv = loaders.load_directory(conn, ws).conversation(ref, pid, {})
         if conv is None:
             raise NotFound
         ref = conv.id
@@ -117,9 +117,9 @@ def history(conn, pid: str, f: dict) -> dict:
     rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
-    messages = [protocol.message_obj(db.decode_message(b)) for _, b in rows]
+    messages = [protocol.message_obj(codec.decode_message(b)) for _, b in rows]
     if pid.startswith("agent."):  # agents see the history as agents see it (docs/rules.md, "What agents see")
-        pv = db.party_views(conn, [(ws, cid)])[cid]
+        pv = loaders.party_views(conn, [(ws, cid)])[cid]
         messages = [protocol.for_agent(m, pv) for m in messages]
     woke = _woke(conn, [seq for seq, _ in rows], [m["id"] for m in messages])
     for m in messages:
@@ -164,10 +164,12 @@ def search_messages(conn, pid: str, f: dict) -> dict:
     args = [phrase, ws, floor, monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', limit]
     if isinstance(conn, sqlite3.Connection):
         # the newest messages may not be indexed yet (the engine indexes in chunks): they are matched in a
-        # table of this connection's (db.search_tail), all newer than the indexed ones, so they come first
+        # table of this connection's (store/sqlite.search_tail), all newer than the indexed ones, so they come first
+        from ..store import sqlite  # (here: PostgreSQL's path never loads the SQLite store)
+
         conn.execute("BEGIN")
         try:
-            db.search_tail(conn, ws, floor)
+            sqlite.search_tail(conn, ws, floor)
             rows = conn.execute(sql.replace("messages_fts", "messages_tail"), args).fetchall()
             if len(rows) < limit:
                 rows += conn.execute(sql, args[:-1] + [limit - len(rows)]).fetchall()
@@ -175,10 +177,10 @@ def search_messages(conn, pid: str, f: dict) -> dict:
             conn.execute("COMMIT")
     else:
         rows = conn.execute(sql, args).fetchall()
-    found = [db.decode_message(b) for (b,) in rows]
+    found = [codec.decode_message(b) for (b,) in rows]
     messages = [protocol.message_obj(m) for m in found]
     if pid.startswith("agent."):  # agents see what they find as agents see it, as in history (docs/rules.md)
-        pvs = db.party_views(conn, [(m.workspace, m.conversation) for m in found])
+        pvs = loaders.party_views(conn, [(m.workspace, m.conversation) for m in found])
         messages = [protocol.for_agent(o, pvs[m.conversation]) for m, o in zip(found, messages)]
     return {"messages": messages}
 
@@ -293,7 +295,7 @@ def topic_obj(t) -> dict:
 def list_topics(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
-    sql, args = f"SELECT conversation, state FROM topics WHERE {db.IN_WORKSPACE}", [ws]  # (no read of all topics)
+    sql, args = f"SELECT conversation, state FROM topics WHERE {loaders.IN_WORKSPACE}", [ws]  # (no read of all topics)
     if f.get("conversation") is not None:
         sql += " AND conversation = ?"
         args.append(_conversation(conn, ws, f.get("conversation"), pid, monitor))
@@ -302,13 +304,13 @@ def list_topics(conn, pid: str, f: dict) -> dict:
         args.append(f["status"])
     visible = _visible(conn, ws, pid, monitor)
     rows = conn.execute(sql + " ORDER BY updated_at DESC LIMIT ?", (*args, MAX_PAGE)).fetchall()
-    return {"topics": [topic_obj(db.decode_topic(s)) for c, s in rows if visible is None or c in visible]}
+    return {"topics": [topic_obj(codec.decode_topic(s)) for c, s in rows if visible is None or c in visible]}
 
 
 def topic(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _, monitor = _member(conn, ws, pid)
-    t = db.load_topic(conn, f.get("topic")) if isinstance(f.get("topic"), str) else None
+    t = loaders.load_topic(conn, f.get("topic")) if isinstance(f.get("topic"), str) else None
     if t is None or t.workspace != ws:
         raise NotFound
     _conversation(conn, ws, t.conversation, pid, monitor)
@@ -321,8 +323,8 @@ def balances(conn, pid: str, f: dict) -> dict:
     agents = [r[0] for r in conn.execute(
         """SELECT m.participant FROM memberships m JOIN agents a ON a.id = m.participant
            WHERE m.workspace = ? AND a.revoked = 0""", (ws,))]
-    return {"pool": db.balance(conn, ws, POOL) or 0,
-            "agents": {a: db.balance(conn, ws, a) for a in agents}}
+    return {"pool": loaders.balance(conn, ws, POOL) or 0,
+            "agents": {a: loaders.balance(conn, ws, a) for a in agents}}
 
 
 def list_orgs(conn, pid: str, f: dict) -> dict:
@@ -337,7 +339,7 @@ def list_orgs(conn, pid: str, f: dict) -> dict:
         p = plan_of(plan, licensed)
         used = None
         if p.messages_per_month is not None:
-            used = db.usage(conn, oid, month)
+            used = loaders.usage(conn, oid, month)
         out.append({"id": oid, "name": name, "role": role, "plan": plan, "licensed": licensed,
                     "messages_per_month": p.messages_per_month, "agents": p.agents, "workspaces": p.workspaces,
                     "history_days": p.history_days, "messages_this_month": used})
@@ -348,7 +350,7 @@ def list_groups(conn, pid: str, f: dict) -> dict:
     ws = f.get("workspace")
     _member(conn, ws, pid)
     rows = conn.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY name", (ws,)).fetchall()
-    here = db.load_directory(conn, ws).memberships
+    here = loaders.load_directory(conn, ws).memberships
     return {"groups": [group_row(n, m, here) for n, m in rows]}
 
 
@@ -368,7 +370,7 @@ def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozen
     if not isinstance(cap, str) or not isinstance(text, str):
         return {"error": ("bad_frame", "explain_assignment needs workspace, capability and optional text")}
     cap = cap[len(core_assign.PREFIX):] if cap.startswith(core_assign.PREFIX) else cap
-    d = db.load_directory(conn, ws)
+    d = loaders.load_directory(conn, ws)
     if d.participants[pid].kind != Kind.HUMAN:
         return {"refused": ("permission_denied", "the workspace's people see assignment scores")}
     sender = pid
@@ -377,9 +379,9 @@ def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozen
         if found is None or isinstance(found, Unresolved) or len(found) != 1 or found[0] == SYSTEM:
             return {"refused": ("unknown_member", "sender: name one participant of this workspace")}
         sender = found[0]
-    weights = core_assign.weights_of(db.settings(conn, ws).get("assign.weights"))
+    weights = core_assign.weights_of(loaders.settings(conn, ws).get("assign.weights"))
     me = frozenset((sender,))
-    fitness = db.fitness(conn, list(core_assign.eligible(d, cap, me, sender)), present.__contains__)
+    fitness = loaders.fitness(conn, list(core_assign.eligible(d, cap, me, sender)), present.__contains__)
     a = core_assign.assign(d, cap, text, fitness, weights, me, sender)
     if a is None:
         out = core_assign.left_out(d, cap, sender, me)

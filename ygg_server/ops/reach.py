@@ -25,7 +25,8 @@ import sqlite3
 import msgspec
 
 from ..core import Role, plan_of
-from ..store import sqlite as db
+from ..store import loaders
+from ..store.transactions import row_lock
 
 ORG_ADMINS = (Role.OWNER, Role.ADMIN)
 
@@ -137,7 +138,7 @@ def open_org_to(conn: sqlite3.Connection, org: str, pid: str, role: str, now: in
     left: list[str] = []
     for ws, restricted in conn.execute(
             "SELECT id, restricted FROM workspaces WHERE org = ? AND personal_of IS NULL ORDER BY created_at"
-            + db.row_lock(conn), (org,)).fetchall():
+            + row_lock(conn), (org,)).fetchall():
         if not opens(restricted, role):
             _leave(conn, ws, pid)
             continue
@@ -181,7 +182,7 @@ def join_workspace(conn: sqlite3.Connection, ws: str, pid: str, now: int) -> lis
     are judged, so a restriction, a demotion or a leave another connection has written but not committed is
     waited for and judged after (else its rescan of the rows through the organization would miss this one);
     SQLite's BEGIN IMMEDIATE already lets one writer at a time judge."""
-    if lock := db.row_lock(conn):
+    if lock := row_lock(conn):
         conn.execute("""SELECT 1 FROM workspaces w JOIN org_members o ON o.org = w.org AND o.person = ?
                         WHERE w.id = ?""" + lock, (pid, ws)).fetchall()
     found = joinable(conn, pid, ws)
@@ -207,10 +208,10 @@ def _in_org(conn: sqlite3.Connection, org: str, aid: str) -> bool:
 def bring_agents(conn: sqlite3.Connection, ws: str, owner: str, now: int) -> list[str]:
     """Seed 003 §19: `owner`'s agents go with it into `ws`, unless pinned elsewhere or the organization's
     plan has no room for one more agent; return the ids of those left out for the plan. A workspace deleted
-    meanwhile (PostgreSQL: its row is held from here, `db.row_lock`) gets none."""
-    if conn.execute("SELECT 1 FROM workspaces WHERE id = ?" + db.row_lock(conn), (ws,)).fetchone() is None:
+    meanwhile (PostgreSQL: its row is held from here, `row_lock`) gets none."""
+    if conn.execute("SELECT 1 FROM workspaces WHERE id = ?" + row_lock(conn), (ws,)).fetchone() is None:
         return []
-    org, *plan = db.org_of(conn, ws)
+    org, *plan = loaders.org_of(conn, ws)
     limit = plan_of(*plan).agents
     left: list[str] = []
     for aid, pinned in conn.execute(
@@ -233,7 +234,7 @@ def unpin(conn: sqlite3.Connection, ws: str) -> None:
     there keeps its other pins, and one pinned there alone is pinned to none (`[]`), never unpinned (NULL, which
     would send it into every workspace of its owner). PostgreSQL: the agents' rows are held (`FOR UPDATE`), so
     two deletes at once each take their own pin from what the other left."""
-    for aid, pinned in conn.execute("SELECT id, pinned FROM agents WHERE pinned LIKE ?" + db.row_lock(conn, "UPDATE"),
+    for aid, pinned in conn.execute("SELECT id, pinned FROM agents WHERE pinned LIKE ?" + row_lock(conn, "UPDATE"),
                                     (f'%"{ws}"%',)).fetchall():  # (a coarse filter: the ids are compared below)
         kept = [w for w in msgspec.json.decode(pinned) if w != ws]
         conn.execute("UPDATE agents SET pinned = ? WHERE id = ?", (msgspec.json.encode(kept).decode(), aid))

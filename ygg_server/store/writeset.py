@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core import POOL, Conversation, Decision, Delivery, Entry, Message, Topic
-
-
-def wallet_key(workspace: str, account: str) -> tuple[str, str]:
-    """An agent has one wallet wherever it appears (one identity); each workspace has its pool."""
-    return (workspace, account) if account == POOL else ("*", account)
+from ..core import Conversation, Decision, Delivery, Entry, Message, Topic
+from .rows import wallet_key
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from ..core.lifecycle import unfunded
 from ..core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
 from ..protocol import names
 from ..store.port import Snapshot
-from ..store.sqlite import profile  # (a row codec)
+from ..store.rows import profile
 from .commands import Command
 from .plan import funded_account
 

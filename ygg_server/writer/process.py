@@ -41,7 +41,7 @@ import msgspec
 from ..core import Conversation, Message, Topic
 from ..core.party import PartyView
 from ..gcpolicy import calm_gc
-from ..store.sqlite import Stored
+from ..store.rows import Stored
 from .commands import Command
 from .loop import MAX_BATCH, Published, Writer
 from .runners import ThreadRunner, now_us

@@ -1,8 +1,9 @@
 """PostgreSQL, the store for more than one server node (asyncpg).
 
-The same tables as the SQLite schema (`schema.py`): text ids (random UUIDs, `human.<hex>`,
-`agent.<hex>`), timestamps as integer microseconds UTC (BIGINT), JSON in TEXT, encoded
-states in BYTEA. What PostgreSQL adds for several nodes:
+The tables both stores have, described once in `store/schema/` and rendered for PostgreSQL:
+text ids (random UUIDs, `human.<hex>`, `agent.<hex>`), timestamps as integer microseconds UTC
+(BIGINT), JSON in TEXT, encoded states in BYTEA. What PostgreSQL adds for several nodes
+(`only=POSTGRES` there):
 
 - `deliveries.leased_by` / `lease_until` / `carrier`: a claimed delivery's lease, as columns on
   the row that is locked (see `Claimable`), and the wake that carries a context delivery;
@@ -31,6 +32,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 import msgspec
+
+from .. import schema
 
 CHANNEL = "ygg"  # LISTEN/NOTIFY channel every node listens on
 NOTIFY_MAX = 7000  # bytes per NOTIFY payload (PostgreSQL's limit is 8000)
@@ -88,179 +91,21 @@ async def create_pool(dsn: str, prepared: bool = True, size: int = 4, soft: bool
     return await asyncpg.create_pool(dsn, min_size=1, max_size=size, reset=_reset, **kw)
 
 
-# --- schema ---
-
-MIGRATIONS: list[str] = [
-    # 1: the SQLite schema's tables (schema.py, migrations 1-3), plus leases, per-node usage, nodes, presence
-    """
-    CREATE TABLE people (
-        id TEXT PRIMARY KEY, handle TEXT NOT NULL UNIQUE, password_hash TEXT, created_at BIGINT NOT NULL
-    );
-    CREATE TABLE orgs (
-        id TEXT PRIMARY KEY, name TEXT NOT NULL, plan TEXT NOT NULL, owner TEXT NOT NULL, created_at BIGINT NOT NULL
-    );
-    CREATE TABLE org_members (
-        org TEXT NOT NULL, person TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (org, person)
-    );
-    CREATE TABLE workspaces (
-        id TEXT PRIMARY KEY, org TEXT NOT NULL, name TEXT NOT NULL, restricted INTEGER NOT NULL DEFAULT 0,
-        personal_of TEXT, settings TEXT NOT NULL DEFAULT '{}', created_at BIGINT NOT NULL
-    );
-    CREATE UNIQUE INDEX workspaces_personal ON workspaces (personal_of) WHERE personal_of IS NOT NULL;
-    CREATE TABLE agents (
-        id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, key_id TEXT UNIQUE, key_hash TEXT,
-        revoked INTEGER NOT NULL DEFAULT 0, pinned TEXT, profile TEXT NOT NULL DEFAULT '{}',
-        created_at BIGINT NOT NULL, UNIQUE (owner, name)
-    );
-    CREATE TABLE memberships (
-        workspace TEXT NOT NULL, participant TEXT NOT NULL, role TEXT NOT NULL,
-        send INTEGER NOT NULL DEFAULT 1, receive INTEGER NOT NULL DEFAULT 1,
-        can_message TEXT, takes_from TEXT, monitor INTEGER NOT NULL DEFAULT 0,
-        created_at BIGINT NOT NULL, PRIMARY KEY (workspace, participant)
-    );
-    CREATE INDEX memberships_participant ON memberships (participant);
-    CREATE TABLE groups (
-        workspace TEXT NOT NULL, name TEXT NOT NULL, members TEXT NOT NULL, PRIMARY KEY (workspace, name)
-    );
-    CREATE TABLE conversations (
-        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
-        members TEXT NOT NULL, created_at BIGINT NOT NULL, party TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE INDEX conversations_workspace ON conversations (workspace);
-    CREATE TABLE topics (
-        id TEXT PRIMARY KEY, workspace TEXT NOT NULL, conversation TEXT NOT NULL, opener TEXT NOT NULL,
-        status TEXT NOT NULL, next_due BIGINT, state BYTEA NOT NULL, created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL
-    );
-    CREATE INDEX topics_conversation ON topics (conversation, updated_at);
-    CREATE INDEX topics_opener ON topics (opener) WHERE status != 'closed';
-    CREATE INDEX topics_due ON topics (next_due) WHERE next_due IS NOT NULL;
-    CREATE INDEX topics_paused ON topics (workspace) WHERE status = 'paused';
-    CREATE TABLE messages (
-        seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL,
-        conversation TEXT NOT NULL, topic TEXT, author TEXT NOT NULL, type TEXT NOT NULL,
-        text TEXT NOT NULL, body BYTEA NOT NULL, created_at BIGINT NOT NULL
-    );
-    CREATE INDEX messages_conversation ON messages (conversation, seq);
-    CREATE INDEX messages_topic ON messages (topic, seq);
-    CREATE INDEX messages_workspace ON messages (workspace, seq);
-    CREATE INDEX messages_text ON messages USING GIN (to_tsvector('simple', text));
-    CREATE TABLE deliveries (
-        id BIGSERIAL PRIMARY KEY, message TEXT NOT NULL, recipient TEXT NOT NULL,
-        wake INTEGER NOT NULL, reason TEXT, acked_at BIGINT,
-        leased_by TEXT, lease_until BIGINT, carrier BIGINT
-    );
-    CREATE INDEX deliveries_open ON deliveries (recipient, id) WHERE acked_at IS NULL;
-    CREATE INDEX deliveries_message ON deliveries (message);
-    CREATE INDEX deliveries_leased ON deliveries (leased_by) WHERE acked_at IS NULL AND leased_by IS NOT NULL;
-    CREATE TABLE wallets (
-        workspace TEXT NOT NULL, account TEXT NOT NULL, balance BIGINT NOT NULL, PRIMARY KEY (workspace, account)
-    );
-    CREATE TABLE ledger (
-        id BIGSERIAL PRIMARY KEY, workspace TEXT NOT NULL, account TEXT NOT NULL,
-        delta BIGINT NOT NULL, cause TEXT NOT NULL, created_at BIGINT NOT NULL
-    );
-    CREATE TABLE flags (
-        workspace TEXT NOT NULL, name TEXT NOT NULL, agent TEXT NOT NULL, PRIMARY KEY (workspace, name, agent)
-    );
-    CREATE TABLE usage (
-        org TEXT NOT NULL, month TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (org, month)
-    );
-    CREATE TABLE usage_nodes (
-        org TEXT NOT NULL, month TEXT NOT NULL, node TEXT NOT NULL, count BIGINT NOT NULL,
-        PRIMARY KEY (org, month, node)
-    );
-    CREATE TABLE sessions (
-        token_hash TEXT PRIMARY KEY, participant TEXT NOT NULL, expires_at BIGINT NOT NULL,
-        created_at BIGINT NOT NULL
-    );
-    CREATE TABLE idempotency (
-        participant TEXT NOT NULL, client_id TEXT NOT NULL, reply BYTEA NOT NULL, created_at BIGINT NOT NULL,
-        PRIMARY KEY (participant, client_id)
-    );
-    CREATE TABLE nodes (
-        id TEXT PRIMARY KEY, started_at BIGINT NOT NULL, heartbeat_at BIGINT NOT NULL
-    );
-    CREATE TABLE presence (
-        node TEXT NOT NULL, participant TEXT NOT NULL, kind TEXT NOT NULL, last_seen BIGINT NOT NULL,
-        PRIMARY KEY (node, participant)
-    );
-    CREATE INDEX presence_participant ON presence (participant);
-    INSERT INTO meta (key, value) VALUES ('config', 0);
-    """,
-    # 2: SQLite's migration 4 (schema.py): personas and conversations' rulebooks
-    """
-    CREATE TABLE personas (
-        agent TEXT NOT NULL, version INTEGER NOT NULL, text TEXT NOT NULL, why TEXT NOT NULL DEFAULT '',
-        author TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (agent, version)
-    );
-    CREATE TABLE rulebooks (
-        conversation TEXT PRIMARY KEY, workspace TEXT NOT NULL, body TEXT NOT NULL, set_by TEXT NOT NULL,
-        updated_at BIGINT NOT NULL
-    );
-    """,
-    # 3: the SQLite schema's migration 5: a membership is direct, or through the organization (0)
-    """
-    ALTER TABLE memberships ADD COLUMN direct INTEGER NOT NULL DEFAULT 1;
-    """,
-    # 4: the SQLite schema's migration 6: a Team organization's licensed messages a month (NULL: not metered)
-    """
-    ALTER TABLE orgs ADD COLUMN licensed BIGINT;
-    """,
-    # 5: the SQLite schema's migration 8: deliveries find their message by seq (an index that grows at its end)
-    """
-    ALTER TABLE deliveries ADD COLUMN message_seq BIGINT;
-    UPDATE deliveries d SET message_seq = m.seq FROM messages m WHERE m.id = d.message;
-    DROP INDEX deliveries_message;
-    CREATE INDEX deliveries_message_seq ON deliveries (message_seq);
-    """,
-    # 6: the SQLite schema's migration 9: the topics where agents wait for funds, marked by the writer and found
-    # through a partial index (a funding read every paused or open topic)
-    """
-    ALTER TABLE topics ADD COLUMN waits_funds SMALLINT;
-    UPDATE topics SET waits_funds = 1
-     WHERE status = 'paused' OR (status = 'open' AND position('"unfunded":{"'::bytea in state) > 0);
-    CREATE INDEX topics_waiting_funds ON topics (workspace) WHERE waits_funds IS NOT NULL;
-    DROP INDEX topics_paused;
-    """,
-    # 7: the SQLite schema's migration 10: the standing kept for one who left a workspace (reach.py)
-    """
-    CREATE TABLE departed (
-        workspace TEXT NOT NULL, participant TEXT NOT NULL, role TEXT NOT NULL, send INTEGER NOT NULL,
-        receive INTEGER NOT NULL, monitor INTEGER NOT NULL, can_message TEXT, takes_from TEXT,
-        PRIMARY KEY (workspace, participant)
-    );
-    """,
-    # 8: idempotency rows found oldest first by the sweep that deletes them (ygg_server/idempotency.py; SQLite
-    # reads them by rowid, the order they were written in, and needs no index)
-    """
-    CREATE INDEX idempotency_created_at ON idempotency (created_at);
-    """,
-    # 9: the SQLite schema's migration 11: agents' pins to workspaces deleted before reach.unpin are taken away
-    """
-    UPDATE agents SET pinned = (
-        SELECT coalesce(json_agg(p.id ORDER BY p.n), '[]'::json)::text
-          FROM json_array_elements_text(agents.pinned::json) WITH ORDINALITY p(id, n)
-         WHERE p.id IN (SELECT id FROM workspaces))
-     WHERE pinned IS NOT NULL
-       AND EXISTS (SELECT 1 FROM json_array_elements_text(agents.pinned::json) p(id)
-                    WHERE p.id NOT IN (SELECT id FROM workspaces));
-    """,
-]
-
+# --- schema (store/schema: the tables described once, one version number for both stores) ---
 
 async def migrate(conn: asyncpg.Connection) -> int:
-    """Apply the migrations not applied yet, once, whichever node starts first; return the version."""
+    """Bring the database to the latest schema version, once, whichever node starts first; return its version."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(7947001)")  # one migrator at a time
-        await conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)")
-        version = await conn.fetchval("SELECT value FROM meta WHERE key = 'schema'") or 0
-        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
-            await conn.execute(sql)
+        made = await conn.fetchval("SELECT to_regclass('meta') IS NOT NULL")
+        version = (await conn.fetchval("SELECT value FROM meta WHERE key = 'schema'") or 0) if made else 0
+        for version, statements in schema.pending(schema.POSTGRES, version):
+            for sql in statements:
+                await conn.execute(sql)
             await conn.execute(
                 """INSERT INTO meta (key, value) VALUES ('schema', $1)
-                   ON CONFLICT (key) DO UPDATE SET value = excluded.value""", i)
-        return len(MIGRATIONS)
+                   ON CONFLICT (key) DO UPDATE SET value = excluded.value""", version)
+        return version
 
 
 # --- one claim pattern (seed 003 §27) ---
@@ -424,13 +269,13 @@ UPDATE deliveries d SET acked_at = $1 FROM a WHERE d.id = a.id RETURNING d.id, d
 # --- a blocking adapter with the sqlite3 surface ---
 
 _OVERRIDES_RAW = {
-    # sqlite.credit_paused: the paused topics a funding may un-pause are locked, in id order
+    # loaders.credit_paused: the paused topics a funding may un-pause are locked, in id order
     # (the engine's lock order: topics, then wallets)
     "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = ?":
         "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = $1 ORDER BY id FOR UPDATE",
     "SELECT state FROM topics WHERE waits_funds IS NOT NULL":
         "SELECT state FROM topics WHERE waits_funds IS NOT NULL ORDER BY id FOR UPDATE",
-    # sqlite.usage: a month's messages of an organization are its shared row plus every node's row
+    # loaders.usage: a month's messages of an organization are its shared row plus every node's row
     # (`usage_nodes`, where each node counts an unmetered plan's), as the engine's limit check adds them
     """SELECT count FROM usage WHERE org = ? AND month = ?""":
         """SELECT coalesce((SELECT count FROM usage WHERE org = $1 AND month = $2), 0)::bigint

@@ -48,10 +48,8 @@ from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, p
     run_captured
 from .acks import Acks
 from .batch_sql import LOAD, WRITE
-from ..sqlite import (  # the row codecs and the loaders both stores run (cold loads, through SyncConnection)
-    Stored, conversation, decode_topic, encode_topic, fitness, load_directory, load_flags, org_of, party_json,
-    settings, waits_funds,
-)
+from ..loaders import fitness, load_directory, load_flags, org_of, settings  # (cold loads, through SyncConnection)
+from ..rows import Stored, conversation, decode_topic, encode_topic, party_json, waits_funds
 
 log = logging.getLogger("ygg.writer")
 _enc = msgspec.json.Encoder()

@@ -22,14 +22,15 @@ from typing import Callable
 from ... import idempotency
 from ...core import POOL, next_due
 from ...ops import auth
-from ..port import EMPTY, Keys, Snapshot
-from ..writeset import WriteSet
-from . import (
-    Checkpointer, balance, connect, credit_paused, due_topics, fitness, index_messages, load_conversations,
-    load_directory, load_flags, load_topic, open_opened, org_of, settings, usage,
+from ..loaders import (
+    balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
+    open_opened, org_of, settings, usage,
 )
+from ..port import EMPTY, Keys, Snapshot
+from ..writes import write as write_rows
+from ..writeset import WriteSet
+from . import Checkpointer, connect, index_messages
 from . import ack as write_acks
-from . import write as write_rows
 
 # The search index is fed in chunks (index_messages), which costs far less per message than a row at a
 # time: when this many messages wait for it, or the oldest has waited this long (an idle writer ticks every

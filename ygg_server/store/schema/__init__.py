@@ -1,0 +1,69 @@
+"""One schema for both stores, and one migration list numbered once.
+
+The tables are described once (`tables.py`, with the portable types of `ddl.py`) and rendered as each
+dialect's SQL. Both stores keep one version number: SQLite in PRAGMA user_version, PostgreSQL in meta's
+`schema` row. From here on the numbers mean the same on both:
+
+- 0: an empty database. It gets the tables as `tables.py` describes them now, and the latest number.
+- BASELINE (12): the schema `tables.py` described when the two stores' lists were made one. The numbers
+  below it are each store's old list (`legacy.py`: SQLite's 1-11, PostgreSQL's 1-9, which had drifted
+  apart): a database at old version k runs its own list's steps k+1 to the end, then is marked BASELINE.
+- BASELINE + n: STEPS[n - 1] has run. A change to the schema is a step appended to STEPS, with SQL for
+  both dialects (`ddl.add_column` and `Index.sql` render the portable ones), and the same change made
+  to `tables.py`, so that a new database and a migrated one come out alike
+  (tests/store/test_schema_migrations.py compares them, from every version an earlier Ygg wrote).
+
+A database with a number above the latest was written by a newer Ygg: it is left as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import legacy
+from .ddl import DIALECTS, POSTGRES, SQLITE, has
+from .tables import INDEXES, OTHERS, SEEDS, TABLES
+
+BASELINE = 12  # the first number neither old list reached
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change after the baseline: why, and its statements on each dialect."""
+
+    why: str
+    sqlite: tuple[str, ...]
+    postgres: tuple[str, ...]
+
+
+STEPS: list[Step] = []  # BASELINE + 1, BASELINE + 2, ...
+
+
+def latest() -> int:
+    return BASELINE + len(STEPS)
+
+
+def create(dialect: str) -> list[str]:
+    """The statements that make an empty database's schema on `dialect`, as it is now."""
+    return ([t.sql(dialect) for t in TABLES if has(t, dialect)]
+            + [i.sql(dialect) for i in INDEXES if has(i, dialect)]
+            + list(OTHERS[dialect]) + list(SEEDS[dialect]))
+
+
+def pending(dialect: str, version: int) -> list[tuple[int, list[str]]]:
+    """What a database of `dialect` at `version` runs to be at the latest: (the version each part brings it
+    to, that part's statements), in order; [] when it is there (or newer)."""
+    assert dialect in DIALECTS, dialect
+    if version == 0:
+        return [(latest(), create(dialect))]
+    out = []
+    if version < BASELINE:
+        out.append((BASELINE, legacy.after(dialect, version)))
+        version = BASELINE
+    for n in range(version + 1, latest() + 1):
+        step = STEPS[n - BASELINE - 1]
+        out.append((n, list(step.sqlite if dialect == SQLITE else step.postgres)))
+    return out
+
+
+__all__ = ["BASELINE", "DIALECTS", "POSTGRES", "SQLITE", "STEPS", "Step", "create", "latest", "pending"]

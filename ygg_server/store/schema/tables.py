@@ -1,0 +1,103 @@
+"""The current schema, once: every table and index both stores have, and what only one of them has (marked
+`only=`). Text ids (random UUIDs, `human.<hex>`, `agent.<hex>`), timestamps as integer microseconds UTC
+(seed 003 §74), JSON in TEXT, encoded states in BLOB/BYTEA.
+
+Columns are in the order the earlier migrations left them (a column added later comes last), so a fresh
+database and a migrated one are alike column for column (tests/store/test_schema_migrations.py).
+"""
+
+from __future__ import annotations
+
+from .ddl import POSTGRES, SQLITE, Index, Table, big, blob, integer, serial, small, text
+
+PG = POSTGRES  # what only PostgreSQL has: several nodes' leases, per-node counts, heartbeats, presence
+
+TABLES: tuple[Table, ...] = (
+    Table("people", text("id", key=True), text("handle", unique=True), text("password_hash", null=True),
+          big("created_at")),
+    Table("orgs", text("id", key=True), text("name"), text("plan"), text("owner"), big("created_at"),
+          big("licensed", null=True)),  # a Team plan's licensed messages a month; NULL: not metered
+    Table("org_members", text("org"), text("person"), text("role"), key=("org", "person")),
+    Table("workspaces", text("id", key=True), text("org"), text("name"), integer("restricted", default="0"),
+          text("personal_of", null=True), text("settings", default="'{}'"), big("created_at")),
+    Table("agents", text("id", key=True), text("owner"), text("name"), text("key_id", null=True, unique=True),
+          text("key_hash", null=True), integer("revoked", default="0"), text("pinned", null=True),
+          text("profile", default="'{}'"), big("created_at"), unique=("owner", "name")),
+    Table("memberships", text("workspace"), text("participant"), text("role"), integer("send", default="1"),
+          integer("receive", default="1"), text("can_message", null=True), text("takes_from", null=True),
+          integer("monitor", default="0"), big("created_at"),
+          integer("direct", default="1"),  # 0: through the organization, which restricting takes away (reach.py)
+          key=("workspace", "participant")),
+    Table("groups", text("workspace"), text("name"), text("members"), key=("workspace", "name")),
+    Table("conversations", text("id", key=True), text("workspace"), text("kind"), text("name"), text("members"),
+          big("created_at"), text("party", default="'{}'")),  # the Lead and turn-taking counters (rules.md)
+    Table("topics", text("id", key=True), text("workspace"), text("conversation"), text("opener"), text("status"),
+          big("next_due", null=True), blob("state"), big("created_at"), big("updated_at"),
+          small("waits_funds", null=True)),  # 1 while agents wait for funds there (core.lifecycle.unfunded)
+    Table("messages", serial("seq"), text("id", unique=True), text("workspace"), text("conversation"),
+          text("topic", null=True), text("author"), text("type"), text("text"), blob("body"), big("created_at")),
+    Table("deliveries", serial("id"), text("message"), text("recipient"), integer("wake"), text("reason", null=True),
+          big("acked_at", null=True),
+          # a claimed delivery's lease, on the row that is locked (postgres.Claimable), and the wake carrying it
+          text("leased_by", null=True, only=PG), big("lease_until", null=True, only=PG),
+          big("carrier", null=True, only=PG),
+          big("message_seq", null=True)),  # the message's seq: an index that grows at its end
+    Table("wallets", text("workspace"), text("account"), big("balance"), key=("workspace", "account")),
+    Table("ledger", serial("id"), text("workspace"), text("account"), big("delta"), text("cause"), big("created_at")),
+    Table("flags", text("workspace"), text("name"), text("agent"), key=("workspace", "name", "agent")),
+    Table("usage", text("org"), text("month"), integer("count"), key=("org", "month")),
+    # each node counts an unmetered plan's messages on its own row (no row every node must lock)
+    Table("usage_nodes", text("org"), text("month"), text("node"), big("count"), key=("org", "month", "node"),
+          only=PG),
+    Table("sessions", text("token_hash", key=True), text("participant"), big("expires_at"), big("created_at")),
+    Table("idempotency", text("participant"), text("client_id"), blob("reply"), big("created_at"),
+          key=("participant", "client_id")),
+    Table("nodes", text("id", key=True), big("started_at"), big("heartbeat_at"), only=PG),
+    Table("presence", text("node"), text("participant"), text("kind"), big("last_seen"), key=("node", "participant"),
+          only=PG),
+    # server-issued directives (docs/agents.md): each agent's persona, every version kept; conversations' rulebooks
+    Table("personas", text("agent"), integer("version"), text("text"), text("why", default="''"), text("author"),
+          big("created_at"), key=("agent", "version")),
+    Table("rulebooks", text("conversation", key=True), text("workspace"), text("body"), text("set_by"),
+          big("updated_at")),
+    # the standing one who left a workspace had there, given back when they come back (reach.py)
+    Table("departed", text("workspace"), text("participant"), text("role"), integer("send"), integer("receive"),
+          integer("monitor"), text("can_message", null=True), text("takes_from", null=True),
+          key=("workspace", "participant")),
+    # SQLite: the search index's watermark (fts_seq); PostgreSQL: the schema's version and the `config` version
+    Table("meta", text("key", key=True), big("value")),
+)
+
+INDEXES: tuple[Index, ...] = (
+    Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
+    Index("memberships_participant", "memberships", "participant"),
+    Index("conversations_workspace", "conversations", "workspace"),
+    Index("topics_conversation", "topics", "conversation, updated_at"),
+    Index("topics_opener", "topics", "opener", where="status != 'closed'"),
+    Index("topics_due", "topics", "next_due", where="next_due IS NOT NULL"),
+    Index("topics_waiting_funds", "topics", "workspace", where="waits_funds IS NOT NULL"),
+    Index("messages_conversation", "messages", "conversation, seq"),
+    Index("messages_topic", "messages", "topic, seq"),
+    # search: PostgreSQL filters a workspace's messages by these two; SQLite matches its FTS5 index (below)
+    Index("messages_workspace", "messages", "workspace, seq", only=PG),
+    Index("messages_text", "messages", "to_tsvector('simple', text)", using="GIN", only=PG),
+    Index("deliveries_open", "deliveries", "recipient, id", where="acked_at IS NULL"),
+    Index("deliveries_message_seq", "deliveries", "message_seq"),
+    Index("deliveries_leased", "deliveries", "leased_by", where="acked_at IS NULL AND leased_by IS NOT NULL",
+          only=PG),
+    Index("presence_participant", "presence", "participant", only=PG),
+    # the sweep deletes the oldest first (idempotency.py); SQLite reads them by rowid and needs no index
+    Index("idempotency_created_at", "idempotency", "created_at", only=PG),
+)
+
+# SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
+OTHERS: dict[str, tuple[str, ...]] = {
+    SQLITE: ("CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content='messages', content_rowid='seq')",),
+    POSTGRES: (),
+}
+
+# the rows a new database starts with (PostgreSQL's `schema` row is written by its migrate)
+SEEDS: dict[str, tuple[str, ...]] = {
+    SQLITE: ("INSERT INTO meta (key, value) VALUES ('fts_seq', 0)",),
+    POSTGRES: ("INSERT INTO meta (key, value) VALUES ('config', 0)",),
+}

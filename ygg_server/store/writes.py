@@ -1,0 +1,96 @@
+"""A Decision's rows, written through either store's sqlite3-shaped connection: SQLite's writer writes each
+batch so (`executemany`); the management operations write their decisions so on either store (a funding,
+`ops/admin.fund`, through `postgres.SyncConnection` on PostgreSQL, whose writer has its own one statement).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import msgspec
+
+from ..core import Decision, next_due
+from .rows import Stored, encode_message, encode_topic, party_json, waits_funds
+from .writeset import WriteSet
+
+
+def apply(conn: sqlite3.Connection, d: Decision, now: int, workspace: str,
+          org: str | None = None, month: str | None = None) -> list[Stored]:
+    """Write one decision; return its delivery rows. The caller holds the transaction."""
+    return apply_many(conn, [(d, now, org, month)])
+
+
+def apply_many(conn: sqlite3.Connection, decisions: list[tuple[Decision, int, str | None, str | None]]) -> list[Stored]:
+    """Write decisions (each with its time, org and month), in order, as if one by one; return their
+    delivery rows, in id order. The caller holds the transaction."""
+    return write(conn, WriteSet.of(decisions))
+
+
+def write(conn, w: WriteSet) -> list[Stored]:
+    """Write a batch's rows (store/writeset.py), each kind in one `executemany`; return the delivery rows, in id
+    order. A notice's message (a derived id) already stored by an earlier batch is not stored again."""
+    many = conn.executemany if isinstance(conn, sqlite3.Connection) else (
+        lambda sql, rows: [conn.execute(sql, r) for r in rows])
+    if w.conversations:
+        many(
+            """INSERT INTO conversations (id, workspace, kind, name, members, created_at, party) VALUES (?,?,?,?,?,?,?)
+               ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party""",
+            [(c.id, c.workspace, c.kind, c.name, msgspec.json.encode(sorted(c.members)).decode(), now, party_json(c))
+             for c, now in w.conversations.values()],
+        )
+    if w.topics:
+        many(
+            """INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, updated_at,
+                                   waits_funds)
+               VALUES (?,?,?,?,?,?,?,?,?,?)
+               ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
+               state = excluded.state, updated_at = excluded.updated_at, waits_funds = excluded.waits_funds""",
+            [(t.id, t.workspace, t.conversation, t.opener, t.status, next_due(t), encode_topic(t), t.created_at, now,
+              waits_funds(t)) for t, now in w.topics.values()],
+        )
+    msgs = [m for m in w.messages
+            if m.notice is None or not conn.execute("SELECT 1 FROM messages WHERE id = ?", (m.id,)).fetchone()]
+    out: list[Stored] = []
+    if msgs:
+        seqs = _insert(conn, """INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body,
+                                created_at) VALUES (?,?,?,?,?,?,?,?,?)""",
+                       [(m.id, m.workspace, m.conversation, m.topic, m.author, m.type, m.text, encode_message(m),
+                         m.created_at) for m in msgs])
+        seq = {id(m): s for m, s in zip(msgs, seqs)}
+        dl = [(m, x) for m, x in w.deliveries if id(m) in seq]
+        if dl:
+            ids = _insert(conn, "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)",
+                          [(m.id, seq[id(m)], x.recipient, int(x.wake), x.reason) for m, x in dl])
+            out = [Stored(i, x.recipient, x.wake, x.reason, m) for i, (m, x) in zip(ids, dl)]
+    if w.deltas:
+        many(
+            """INSERT INTO wallets (workspace, account, balance) VALUES (?,?,?)
+               ON CONFLICT (workspace, account) DO UPDATE SET balance = balance + excluded.balance""",
+            [(*k, v) for k, v in w.deltas.items()],
+        )
+        many("INSERT INTO ledger (workspace, account, delta, cause, created_at) VALUES (?,?,?,?,?)",
+             [(e.workspace, e.account, e.delta, e.cause, now) for e, now in w.ledger])
+    on = [k for k, v in w.flags.items() if v]
+    off = [k for k, v in w.flags.items() if not v]
+    if on:
+        many("INSERT OR IGNORE INTO flags (workspace, name, agent) VALUES ('*',?,?)", on)
+    if off:
+        many("DELETE FROM flags WHERE workspace = '*' AND name = ? AND agent = ?", off)
+    if w.usage:
+        many(
+            """INSERT INTO usage (org, month, count) VALUES (?,?,?)
+               ON CONFLICT (org, month) DO UPDATE SET count = count + excluded.count""",
+            [(*k, v) for k, v in w.usage.items()],
+        )
+    return out
+
+
+def _insert(conn, sql: str, rows: list[tuple]) -> Sequence[int]:
+    """Insert `rows` into a table with an AUTOINCREMENT key; return their keys, in order."""
+    if isinstance(conn, sqlite3.Connection):
+        conn.executemany(sql, rows)
+        # one writer holding the write lock: the rows just inserted have consecutive keys
+        last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+        return range(last - len(rows) + 1, last + 1)
+    return [conn.execute(sql, r).lastrowid for r in rows]  # the admin CLI on PostgreSQL (postgres.SyncConnection)
