@@ -63,6 +63,7 @@ class RefusalReason(StrEnum):
     PLAN_LIMIT = "plan_limit"
     UNKNOWN_CONVERSATION = "unknown_conversation"
     UNKNOWN_TOPIC = "unknown_topic"
+    UNKNOWN_WORKSPACE = "unknown_workspace"  # or one the asker is not in: answered alike (no tenant learns of another)
     BAD_AMOUNT = "bad_amount"
     # parties (docs/rules.md, "Parties")
     LAST_PARTICIPANT = "last_participant"

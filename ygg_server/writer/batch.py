@@ -15,7 +15,7 @@ from typing import Any, Callable
 import msgspec
 
 from .. import protocol
-from ..core import POOL, Decision, Kind, Topic, View, decide, due, fund, next_due, plan_of
+from ..core import POOL, Decision, Kind, RefusalReason as R, Topic, View, decide, due, fund, next_due, plan_of
 from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
@@ -174,7 +174,7 @@ class Batch:
         snap, state = self.snap, self.state
         directory = snap.directory(ws)
         if author not in directory.memberships:
-            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
         try:
             post = protocol.to_post(frame, message_id=self.new_id(), author=author, workspace=ws)
         except protocol.BadFrame as e:
@@ -215,7 +215,7 @@ class Batch:
     def _fund(self, funder: str, ws: str, account: Any, amount: Any, ref: Any) -> dict:
         directory = self.snap.directory(ws)
         if funder not in directory.memberships:
-            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
         account = funded_account(directory, account)
         topics = self.state.topics
         paused = [topics.get(t.id, t) for t in self.snap.paused.get((ws, account), ())]
@@ -232,13 +232,13 @@ class Batch:
         directory = self.snap.directory(ws)
         t = self.state.topics.get(topic_id) if isinstance(topic_id, str) else None
         if who not in directory.memberships or t is None or t.workspace != ws:
-            return protocol.refused(ref, "unknown_topic", "no such topic")
+            return protocol.refused(ref, R.UNKNOWN_TOPIC, "no such topic")
         p = directory.participants[who]
         role = directory.memberships[who].role
         if p.kind != Kind.HUMAN or not (role in ("owner", "admin") or (role != "viewer" and who in t.members)):
-            return protocol.refused(ref, "permission_denied", "a person in the topic, or an admin, sets its budget")
+            return protocol.refused(ref, R.PERMISSION_DENIED, "a person in the topic, or an admin, sets its budget")
         if budget is not None and (type(budget) is not int or not 0 <= budget <= 10**9):
-            return protocol.refused(ref, "bad_amount", "a budget is a whole number of credits, or null for none")
+            return protocol.refused(ref, R.BAD_AMOUNT, "a budget is a whole number of credits, or null for none")
         # raising it wakes each agent it had stopped there (core.funding.set_budget)
         self.commit(core_set_budget(t, budget, self.now, f"budget:{uuid.uuid4()}"), ws, None)
         return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
@@ -252,7 +252,7 @@ class Batch:
             return bad
         directory = self.snap.directory(ws)
         if who not in directory.memberships:
-            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
         known = self.state.conversations.get(ws, {})
         conv = directory.conversation(conv_ref, who, known)
         if conv is not None and conv.id not in known:
@@ -307,17 +307,17 @@ class Batch:
             return protocol.error(ref, "bad_frame", "set_setting needs workspace, key and value")
         directory = self.snap.directory(ws)
         if who not in directory.memberships:
-            return protocol.refused(ref, "unknown_workspace", "no such workspace")
+            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
         if directory.participants[who].kind != Kind.HUMAN or directory.memberships[who].role not in ("owner", "admin"):
-            return protocol.refused(ref, "permission_denied", "owners and admins change workspace settings")
+            return protocol.refused(ref, R.PERMISSION_DENIED, "owners and admins change workspace settings")
         if key in _SETTINGS:
             lo, hi = _SETTINGS[key]
             if value is not None and (type(value) is not int or not lo <= value <= hi):
-                return protocol.refused(ref, "bad_amount", f"{key} is a whole number from {lo} to {hi}, or null")
+                return protocol.refused(ref, R.BAD_AMOUNT, f"{key} is a whole number from {lo} to {hi}, or null")
         elif key == "assign.weights":
             if value is not None and (not isinstance(value, dict) or not all(
                     k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
-                return protocol.refused(ref, "bad_amount", "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
+                return protocol.refused(ref, R.BAD_AMOUNT, "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
                                         + ") to numbers from 0 to 1000")
         else:
             return protocol.error(ref, "bad_frame", f"unknown setting {key!r}")
