@@ -25,10 +25,7 @@ from ygg_server.ops import admin
 from ygg_server.engine_process import EngineProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
 from ygg_server.store import sqlite as db
 
-
-@pytest.fixture
-def writer() -> str:
-    return "process"
+pytestmark = pytest.mark.backends("process")
 
 
 async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one_carries_on(team):
