@@ -11,7 +11,7 @@ import websockets
 
 from ygg_server.ops import admin
 
-pytestmark = pytest.mark.backends("sqlite", "process")
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 class Raw:

@@ -12,6 +12,8 @@ import pytest
 from ygg_server.ops import admin
 from ygg_server.net.issuer import Issuer
 
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+
 LONG = ("Curious and precise. Quotes its source and says so when the handbook has nothing. Prefers short "
         "answers, tables when they help, and never guesses a number. Warm with people, brief with agents, and "
         "always names who it is waiting on.")
@@ -301,7 +303,6 @@ async def test_a_load_begun_before_a_change_does_not_cache_stale_stable_blocks(t
     assert "at most 300 characters" in again["directive"]["stable"][1]
 
 
-@pytest.mark.backends("sqlite", "postgres")
 async def test_a_direct_conversation_that_grows_into_a_party_shows_in_the_next_directive(team):
     """Seed 004: "Each NPC is told who else is in the Party". A person addressing a second agent in a direct
     conversation makes it a party (the conversation grows to everyone addressed in it): the next wake's

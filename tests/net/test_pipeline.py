@@ -11,7 +11,7 @@ import websockets
 
 from ygg_server.net import gateway
 
-pytestmark = pytest.mark.backends("sqlite", "process")
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def raw_agent(team, name: str):
