@@ -11,9 +11,10 @@ from ygg_server.ops import admin
 from ygg_server.agents.bridge import Bridge
 from ygg_server.agents.config import AgentConfig, BackendConfig
 from ygg_server.client import Client
-from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
+
+from tests.backends import gateway_for
 
 PW = "pw-" + "x" * 8
 
@@ -70,7 +71,7 @@ class Server:
 async def server(tmp_path):
     path = db.db_path(tmp_path)
     offset = [0]  # the engine's clock runs ahead by this much: nudges and polls come on demand
-    gw = Gateway(Engine(path, clock=lambda: time.time_ns() // 1000 + offset[0]), Limits(auth_timeout=2.0))
+    gw = gateway_for("sqlite", path, Limits(auth_timeout=2.0), clock=lambda: time.time_ns() // 1000 + offset[0])
     await gw.start("127.0.0.1", 0)
     s = Server(tmp_path, path, gw)
     s.advance = lambda seconds: offset.__setitem__(0, offset[0] + int(seconds * 1_000_000))

@@ -1,7 +1,7 @@
 """Hostile input and faults (issue 8): shared fixtures.
 
-The `server` and `team` fixtures are the ones of tests/net (a real server on loopback, in-process).
-Two more things hold for every test here:
+The `server` and `team` fixtures are tests/conftest.py's (a real server on loopback, on the backends a
+module names; SQLite with the writer on a thread without a marker). Two more things hold for every test here:
 
 - argon2 runs at its cheapest (signing in is not what these tests measure);
 - no log record carries a traceback: a hostile frame gets a structured answer, never an exception
@@ -17,9 +17,7 @@ import pytest
 from ygg_server.ops import admin
 from ygg_server.core import general_id
 
-from tests.net.conftest import Server, server, team, writer  # noqa: F401  (fixtures)
-
-PW = "pw-" + "x" * 8
+from tests.backends import PW
 
 
 @pytest.fixture(autouse=True)

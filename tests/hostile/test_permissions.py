@@ -17,6 +17,8 @@ from tests.net.test_org import set_membership
 
 from .conftest import PW, counts
 
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+
 
 @pytest.fixture
 async def lattice(team):

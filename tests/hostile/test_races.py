@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+import pytest
+
 from ygg_server.ops import admin
 
 from .conftest import counts
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 def wallet(team, agent_id: str) -> int:

@@ -12,11 +12,10 @@ import sys
 import pytest
 
 from ygg_server.client import Client
-from ygg_server.compose import on_sqlite as Engine
-from ygg_server.net.gateway import Gateway, Limits
+from ygg_server.net.gateway import Limits
 from ygg_server.store import sqlite as db
 
-from .conftest import Server
+from tests.backends import serving, start_server, stop_server
 from .test_crash import free_port, start
 
 PW = "pw-" + "x" * 8
@@ -39,16 +38,10 @@ async def cli(data_dir, *args, ok: bool = True) -> dict:
 @pytest.fixture
 async def served(tmp_path):
     """A server on tmp_path, started before any admin command ran there."""
-    path = db.db_path(tmp_path)
-    gw = Gateway(Engine(path), Limits(auth_timeout=5.0))
-    await gw.start("127.0.0.1", 0)
-    s = Server(path, gw)
+    s = await start_server("sqlite", db.db_path(tmp_path), Limits(auth_timeout=5.0))
     s.dir = tmp_path
     yield s
-    for c in s.clients:
-        await c.close()
-    await gw.close()
-    s.conn.close()
+    await stop_server(s)
 
 
 async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_path):
@@ -129,19 +122,13 @@ async def test_every_command_prints_json_on_its_last_line_without_a_server(tmp_p
         assert err["error"] == code and err["detail"], (args, err)
 
     # a server started afterwards sees all of it
-    path = db.db_path(d)
-    gw = Gateway(Engine(path), Limits())
-    await gw.start("127.0.0.1", 0)
-    url = f"ws://127.0.0.1:{gw.port}/"
-    try:
-        async with Client(url, api_key=agent["api_key"]) as c:
+    async with serving("sqlite", db.db_path(d), Limits()) as s:
+        async with Client(s.url, api_key=agent["api_key"]) as c:
             b = await c.call("balances", workspace=ws["id"])
             assert b["agents"][agent["id"]] == 105 and b["pool"] == 40
         with pytest.raises(Exception):
-            async with Client(url, api_key=pinned["api_key"], reconnect=False, timeout=5):
+            async with Client(s.url, api_key=pinned["api_key"], reconnect=False, timeout=5):
                 pass
-    finally:
-        await gw.close()
 
 
 async def test_join_workspace_and_remove_group_from_the_cli(tmp_path):

@@ -15,6 +15,8 @@ import websockets
 
 from ygg_server.ops import admin
 
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+
 WITHIN = 1.0  # seconds: a revocation holds on open connections within this
 
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 import websockets
 
 from ygg_server.ops import admin
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 class Raw:

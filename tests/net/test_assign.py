@@ -1,6 +1,10 @@
 """Assignment scoring on loopback with the embedded engine (seed 003 §14; docs/rules.md, "Assignment scoring")."""
 
+import pytest
+
 from .test_party import setup_party
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def test_a_request_to_a_capability_goes_to_the_best_scoring_agent(server):

@@ -3,7 +3,10 @@
 import asyncio
 import json
 
+import pytest
 import websockets
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def test_request_wakes_agent_and_response_wakes_person(team):

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from ygg_server.ops import admin
-from ygg_server.compose import on_sqlite as Engine
+from ygg_server.compose import on_sqlite
 from ygg_server.writer import Published
 from ygg_server.writer.commands import Command
 from ygg_server.store import rows as codec, sqlite as db
@@ -34,7 +34,7 @@ def world(tmp_path):
         ids[name] = admin.add_agent(conn, name, "alice", ws)["id"]
         admin.fund(conn, name, 1000)
     conn.close()
-    engine = Engine(path)
+    engine = on_sqlite(path)
     yield engine, ws, ids, path
     engine.stop()
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 import websockets
 
 from ygg_server.ops import admin
 
 from .test_agent_keys import signed_in
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def last_words(ws, within: float = 2.0) -> tuple[list[dict], int]:

@@ -2,6 +2,10 @@
 
 import asyncio
 
+import pytest
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+
 
 async def drain(client, seen: list, stop: asyncio.Event):
     while not stop.is_set():

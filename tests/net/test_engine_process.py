@@ -22,18 +22,15 @@ import pytest
 import websockets
 
 from ygg_server.ops import admin
-from ygg_server.writer.process import WriterProcess as EngineProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
+from ygg_server.writer.process import WriterProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
 from ygg_server.store import sqlite as db
 
-
-@pytest.fixture
-def writer() -> str:
-    return "process"
+pytestmark = pytest.mark.backends("process")
 
 
 async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one_carries_on(team):
     engine = team.gw.engine
-    assert isinstance(engine, EngineProcess)
+    assert isinstance(engine, WriterProcess)
     alice = await team.person("alice")
     first = engine._proc
     answers: list[dict] = []

@@ -2,7 +2,11 @@
 
 import asyncio
 
+import pytest
+
 from ygg_server.ops import admin, permissions
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def _event(client, kind, timeout=5):

@@ -3,9 +3,12 @@ followers of their workspace and no one else, and a connection that goes leaves 
 
 import asyncio
 
+import pytest
+
 from ygg_server.ops import admin
 from ygg_server.net.following import Following, standing_of
 
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 def _workspace_of(event: dict) -> str | None:

@@ -16,7 +16,8 @@ from ygg_server.ops import admin
 from ygg_server.core import general_id
 
 from .test_sessions import PW, ask
-from tests.net.conftest import reaches_into_engine
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 def without_ref(frame: dict) -> str:
@@ -174,9 +175,9 @@ async def test_foreign_ids_are_answered_as_ids_that_do_not_exist(two):
     assert (await bob.call("balances", workspace=b["ws"]))["agents"][b["agent"]] == 10, "nothing moved"
 
 
+@pytest.mark.backends("sqlite", "postgres")  # reaches into the writer, in another process on "process"
 async def test_ids_that_do_not_exist_leave_nothing_behind(team):
     """PROTOCOL.md: "Refused: `{"op":"refused",...}`, nothing stored, nothing charged": nor kept in the server's memory."""
-    reaches_into_engine(team)
     alice = await team.person("alice")
     await alice.send(workspace=team.ws, topic="new", title="Warm", type="inform", to=["researcher"], text="x")
     engine = team.gw.engine

@@ -18,7 +18,8 @@ from ygg_server.writer import now_us
 
 from .test_org import balance, messages, set_usage, usage
 from .test_sessions import PW, ask, closed_with, serving
-from tests.net.conftest import reaches_into_engine
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 DAY = 86_400_000_000
 
@@ -224,9 +225,9 @@ async def test_the_months_count_shown_is_the_one_the_plan_limit_counts(team):
     assert await shown() == 4
 
 
+@pytest.mark.backends("sqlite", "postgres")  # reaches into the writer, in another process on "process"
 async def test_history_past_the_plans_window_is_not_searchable(team):
     """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
-    reaches_into_engine(team)
     alice = await team.person("alice")
     engine = team.gw.engine
     engine.clock = lambda: now_us() - 8 * DAY  # this message was written 8 days ago

@@ -6,7 +6,11 @@ even when it is in no workspace they reach (pinned to one they left).
 
 from __future__ import annotations
 
+import pytest
+
 from ygg_server.ops import admin
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 PW = "pw-" + "x" * 8
 

@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 import pytest
 
 from ygg_server.ops import admin
-from tests.net.conftest import reaches_into_engine
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 def count(server, sql: str, *args) -> int:
@@ -424,9 +425,9 @@ async def test_the_agent_limit_counts_the_agents_in_an_organization_whoever_owns
     assert "c1" in await agents_in_team() and carol["id"]
 
 
+@pytest.mark.backends("sqlite", "postgres")  # reaches into the writer, in another process on "process"
 async def test_the_monthly_count_resets_on_the_first_utc(team):
     """Seed 002: "A message to several agents counts once per recipient. The monthly count resets on the 1st (UTC)"."""
-    reaches_into_engine(team)
     team.admin(admin.set_plan, "alice", "free")
     alice = await team.person("alice")
     org = team.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]

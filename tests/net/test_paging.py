@@ -9,6 +9,8 @@ import pytest
 from ygg_server.net import inbox
 from ygg_server.net.gateway import Conn
 
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+
 PAGE = 12
 
 

@@ -3,7 +3,11 @@
 import asyncio
 import time
 
+import pytest
+
 from ygg_server.ops import admin
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def setup_party(server):

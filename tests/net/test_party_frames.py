@@ -1,6 +1,10 @@
 """What agents are shown of a party, on loopback with the embedded engine (seed 004; docs/rules.md, "What agents see")."""
 
+import pytest
+
 from .test_party import next_wake as _next_wake, setup_party
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def test_agents_are_told_the_roster_and_names_and_lose_removed_authors(server):

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from ygg_server.ops import admin
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def test_a_deleted_workspace_leaves_no_pin_and_does_not_widen_where_an_agent_goes(team):

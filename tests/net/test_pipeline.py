@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 import websockets
 
 from ygg_server.net import gateway
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 async def raw_agent(team, name: str):

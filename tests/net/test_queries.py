@@ -6,15 +6,14 @@ Each test quotes the sentence it checks.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
+import pytest
 
 from ygg_server.ops import admin
-from ygg_server.compose import on_sqlite as Engine
-from ygg_server.net.gateway import Gateway, Limits
-from ygg_server.store import sqlite as db
 
-from .conftest import Server
+from .test_sessions import serving
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 PW = "pw-" + "x" * 8
 
@@ -224,21 +223,6 @@ async def test_monitor_sees_a_message_with_no_deliveries(team):
 
 
 # --- presence (seed 003 §26) ---
-
-@contextlib.asynccontextmanager
-async def serving(tmp_path, **limits):
-    path = db.db_path(tmp_path)
-    gw = Gateway(Engine(path), Limits(**limits))
-    await gw.start("127.0.0.1", 0)
-    s = Server(path, gw)
-    try:
-        yield s
-    finally:
-        for c in s.clients:
-            await c.close()
-        await gw.close()
-        s.conn.close()
-
 
 async def test_presence_online_offline_and_silent_agents(tmp_path):
     """Seed 003: "the registry ... tracks who is reachable, and an agent counts as offline when nothing has been heard from it for the last few minutes"."""

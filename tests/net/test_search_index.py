@@ -11,7 +11,7 @@ import sqlite3
 
 from ygg_server.ops import admin
 from ygg_server.store.sqlite import writer_store as engine_module
-from ygg_server.compose import on_sqlite as Engine
+from ygg_server.compose import on_sqlite
 from ygg_server.writer import now_us
 from ygg_server.store import sqlite as db
 
@@ -100,7 +100,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     alice = conn.execute("SELECT id FROM people").fetchone()[0]
     monkeypatch.setattr(engine_module, "INDEX_ROWS", 10**9)
     monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
-    e = Engine(path)
+    e = on_sqlite(path)
     e.start(asyncio.get_running_loop(), lambda out: None)
     try:
         await asyncio.wait_for(e.submit("sync"), 5)  # the first flush: nothing left to index
@@ -115,7 +115,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     assert indexed < top
     from ygg_server.ops import queries
     assert len(queries.search_messages(conn, alice, {"workspace": ws, "query": "kept"})["messages"]) == 3
-    e = Engine(path)
+    e = on_sqlite(path)
     e.start(asyncio.get_running_loop(), lambda out: None)
     try:
         await asyncio.wait_for(e.submit("sync"), 5)

@@ -6,7 +6,6 @@ Each test quotes the sentence of seed 003 or of PROTOCOL.md / docs/protocol.md i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 
@@ -15,29 +14,19 @@ import websockets
 from websockets.exceptions import InvalidStatus
 
 from ygg_server.ops import admin, auth
-from ygg_server.compose import on_sqlite as Engine
-from ygg_server.net.gateway import Gateway, Limits
+from ygg_server.net.gateway import Limits
 from ygg_server.store import sqlite as db
 
-from .conftest import Server
+from tests import backends
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 PW = "pw-" + "x" * 8
 
 
-@contextlib.asynccontextmanager
-async def serving(tmp_path, **limits):
-    """A server like the `server` fixture, with the Limits a test needs."""
-    path = db.db_path(tmp_path)
-    gw = Gateway(Engine(path), Limits(**limits))
-    await gw.start("127.0.0.1", 0)
-    s = Server(path, gw)
-    try:
-        yield s
-    finally:
-        for c in s.clients:
-            await c.close()
-        await gw.close()
-        s.conn.close()
+def serving(tmp_path, **limits):
+    """A server like the `server` fixture (SQLite, the writer on a thread), with the Limits a test needs."""
+    return backends.serving("sqlite", db.db_path(tmp_path), Limits(**limits))
 
 
 async def ask(ws, frame: dict) -> dict:
@@ -249,6 +238,8 @@ def test_quotation_is_verbatim(where, source, quote):
     assert_quoted(where, source, quote)
 
 
+# the embedded gateway's shared inbox load; on PostgreSQL an agent's inbox claims for itself (ClaimInbox)
+@pytest.mark.backends("sqlite", "process")
 async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(team):
     """PROTOCOL.md: "A delivery not acked is offered again" (after a reconnect), on every connection that attaches.
 
@@ -258,10 +249,7 @@ async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(te
     import sqlite3
 
     from ygg_server.net import gateway as gw_module
-    from ygg_server.net.cluster import PgGateway
 
-    if isinstance(team.gw, PgGateway):
-        pytest.skip("the embedded gateway's shared inbox load; on PostgreSQL an agent's inbox claims for itself (ClaimInbox), with no shared load")
     gw, real, calls = team.gw, team.gw.read, []
     started, go = asyncio.Event(), asyncio.Event()
 

@@ -5,11 +5,11 @@ import json
 
 from ygg_server import cli
 
-from . import conftest
+from tests import backends
 
 
 def test_bench_server_runs_one_and_two_nodes_on_postgresql(pg_database, capsys):
-    code = cli.main(["bench", "server", "--db", conftest.PG_ADMIN, "--servers", "pg,pg2", "--agents", "4",
+    code = cli.main(["bench", "server", "--db", backends.PG_ADMIN, "--servers", "pg,pg2", "--agents", "4",
                      "--seconds", "0.5", "--warmup", "0.1", "--rate", "100"])
     out = capsys.readouterr().out
     summary = json.loads(out.strip().splitlines()[-1])

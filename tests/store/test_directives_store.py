@@ -3,6 +3,10 @@ PostgreSQL, where a change made through one node shows in the next wake another 
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.backends("sqlite", "postgres")
+
 LONG = "Patient and exact; " * 20  # 380 characters
 
 
@@ -19,7 +23,7 @@ async def test_persona_and_rulebook_reach_the_next_wake_on_either_store(team):
     §57: "a sudden, large shrink is treated as suspicious and blocked instead of being applied silently"."""
     s = team
     node = s.url
-    if s.store == "postgres":  # the agent on another node than the one the changes go through
+    if s.backend == "postgres":  # the agent on another node than the one the changes go through
         node = f"ws://127.0.0.1:{(await s.node()).port}/"
     alice = await s.person("alice")
     researcher = await s.client(node, api_key=s.keys["researcher"])

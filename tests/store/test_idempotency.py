@@ -11,7 +11,9 @@ import pytest
 from ygg_server.ops import admin
 from ygg_server import idempotency
 
-from .conftest import PW, _serve, _shutdown
+from tests.backends import PW, start_server, stop_server
+
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 DAY = 24 * 3600 * 1_000_000
 
@@ -29,16 +31,16 @@ async def until(pred, what: str, timeout: float = 15.0):
 
 
 @pytest.fixture
-async def clocked(store, database):
+async def clocked(backend, database):
     """A server whose engine's clock the test moves on (`s.later(us)`); alice owns workspaces team and lab."""
     offset = [0]
-    s = await _serve(store, database, clock=lambda: time.time_ns() // 1000 + offset[0])
+    s = await start_server(backend, database, clock=lambda: time.time_ns() // 1000 + offset[0])
     s.later = lambda us: offset.__setitem__(0, offset[0] + us)
     s.admin(admin.add_person, "alice", PW)
     s.ws = s.admin(admin.add_workspace, "team", "alice")["id"]
     s.lab = s.admin(admin.add_workspace, "lab", "alice")["id"]
     yield s
-    await _shutdown(s)
+    await stop_server(s)
 
 
 async def test_answers_older_than_the_window_are_swept_oldest_first_in_chunks(clocked):
@@ -103,11 +105,10 @@ async def test_a_deleted_workspace_takes_the_answers_that_replay_its_messages(cl
     assert dup["duplicate"], "another workspace's answers stay"
 
 
-async def test_one_postgresql_node_sweeps_at_a_time(store, clocked):
+@pytest.mark.backends("postgres")
+async def test_one_postgresql_node_sweeps_at_a_time(clocked):
     """On PostgreSQL every node's writer would sweep; a node that finds the sweep's lock held leaves it to the
     one holding it (the lock is held here, as by another node mid-sweep), and sweeps when it is free."""
-    if store != "postgres":
-        pytest.skip("SQLite has one writer")
     from ygg_server.store import postgres as pg
 
     s = clocked

@@ -1,6 +1,6 @@
 """What only the PostgreSQL store has: several nodes on one database, the claim pattern, the adapter.
 
-Two nodes here are two PgGateway+PgEngine pairs in this process, each with its own connections
+Two nodes here are two PgGateway+writer pairs in this process, each with its own connections
 (tests/store/test_two_nodes.py runs them as processes).
 """
 
@@ -22,12 +22,9 @@ from ygg_server.net.gateway import Limits
 from ygg_server.store import loaders, postgres as pg, schema, sqlite as db
 
 from . import legacy
-from .conftest import PW, _serve, _shutdown
+from tests.backends import PW, start_server, stop_server
 
-
-@pytest.fixture
-def store() -> str:
-    return "postgres"
+pytestmark = pytest.mark.backends("postgres")
 
 
 def test_each_statement_replaced_whole_still_matches_its_source():
@@ -63,7 +60,7 @@ def test_prepared_statements_are_switched_off_by_flag_or_url():
 
 
 async def test_a_node_without_prepared_statements_serves(pg_url):
-    s = await _serve("postgres", pg_url + "&prepared=false")
+    s = await start_server("postgres", pg_url + "&prepared=false")
     try:
         assert s.gw.engine.store.prepared is False
         s.admin(admin.add_person, "alice", PW)
@@ -74,7 +71,7 @@ async def test_a_node_without_prepared_statements_serves(pg_url):
         assert r["op"] == "sent"
         assert (await helper.next_delivery(timeout=5))["message"]["text"] == "no cache"
     finally:
-        await _shutdown(s)
+        await stop_server(s)
 
 
 async def test_the_claim_pattern_serves_any_table_of_work(pg_url):
@@ -527,12 +524,8 @@ async def test_assignment_on_one_node_scores_an_agent_silent_on_another_as_offli
     presence_timeout is 1 s here, shows it offline in `presence` and scores it offline, as on SQLite."""
     from tests.net.test_party import setup_party
 
-    from .conftest import make_gateway
-
     ws, cid, _, keys = await setup_party(server)
-    scorer = make_gateway(server.store, server.database, Limits(auth_timeout=5.0, presence_timeout=1.0))
-    await scorer.start("127.0.0.1", 0)
-    server.extra.append(scorer)
+    scorer = await server.node(Limits(auth_timeout=5.0, presence_timeout=1.0))
     alice = await server.person("alice", url=f"ws://127.0.0.1:{scorer.port}/")
     for name in ("pike", "nova"):
         r = await alice.request("set_profile", agent=name, title="Translator", capabilities=["translation"])

@@ -1,7 +1,7 @@
-"""The store suite: what both stores must do alike (the `store` fixture: sqlite, postgres).
+"""The store suite: what both stores must do alike (the `backend` fixture: sqlite, postgres).
 
 Each test runs on SQLite and on PostgreSQL; the PostgreSQL runs are skipped, saying why,
-when no server is reachable (tests/store/conftest.py).
+when no server is reachable (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from ygg_server.ops import admin, queries
 from ygg_server.core import rules
 from ygg_server.store import loaders, rows as codec, sqlite as db
 
-from .conftest import PW, _serve, _shutdown, admin_connection
+from tests.backends import PW, admin_connection, start_server, stop_server
+
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
-async def test_admin_commands_and_queries_on_a_plain_connection(store, database):
+async def test_admin_commands_and_queries_on_a_plain_connection(backend, database):
     """ygg_server/admin.py and queries.py run unchanged on either store's connection."""
-    c = admin_connection(store, database)
+    c = admin_connection(backend, database)
     try:
         alice = admin.add_person(c, "alice", PW)
         ws = admin.add_workspace(c, "team", "alice")["id"]
@@ -57,14 +59,14 @@ async def test_admin_commands_and_queries_on_a_plain_connection(store, database)
         c.close()
 
 
-async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided(store, database):
+async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided(backend, database):
     """Seed 002's roles and per-membership permissions are the admins' to set: a viewer who leaves and joins again
     by themselves (or through the organization) comes back a viewer, and their agent keeps the permissions taken
     away from it; they came back as the organization's default (a member, every permission). An admin who adds the
     person again directly gives the role they choose."""
     from ygg_server.ops import permissions
 
-    c = admin_connection(store, database)
+    c = admin_connection(backend, database)
     try:
         alice = admin.add_person(c, "alice", PW)["id"]
         ws = admin.add_workspace(c, "team", "alice")["id"]
@@ -206,10 +208,10 @@ async def test_two_agents_out_of_credits_in_one_topic_are_each_woken_there(team)
         assert waits() == after
 
 
-async def test_the_clock_nudges_a_silent_agent(store, database):
+async def test_the_clock_nudges_a_silent_agent(backend, database):
     """Timers run from the store's `next_due`: a request unanswered for NUDGE_AFTER gets a nudge."""
     now = [__import__("time").time_ns() // 1000]
-    s = await _serve(store, database, clock=lambda: now[0])
+    s = await start_server(backend, database, clock=lambda: now[0])
     try:
         s.admin(admin.add_person, "alice", PW)
         ws = s.admin(admin.add_workspace, "team", "alice")["id"]
@@ -223,11 +225,11 @@ async def test_the_clock_nudges_a_silent_agent(store, database):
         d = await slow.next_delivery(timeout=10)
         assert d["message"]["author"] == "system.ygg" and d["message"]["notice"], d["message"]
     finally:
-        await _shutdown(s)
+        await stop_server(s)
 
 
-async def test_a_restart_offers_again_what_was_not_acked_and_nothing_that_was(store, database):
-    s = await _serve(store, database)
+async def test_a_restart_offers_again_what_was_not_acked_and_nothing_that_was(backend, database):
+    s = await start_server(backend, database)
     s.admin(admin.add_person, "alice", PW)
     ws = s.admin(admin.add_workspace, "team", "alice")["id"]
     key = s.admin(admin.add_agent, "worker", "alice")["api_key"]
@@ -238,8 +240,8 @@ async def test_a_restart_offers_again_what_was_not_acked_and_nothing_that_was(st
     d0 = await worker.next_delivery(timeout=5)
     await worker.ack([d0["id"]])
     d1 = await worker.next_delivery(timeout=5)  # not acked
-    await _shutdown(s)
-    s = await _serve(store, database)
+    await stop_server(s)
+    s = await start_server(backend, database)
     try:
         worker = await s.client(api_key=key)
         got = [await worker.next_delivery(timeout=5) for _ in range(2)]
@@ -247,7 +249,7 @@ async def test_a_restart_offers_again_what_was_not_acked_and_nothing_that_was(st
         with pytest.raises(asyncio.TimeoutError):
             await worker.next_delivery(timeout=0.5)
     finally:
-        await _shutdown(s)
+        await stop_server(s)
 
 
 async def test_a_running_server_sees_a_side_connection_at_once(team):
@@ -268,10 +270,10 @@ async def test_a_running_server_sees_a_side_connection_at_once(team):
     assert r["op"] == "refused" and r["reason"] == "unknown_recipient"
 
 
-async def test_admin_cli_takes_the_store_as_the_server_does(store, database, tmp_path):
+async def test_admin_cli_takes_the_store_as_the_server_does(backend, database, tmp_path):
     """`ygg-server admin --data-dir DIR …` or `--db postgresql://… …`: the same commands, JSON on the last line."""
-    where = ["--data-dir", str(tmp_path)] if store == "sqlite" else ["--db", database]
-    if store == "sqlite":
+    where = ["--data-dir", str(tmp_path)] if backend == "sqlite" else ["--db", database]
+    if backend == "sqlite":
         database = db.db_path(tmp_path)
 
     async def cli(*args):
@@ -286,7 +288,7 @@ async def test_admin_cli_takes_the_store_as_the_server_does(store, database, tmp
     ws = (await cli("add-workspace", "team", "--owner", "alice"))["id"]
     agent = await cli("add-agent", "helper", "--owner", "alice")
     assert (await cli("fund", "helper", 7))["balance"] == 7
-    c = admin_connection(store, database)
+    c = admin_connection(backend, database)
     try:
         assert queries.balances(c, admin.person(c, "alice"), {"workspace": ws})["agents"] == {agent["id"]: 7}
     finally:

@@ -26,7 +26,7 @@ import pytest
 from ygg_server.ops import admin
 from ygg_server.client import Client
 
-from .conftest import PW, admin_connection
+from tests.backends import PW, admin_connection
 
 TOTAL = 5_000
 FIRST = 2_500

@@ -11,9 +11,11 @@ import pytest
 import websockets
 
 from tests.net.test_agent_protocol import Raw
-from tests.store.conftest import PW
+from tests.backends import PW
 from ygg_server import protocol
 from ygg_server.net import inbox
+
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 LONG = inbox.MAX_CONTEXT // 2  # two of them fill a wake's context
 assert LONG <= protocol.MAX_TEXT
@@ -70,7 +72,7 @@ async def test_long_informs_ride_with_successive_wakes_each_within_a_client_fram
             assert len(w["context"]) <= inbox.PAGE
             assert sum(len(m["text"]) for m in w["context"]) <= inbox.MAX_CONTEXT
             carried.append([m["id"] for m in w["context"]])
-        if team.store == "postgres":  # leased: what the wakes carry, no more
+        if team.backend == "postgres":  # leased: what the wakes carry, no more
             held = sorted(i for w in wakes for i in w["context_ids"])
             assert _unacked(team, pid, leased=True) == held
         assert (await agent.call({"op": "ack", "ids": [w["id"] for w in wakes]}))["op"] == "acked"
@@ -83,11 +85,10 @@ async def test_long_informs_ride_with_successive_wakes_each_within_a_client_fram
     await asyncio.gather(agent.ws.close(), alice.ws.close())
 
 
+@pytest.mark.backends("postgres")  # nodes share a database on PostgreSQL only
 async def test_context_left_over_waits_unleased_and_goes_to_any_node(server, team):
     """PostgreSQL, two nodes: the context a wake could not carry is not leased to its connection; the agent's
     next wake, claimed through the other node, carries it."""
-    if server.store != "postgres":
-        pytest.skip("nodes share a database on PostgreSQL only")
     other = await server.node()
     alice = await team.person("alice")
     first = await alice.send(workspace=team.ws, topic="new", title="Pile", type="inform", to=["researcher"],

@@ -16,11 +16,12 @@ import pytest
 
 from ygg_server.ops import admin
 from ygg_server.client import Client
-from ygg_server.compose import on_sqlite as Engine
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 from ygg_tui.app import make_app
 from ygg_tui.config import Config
+
+from tests.backends import gateway_for
 
 PW = "pw-" + "x" * 8
 SIZE = (150, 42)
@@ -40,7 +41,7 @@ class ServerThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     async def _start(self) -> None:
-        self.gw = Gateway(Engine(self.path), Limits(auth_timeout=2.0))
+        self.gw = gateway_for("sqlite", self.path, Limits(auth_timeout=2.0))
         await self.gw.start("127.0.0.1", self.port)
         self.port = self.gw.port
 
