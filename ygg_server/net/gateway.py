@@ -392,7 +392,7 @@ class Gateway:
         if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.get("api_key")) if kind == Kind.AGENT else None
             token, row = auth.session_row(pid, self.engine.clock(), expires, secrets.token_urlsafe(32))
-            await self.engine.submit("session", row, key)
+            await self.engine.submit("session", *row, key)
             expires = row[2]
             if renew and await self.read(auth.session_participant, token, time.time_ns() // 1000) is None:
                 conn.push(protocol.error(ref, "unauthenticated", await self.read(auth.ended, pid)))

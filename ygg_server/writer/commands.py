@@ -7,7 +7,7 @@
     party        (who, frame)            add_participant, remove_participant, set_lead
     set_profile  (who, frame)
     set_setting  (who, frame)
-    session      (row, key)              a session's row (ops.auth.session_row)
+    session      (token_hash, participant, expires, created, key)   a session's row (ops.auth.session_row)
     sync         ()                      answered once everything before it is committed
 """
 
