@@ -35,7 +35,7 @@ from typing import Any, Callable
 import msgspec
 
 from .ops import auth
-from .protocol import names
+from .protocol import frames, names
 from . import idempotency, protocol
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Post, Topic, TopicStatus, View, decide, due, fund, next_due, plan_of,
@@ -442,22 +442,16 @@ class Engine:
 
     # --- commands (run in the writer thread, inside the batch's transaction) ---
 
-    def _do_send(self, author: str, frame: dict, *, out: Published) -> dict:
-        ref = frame.get("ref")
-        client_id = frame.get("client_id")
+    def _do_send(self, author: str, frame: frames.Send, *, out: Published) -> dict:
+        ref, client_id = frame.ref, frame.client_id
         if client_id is not None:
-            if not isinstance(client_id, str) or not 0 < len(client_id) <= 200:
-                return protocol.error(ref, "bad_frame", "client_id must be a short string")
             pending = self._idem.get((author, client_id))
             row = (pending[0],) if pending else self.conn.execute(
                 "SELECT reply FROM idempotency WHERE participant = ? AND client_id = ?", (author, client_id)
             ).fetchone()
             if row:
                 return {**msgspec.json.decode(row[0]), "ref": ref, "duplicate": True}
-        ws = frame.get("workspace")
-        conv_ref = frame.get("conversation", "general")
-        if not isinstance(ws, str) or not isinstance(conv_ref, str):
-            return protocol.error(ref, "bad_frame", "workspace and conversation must be strings")
+        ws, conv_ref = frame.workspace, frame.conversation
         directory = self.directory(ws)
         if author not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")
@@ -491,7 +485,8 @@ class Engine:
             self._idem[(author, client_id)] = (msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"}), now)
         return reply
 
-    def _do_fund(self, funder: str, ws: str, account: str, amount: Any, ref: Any, *, out: Published) -> dict:
+    def _do_fund(self, funder: str, frame: frames.Fund, *, out: Published) -> dict:
+        ws, account, amount, ref = frame.workspace, frame.account, frame.amount, frame.ref
         directory = self.directory(ws)
         if funder not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")
@@ -509,9 +504,10 @@ class Engine:
             return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
         return {"op": "funded", "ref": ref, "account": account, "balance": self._balance(ws, account)}
 
-    def _do_set_budget(self, who: str, ws: str, topic_id: str, budget: Any, ref: Any, *, out: Published) -> dict:
+    def _do_set_budget(self, who: str, frame: frames.SetBudget, *, out: Published) -> dict:
         """A topic's credit budget (seed 000: "the agent (or the topic's budget) is out of credits"):
         set by a person who is the workspace's owner or admin, or who is in the topic; null removes it."""
+        ws, topic_id, budget, ref = frame.workspace, frame.topic, frame.budget, frame.ref
         directory = self.directory(ws)
         t = self._topic(topic_id)
         if who not in directory.memberships or t is None or t.workspace != ws:
@@ -529,13 +525,10 @@ class Engine:
 
     # --- parties (docs/rules.md, "Parties") ---
 
-    def _do_party(self, who: str, frame: dict, *, out: Published) -> dict:
+    def _do_party(self, who: str, frame: frames.AddParticipant | frames.RemoveParticipant | frames.SetLead, *,
+                  out: Published) -> dict:
         """add_participant / remove_participant / set_lead: a core decision on the live conversation."""
-        op, ref = frame.get("op"), frame.get("ref")
-        ws, conv_ref = frame.get("workspace"), frame.get("conversation")
-        target, bad = protocol.party_target(frame)
-        if bad is not None:
-            return bad
+        op, ref, ws, conv_ref, target = frame.op, frame.ref, frame.workspace, frame.conversation, frame.target
         directory = self.directory(ws)
         if who not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")
@@ -556,32 +549,18 @@ class Engine:
         return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
                 "changed": d.conversation is not None}
 
-    def _do_set_profile(self, who: str, frame: dict, *, out: Published) -> dict:
+    def _do_set_profile(self, who: str, frame: frames.SetProfile, *, out: Published) -> dict:
         """An agent's owner sets its profile: title, description, capabilities, generalist."""
-        ref, agent = frame.get("ref"), frame.get("agent")
-        if not isinstance(agent, str):
-            return protocol.error(ref, "bad_frame", "set_profile needs agent (an id, or a name of yours)")
+        ref, agent = frame.ref, frame.agent
         row = self.conn.execute("SELECT id, profile FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
                                 (who, agent, agent)).fetchone()
         if row is None:
             return protocol.error(ref, "not_found", "no such agent of yours")
-        prof = db.profile(row[1])
-        caps = frame.get("capabilities", list(prof.capabilities))
-        if not isinstance(caps, list) or len(caps) > 100:
-            return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")
-        tools = frame.get("tools", list(prof.tools))
-        if not isinstance(tools, list) or len(tools) > 100:
-            return protocol.error(ref, "bad_frame", "tools must be a list of up to 100 short strings")
-        gen = frame.get("generalist", prof.generalist)
-        if not isinstance(gen, bool):
-            return protocol.error(ref, "bad_frame", "generalist must be true or false")
-        cost = frame.get("cost", prof.cost)
-        if type(cost) is not int or not 0 <= cost <= 10**6:
-            return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
-        body = {"title": frame.get("title", prof.title), "description": frame.get("description", prof.description),
-                "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
+        prof, given = db.profile(row[1]), frame.profile()
+        body = {"title": prof.title, "description": prof.description, "capabilities": list(prof.capabilities),
+                "generalist": prof.generalist, "tools": list(prof.tools), "cost": prof.cost, **given}
         try:  # only what the frame sets (what was stored before these checks does not block another field's change)
-            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in frame})
+            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in given})
         except names.BadName as e:
             return protocol.error(ref, "bad_name", e.detail)
         self.conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (msgspec.json.encode(body).decode(), row[0]))
@@ -595,11 +574,9 @@ class Engine:
         "party.throttleGroup": (1, MAX_HOPS_CEILING),
     }
 
-    def _do_set_setting(self, who: str, frame: dict, *, out: Published) -> dict:
+    def _do_set_setting(self, who: str, frame: frames.SetSetting, *, out: Published) -> dict:
         """A workspace setting (owners and admins); effective from the next message decided."""
-        ref, ws, key, value = frame.get("ref"), frame.get("workspace"), frame.get("key"), frame.get("value")
-        if not isinstance(ws, str) or not isinstance(key, str):
-            return protocol.error(ref, "bad_frame", "set_setting needs workspace, key and value")
+        ref, ws, key, value = frame.ref, frame.workspace, frame.key, frame.value
         directory = self.directory(ws)
         if who not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")

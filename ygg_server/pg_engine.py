@@ -44,6 +44,7 @@ import msgspec
 
 from .ops import auth
 from . import idempotency, protocol
+from .protocol import frames
 from .core import (
     POOL, Conversation, Decision, Directory, Kind, Topic, TopicStatus, View, decide, due, fund,
     general_id, next_due, plan_of,
@@ -515,14 +516,7 @@ class PgEngine:
         now = self.clock()
         month = _month(now)
         answers: dict[int, Any] = {}
-        sends: list[tuple[_Command, str, dict]] = []
-        for cmd in cmds:
-            author, frame = cmd.args
-            early = _check(frame)
-            if early is not None:
-                answers[id(cmd)] = early
-            else:
-                sends.append((cmd, author, frame))
+        sends: list[tuple[_Command, str, frames.Send]] = [(cmd, *cmd.args) for cmd in cmds]
         work = await self._load(sends, month) if sends else None
         if work is not None and work.snap.busy:
             sends = self._leave(sends, work.snap.busy)
@@ -547,7 +541,7 @@ class PgEngine:
         return answers, out
 
     @staticmethod
-    def _leave(sends: list[tuple[_Command, str, dict]], busy: set[str]) -> list[tuple[_Command, str, dict]]:
+    def _leave(sends: list[tuple[_Command, str, frames.Send]], busy: set[str]) -> list[tuple[_Command, str, frames.Send]]:
         """The sends decided now; those in a topic another node holds are left for the next batch.
 
         Waiting for that node's COMMIT while holding this batch's other locks made the nodes take
@@ -559,23 +553,23 @@ class PgEngine:
         now, held = [], set()
         for s in sends:
             cmd, author, f = s
-            t = f.get("topic")
+            t = f.topic
             if author in held or (isinstance(t, str) and t in busy):
                 held.add(author)
             else:
                 now.append(s)
         return now
 
-    async def _fitness(self, sends: list[tuple[_Command, str, dict]]) -> dict[str, Fitness]:
+    async def _fitness(self, sends: list[tuple[_Command, str, frames.Send]]) -> dict[str, Fitness]:
         """What assignment scoring knows of the agents the batch's sends to a capability may go to (seed 003
         §14), as `Engine._assignment` loads it: load, trust and response time by `db.fitness` (plain SQL, on
         this node's side connection: what is committed), online if connected to this node or to another
         live one (`presence`). The batch's own wakes are added to the load as it decides (`_stage`)."""
         agents: set[str] = set()
         for _, author, f in sends:
-            to = f.get("to")
+            to = f.to
             if isinstance(to, list) and any(isinstance(r, str) and r.startswith(core_assign.PREFIX) for r in to):
-                d = self._directory(f["workspace"])
+                d = self._directory(f.workspace)
                 if author in d.memberships:
                     agents.update(core_assign.asked(d, tuple(r for r in to if isinstance(r, str))))
         if not agents:
@@ -587,26 +581,26 @@ class PgEngine:
             self.presence_timeout)
         return await self._cold(db.fitness, ids, online.__contains__)
 
-    async def _load(self, sends: list[tuple[_Command, str, dict]], month: str) -> _Work:
+    async def _load(self, sends: list[tuple[_Command, str, frames.Send]], month: str) -> _Work:
         """Lock and load every row the batch's decisions depend on, in the global lock order."""
         for _ in range(3):
-            await self._ensure({f["workspace"] for _, _, f in sends})
+            await self._ensure({f.workspace for _, _, f in sends})
             convs, topics, agents, pools, idem, limited, opening = set(), set(), set(), set(), [], set(), set()
             waited = set()  # topics of sends left by an earlier batch: waited for, not skipped
             shared, locked = set(), set()  # General conversations: read without a lock / locked (a person writes)
             spaces = set()  # the workspaces written in: held against a delete (admin.delete_workspace)
             for cmd, author, f in sends:
-                ws = f["workspace"]
+                ws = f.workspace
                 d = self._directory(ws)
                 if author not in d.memberships:
                     continue
                 spaces.add(ws)
-                cid = _conversation_id(d, f.get("conversation", "general"), author)
+                cid = _conversation_id(d, f.conversation, author)
                 if cid is not None:  # General too: its party counters move with agents' messages
                     convs.add(cid)
                     if cid == general_id(ws):
                         (shared if d.participants[author].kind == Kind.AGENT else locked).add(cid)
-                t = f.get("topic")
+                t = f.topic
                 if isinstance(t, str) and t != "new":
                     (waited if cmd.deferred else topics).add(t)
                 if d.participants[author].kind == Kind.AGENT:
@@ -614,8 +608,8 @@ class PgEngine:
                     pools.add(ws)
                     if not isinstance(t, str) or t == "new":
                         opening.add(author)
-                if f.get("client_id") is not None:
-                    idem.append((author, f["client_id"]))
+                if f.client_id is not None:
+                    idem.append((author, f.client_id))
                 org = self._orgs.get(ws)
                 if org is not None and plan_of(*org[1:]).messages_per_month is not None:
                     limited.add(org[0])
@@ -671,15 +665,13 @@ class PgEngine:
             return w
         raise asyncpg.exceptions.SerializationError("the configuration kept changing")
 
-    def _send(self, w: _Work, author: str, frame: dict, now: int, month: str) -> dict:
-        ref = frame.get("ref")
-        client_id = frame.get("client_id")
+    def _send(self, w: _Work, author: str, frame: frames.Send, now: int, month: str) -> dict:
+        ref, client_id = frame.ref, frame.client_id
         if client_id is not None:
             reply = w.idem.get((author, client_id))
             if reply is not None:
                 return {**msgspec.json.decode(reply), "ref": ref, "duplicate": True}
-        ws = frame["workspace"]
-        conv_ref = frame.get("conversation", "general")
+        ws, conv_ref = frame.workspace, frame.conversation
         directory = self._directory(ws)
         if author not in directory.memberships:
             return protocol.refused(ref, "unknown_workspace", "no such workspace")
@@ -934,7 +926,8 @@ class PgEngine:
             self._reset(version)
         await self._ensure(workspaces)
 
-    async def _do_fund(self, funder: str, ws: str, account: str, amount: Any, ref: Any) -> tuple[dict, Published]:
+    async def _do_fund(self, funder: str, frame: frames.Fund) -> tuple[dict, Published]:
+        ws, account, amount, ref = frame.workspace, frame.account, frame.amount, frame.ref
         out = Published()
         await self._hold({ws})
         await self._fresh({ws})
@@ -981,7 +974,8 @@ class PgEngine:
         bal = w.pools[ws] if account == POOL else w.wallets[account]
         return {"op": "funded", "ref": ref, "account": account, "balance": bal}, out
 
-    async def _do_set_budget(self, who: str, ws: str, topic_id: str, budget: Any, ref: Any) -> tuple[dict, Published]:
+    async def _do_set_budget(self, who: str, frame: frames.SetBudget) -> tuple[dict, Published]:
+        ws, topic_id, budget, ref = frame.workspace, frame.topic, frame.budget, frame.ref
         out = Published()
         await self._hold({ws})
         await self._fresh({ws})
@@ -1003,14 +997,11 @@ class PgEngine:
         await self._write(w, now, out)
         return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}, out
 
-    async def _do_party(self, who: str, frame: dict) -> tuple[dict, Published]:
+    async def _do_party(self, who: str, frame: frames.AddParticipant | frames.RemoveParticipant | frames.SetLead
+                        ) -> tuple[dict, Published]:
         """add_participant / remove_participant / set_lead (as Engine._do_party), the conversation locked."""
         out = Published()
-        op, ref = frame.get("op"), frame.get("ref")
-        ws, conv_ref = frame.get("workspace"), frame.get("conversation")
-        target, bad = protocol.party_target(frame)
-        if bad is not None:
-            return bad, out
+        op, ref, ws, conv_ref, target = frame.op, frame.ref, frame.workspace, frame.conversation, frame.target
         await self._hold({ws})
         await self._fresh({ws})
         directory = self._directory(ws)
@@ -1123,17 +1114,6 @@ def _merge(out: Published, part: Published) -> None:
     out.balances += part.balances
     out.conversations.update(part.conversations)
     out.rescan = out.rescan or part.rescan
-
-
-def _check(frame: dict) -> dict | None:
-    """The answers a send gets before anything is loaded."""
-    ref = frame.get("ref")
-    client_id = frame.get("client_id")
-    if client_id is not None and (not isinstance(client_id, str) or not 0 < len(client_id) <= 200):
-        return protocol.error(ref, "bad_frame", "client_id must be a short string")
-    if not isinstance(frame.get("workspace"), str) or not isinstance(frame.get("conversation", "general"), str):
-        return protocol.error(ref, "bad_frame", "workspace and conversation must be strings")
-    return None
 
 
 def _conversation_id(d: Directory, ref: str, author: str) -> str | None:

@@ -14,6 +14,7 @@ import pytest
 
 from ygg_server.ops import admin
 from ygg_server.engine import Engine, Published, _Command
+from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before
@@ -50,7 +51,7 @@ async def run_batch(engine: Engine, *commands: tuple) -> tuple[list, list[Publis
 
 
 def send(ws: str, author: str, **frame) -> tuple:
-    return ("send", author, {"op": "send", "workspace": ws, "conversation": "general", **frame})
+    return ("send", author, frames.Send(workspace=ws, conversation="general", **frame))
 
 
 def rows(path, sql: str, *args) -> list[tuple]:
