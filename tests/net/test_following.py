@@ -4,7 +4,8 @@ followers of their workspace and no one else, and a connection that goes leaves 
 import asyncio
 
 from ygg_server.ops import admin
-from ygg_server.net.following import Following, standing_of
+from ygg_server.net.following import Following
+from ygg_server.ops.queries import standing_of
 
 
 

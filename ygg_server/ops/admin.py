@@ -14,17 +14,12 @@ import uuid
 import msgspec
 
 from . import auth, reach
+from .refusals import AdminError
 from ..protocol import names
 from .. import idempotency
 from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
 from ..store import sqlite as db
-
-
-class AdminError(Exception):
-    def __init__(self, code: str, detail: str):
-        super().__init__(detail)
-        self.code, self.detail = code, detail
 
 
 def now_us() -> int:
