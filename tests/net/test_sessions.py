@@ -257,7 +257,7 @@ async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(te
     future was never resolved: the second connection attached to nothing and was never delivered anything)."""
     import sqlite3
 
-    from ygg_server.net import gateway as gw_module
+    from ygg_server.ops import queries
     from ygg_server.net.cluster import PgGateway
 
     if isinstance(team.gw, PgGateway):
@@ -266,7 +266,7 @@ async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(te
     started, go = asyncio.Event(), asyncio.Event()
 
     async def read(fn, *args):
-        if fn is gw_module._unacked:
+        if fn is queries.unacked:
             calls.append(args)
             if len(calls) == 1:
                 started.set()
