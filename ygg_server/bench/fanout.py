@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from ..engine import Engine, Published
-from ..net.gateway import Conn, Gateway, Limits
+from ..net.conn import Conn, Limits
+from ..net.gateway import Gateway
 from ..store import sqlite as db
 
 
