@@ -40,7 +40,7 @@ def decode(data: str | bytes) -> Frame:
         frame = _frames.decode(data)
     except msgspec.ValidationError:
         return _refit(data)
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, UnicodeError) as e:  # (a str holding a lone surrogate is no UTF-8 text)
         raise BadFrame(f"not JSON: {e}") from None
     except RecursionError:  # msgspec bounds its own depth with Python's recursion limit
         raise BadFrame("not JSON: nested too deeply") from None
@@ -54,7 +54,7 @@ def _refit(data: str | bytes) -> Frame:
     binary frame) the frame."""
     try:
         obj = _json.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError) as e:
+    except (msgspec.DecodeError, UnicodeError) as e:
         raise BadFrame(f"not JSON: {e}") from None
     except RecursionError:
         raise BadFrame("not JSON: nested too deeply") from None
