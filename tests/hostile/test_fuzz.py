@@ -19,6 +19,8 @@ import pytest
 import websockets
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from msgspec import inspect as mi
+
 from ygg_server.bench import fuzz
 from ygg_server import protocol
 from ygg_server.core import Post
@@ -142,19 +144,20 @@ def send_frames(draw, b_ids: st.SearchStrategy):
     return frame
 
 
-# --- in-process: parse and to_post ---
+# --- in-process: decode and to_post ---
 
 @settings(max_examples=400, deadline=None)
 @given(frames)
-def test_parse_answers_every_frame_with_a_frame_or_bad_frame(data):
+def test_decode_answers_every_frame_with_a_frame_or_bad_frame(data):
     """docs/protocol.md: "A frame that is not JSON, not an object, lacks `op`, or names an unknown op gets `{"op":"error","ref":…,"code":"bad_frame","detail":"…"}`"."""
     try:
-        op, ref, frame = protocol.parse(data)
+        frame = protocol.decode(data)
     except protocol.BadFrame as e:
         assert e.detail
         protocol.encode(protocol.error(e.ref, "bad_frame", e.detail))  # the answer can always be written
         return
-    assert op in protocol.CLIENT_OPS and isinstance(frame, dict) and frame["op"] == op
+    assert frame.op in protocol.CLIENT_OPS and isinstance(frame, protocol.Frame)
+    ref = frame.ref
     assert ref is None or (isinstance(ref, (str, int, float)) and not isinstance(ref, bool))
     protocol.encode(protocol.error(ref, "bad_frame", "x"))
 
@@ -165,28 +168,57 @@ def test_parse_answers_every_frame_with_a_frame_or_bad_frame(data):
 def test_to_post_keeps_server_fields_and_downgrades_wrong_types(text):
     """docs/protocol.md: "Wrong field types in content (`text`, `type`, `state`, `to`, `waiting_for`, `in_reply_to`, `title`, `handoff`, `attachment_bytes`) do not fail the send: the message is stored as an **inform** with `"malformed": true`", and "a field that is null is as if left out"."""
     try:
-        op, ref, frame = protocol.parse(text)
-    except protocol.BadFrame:
+        frame = protocol.decode(text)
+    except protocol.BadFrame as e:  # routing fields (workspace, conversation, topic, client_id): bad_frame naming one
+        assert e.op is None or e.detail.startswith(
+            ("send: workspace", "send: conversation", "send: topic", "send: client_id")), e.detail
         return
     try:
         post = protocol.to_post(frame, message_id="srv-id", author="srv-author", workspace="srv-ws")
     except protocol.BadFrame as e:
-        assert e.detail.startswith(("topic must", "text longer", "a topic's title"))  # (names.py: one printable line)
+        assert e.detail.startswith(("text longer", "a topic's title"))  # (names.py: one printable line)
         return
     assert (post.id, post.author, post.workspace) == ("srv-id", "srv-author", "srv-ws")
     msgspec.convert(msgspec.to_builtins(post), Post)  # every field has its declared type
-    content = {k: frame.get(k) for k in ("text", "type", "state", "to", "waiting_for", "in_reply_to", "title")}
+    content = {k: getattr(frame, k) for k in ("text", "type", "state", "to", "waiting_for", "in_reply_to", "title")}
     well_typed = content["text"] is None or isinstance(content["text"], str)
     well_typed = well_typed and content["type"] in (None, "request", "response", "inform") \
         and content["state"] in (None, "working", "waiting", "needs_human", "done") \
         and all(v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
                 for v in (content["to"], content["waiting_for"])) \
         and all(v is None or isinstance(v, str) for v in (content["in_reply_to"], content["title"]))
-    size = frame.get("attachment_bytes")
+    size = frame.attachment_bytes
     size = 0 if size is None else size
     well_typed = well_typed and isinstance(size, int) and not isinstance(size, bool) and size >= 0 \
-        and type(frame.get("handoff")) in (bool, type(None))
+        and type(frame.handoff) in (bool, type(None))
     assert post.malformed == (not well_typed)  # the core stores a malformed post as an inform (test_isolation)
+
+
+def _valid(t):
+    """A value of msgspec type `t` (from `msgspec.inspect`) that a frame accepts."""
+    if isinstance(t, mi.UnionType):
+        return _valid(next(x for x in t.types if not isinstance(x, mi.NoneType)))
+    if isinstance(t, mi.StrType):
+        return "x" * (t.min_length or 1)
+    if isinstance(t, mi.IntType):
+        return t.ge if t.ge is not None else 1
+    return {mi.BoolType: True, mi.ListType: [], mi.AnyType: "x"}[type(t)]
+
+
+@pytest.mark.parametrize("op", sorted(protocol.CLIENT_OPS))
+def test_a_wrong_or_missing_field_is_a_bad_frame_naming_it(op):
+    """docs/protocol.md: "A missing or non-string `workspace` or `conversation` is a `bad_frame` naming it, as in a send": every typed field of every op, wrong or (if required) missing, is answered `bad_frame` naming that field, with the frame's `ref`."""
+    info = mi.type_info(protocol.frames.BY_OP[op])
+    fields = {f.name: _valid(f.type) for f in info.fields if f.name != "ref"}
+    good = {"op": op, "ref": 7, **fields}
+    assert protocol.decode(json.dumps(good)).op == op
+    for f in info.fields:
+        if f.name == "ref" or isinstance(f.type, mi.AnyType):
+            continue
+        for frame in ({**good, f.name: {"x": 1}}, *([{k: v for k, v in good.items() if k != f.name}] if f.required else [])):
+            with pytest.raises(protocol.BadFrame) as e:
+                protocol.decode(json.dumps(frame))
+            assert (e.value.op, e.value.ref) == (op, 7) and f"{op}: {f.name} " in e.value.detail, e.value.detail
 
 
 def test_the_long_run_command():
@@ -249,7 +281,7 @@ async def test_any_frame_through_the_socket_gets_one_structured_answer(fuzz_conn
         assert re.fullmatch(r"[a-z_]+", reply["code"]) and reply["code"] != "internal", reply
         assert isinstance(reply.get("detail"), str), reply
     try:
-        _, ref, _ = protocol.parse(data)
+        ref = protocol.decode(data).ref
     except protocol.BadFrame as e:
         ref = e.ref
     assert reply.get("ref") == ref
@@ -330,6 +362,24 @@ async def test_deep_nesting_and_invalid_utf8_keep_the_connection(team):
                 assert err["op"] == "error" and err["code"] in ("bad_frame", "unauthenticated"), (data[:50], err)
             await ws.send(json.dumps({"op": "ping", "ref": "alive"}))
             assert json.loads(await asyncio.wait_for(ws.recv(), 5))["ref"] == "alive"
+
+
+async def test_any_other_op_before_signing_in_is_unauthenticated_whatever_its_fields(team):
+    """PROTOCOL.md: "Any other op before authentication gets `unauthenticated`": a known op whose fields are wrong too
+    (the fields are the op's to judge once signed in); a frame that is no frame at all is a `bad_frame`, and so is an
+    `auth` with a wrong option, before the credentials are looked at."""
+    async with websockets.connect(team.url) as ws:
+        for frame in ({"op": "send", "ref": 1}, {"op": "history", "ref": 2, "workspace": 5},
+                      {"op": "ack", "ref": 3, "ids": ["17"]}, {"op": "ping", "ref": 4}):
+            await ws.send(json.dumps(frame))
+            err = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert err == {"op": "error", "ref": frame["ref"], "code": "unauthenticated", "detail": "authenticate first"}
+        for frame, words in (({"op": "nope", "ref": 5}, "unknown op"), ({"op": "auth", "ref": 6, "prefetch": 0}, "prefetch")):
+            await ws.send(json.dumps(frame))
+            err = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert (err["code"], err["ref"]) == ("bad_frame", frame["ref"]) and words in err["detail"], err
+        await ws.send(json.dumps({"op": "auth", "ref": 7, "handle": "alice", "password": PW}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5))["op"] == "session"
 
 
 async def test_numbers_out_of_range_are_bad_frames_not_failures(team):

@@ -154,13 +154,13 @@ async def test_a_key_rotated_while_a_sign_in_with_it_is_checked_leaves_no_sessio
     sign-in whose key was checked just before the rotation committed got its session made just after it (the
     session is made by the writer, a step later): that session outlived the rotation, its connection stayed
     open on the old key, and its token could be resumed for an hour."""
-    from ygg_server.net import gateway
+    from ygg_server.ops import auth
 
     real, rotated = team.gw.read, []
 
     async def read(fn, *args):
         out = await real(fn, *args)
-        if fn is gateway._auth and not rotated and args[0].get("api_key") == team.keys["reviewer"]:
+        if fn is auth.credentials and not rotated and args[0].api_key == team.keys["reviewer"]:
             rotated.append(await asyncio.to_thread(team.admin, admin.rotate_key, "reviewer"))  # between check and session
         return out
 

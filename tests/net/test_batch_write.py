@@ -17,6 +17,7 @@ from ygg_server.compose import on_sqlite
 from ygg_server.writer import Published
 from ygg_server.writer.commands import Command
 from ygg_server.store import rows as codec, sqlite as db
+from ygg_server.protocol import frames
 
 from .conftest import migrated_before
 
@@ -52,7 +53,7 @@ async def run_batch(engine, *commands: tuple) -> tuple[list, list[Published]]:
 
 
 def send(ws: str, author: str, **frame) -> tuple:
-    return ("send", author, {"op": "send", "workspace": ws, "conversation": "general", **frame})
+    return ("send", author, frames.Send(workspace=ws, conversation="general", **frame))
 
 
 def rows(path, sql: str, *args) -> list[tuple]:

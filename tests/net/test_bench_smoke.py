@@ -28,3 +28,11 @@ def test_bench_fanout_runs_with_few_and_many_connections(capsys):
     assert bench.main(["fanout", "--few", "3", "--many", "30", "--rounds", "5"]) == 0
     out = capsys.readouterr().out
     assert "publish a batch" in out and "someone comes" in out and "30" in out
+
+
+def test_bench_frames_times_decoding_a_send_and_an_ack(capsys):
+    from ygg_server.bench import core as bench
+
+    assert bench.main(["frames", "--number", "50", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "decode send" in out and "to_post" in out and "decode ack" in out and "µs per frame" in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from ygg_server.ops import admin, queries
+from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
 
 COUNTED = ("messages", "topics", "conversations", "memberships", "wallets", "ledger")
@@ -79,7 +80,7 @@ def test_deleting_and_listing_topics_read_only_the_workspace_s_own_rows(tmp_path
     alice = admin.add_person(conn, "alice", "pw-" + "x" * 8)["id"]
     ws = admin.add_workspace(conn, "doomed", "alice")["id"]
     for f in ({}, {"conversation": "general"}, {"status": "open"}):
-        assert _scans(conn, ws, lambda: queries.list_topics(conn, alice, {"workspace": ws, **f})) == [], f
+        assert _scans(conn, ws, lambda: queries.list_topics(conn, alice, frames.ListTopics(workspace=ws, **f))) == [], f
     assert _scans(conn, ws, lambda: admin.delete_workspace(conn, ws)) == []
     conn.close()
 

@@ -22,7 +22,8 @@ import pytest
 import websockets
 
 from ygg_server.ops import admin
-from ygg_server.writer.process import WriterProcess, _Batch, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
+from ygg_server.writer.process import WriterProcess, _Batch, _Cmd, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
+from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
 
 pytestmark = pytest.mark.backends("process")
@@ -195,6 +196,27 @@ async def test_a_ref_wider_than_64_bits_comes_back_as_it_was(team):
     assert reply["op"] == "sent" and reply["ref"] == ref
 
 
+def test_a_command_crosses_to_the_writer_process_with_its_typed_frame():
+    """ygg_server/writer/process.py: a command's args are typed, "a client frame decodes back into its Struct", in
+    MessagePack, or in a pickle when MessagePack cannot hold it (a `ref` wider than 64 bits)."""
+    from ygg_server import protocol
+    from ygg_server.writer.process import _Events, _items_decoder, _Present
+
+    lead = protocol.decode('{"op":"set_lead","ref":"r","workspace":"w","conversation":"general","lead":null}')
+    items = [_Cmd(1, "send", ["agent.x", frames.Send(workspace="w", ref=1.5, to=["@alice"], text={"odd": [1]})]),
+             _Cmd(2, "party", ["human.a", lead]), _Cmd(3, "fund", ["human.a", frames.Fund(workspace="w", pool=True)]),
+             _Cmd(4, "set_profile", ["human.a", frames.SetProfile(agent="x", cost=3)]),
+             _Cmd(5, "ack", ["agent.x", [1, 2], None]), _Cmd(6, "session", ["agent.x", 3600, None]), _Cmd(7, "sync", []),
+             _Present(["agent.x"], None), _Events(True)]
+    body = memoryview(_pack(items))[4:]
+    assert body[0] == ord("m"), "MessagePack, not a pickle"
+    back = _unpack(body, _items_decoder)
+    assert back == items and type(back[1].args[1]) is frames.SetLead and back[3].args[1].title is frames.UNSET
+    wide = [_Cmd(8, "send", ["agent.x", frames.Send(workspace="w", ref=2**70)])]
+    body = memoryview(_pack(wide))[4:]
+    assert body[0] == ord("p") and _unpack(body, _items_decoder) == wide
+
+
 def test_a_batch_crosses_with_each_message_once_and_deliveries_pointing_at_it():
     from ygg_server.core import Message, MessageType
     from ygg_server.writer import Published
@@ -320,20 +342,21 @@ async def test_a_frame_too_deep_to_cross_is_refused_alone_and_the_others_of_its_
     connections' later answers waited behind it for good. (On 3.11 the gateway's deeper stack refuses such a
     frame first; here it is submitted as the gateway would.) Now it alone is refused, as bad input."""
     engine = team.gw.engine
-    frame = {"op": "send", "workspace": team.ws, "topic": "new", "title": "Deep", "type": "inform",
-             "to": ["researcher"], "text": "deep", "x": []}
     loop, deep = asyncio.get_running_loop(), asyncio.get_running_loop().create_future()
 
     def deeper() -> None:  # one level more than the outbox's frame holds, found where the outbox is written
+        text: list = []  # (content of any shape reaches the writer: it is downgraded there, docs/protocol.md)
         while True:
+            frame = frames.Send(workspace=team.ws, topic="new", title="Deep", type="inform", to=["researcher"],
+                                text=text)
             try:
-                _pack([("cmd", 1, "send", (team.alice, frame))])
+                _pack([_Cmd(1, "send", [team.alice, frame])])
             except RecursionError:
-                return deep.set_result(None)
-            frame["x"] = [frame["x"]]
+                return deep.set_result(frame)
+            text = [text]
 
     loop.call_soon(deeper)
-    await deep
+    frame = await deep
     bad = engine.submit("send", team.alice, frame)  # the same turn of the loop: one write to the writer
     sync = engine.submit("sync")
     assert await asyncio.wait_for(sync, 10) is None, "the other command of the turn is answered"

@@ -335,7 +335,7 @@ async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team,
     A subscribe checks the permissions, then follows; a change committed between the two was rescanned before the
     connection followed (so its rescan passed it by), and the connection went on getting every message of the
     workspace, the monitor it no longer had, until some later change was rescanned."""
-    from ygg_server.ops import queries
+    from ygg_server.ops import access
 
     alice = await team.person("alice")
     await alice.call("set_permissions", workspace=team.ws, agent="researcher", monitor=True)
@@ -344,7 +344,7 @@ async def test_monitor_taken_away_while_a_subscribe_is_checked_is_not_kept(team,
 
     async def read(fn, *args):
         out = await real(fn, *args)
-        if fn is queries.monitors and not taken:  # checked: now taken away, and rescanned, before it follows
+        if fn is access.follow and not taken:  # checked: now taken away, and rescanned, before it follows
             taken.append(await asyncio.to_thread(team.admin, permissions.set_permissions, team.ws, "researcher",
                                                  {"monitor": False}))
             await asyncio.sleep(1.0)

@@ -6,7 +6,8 @@ import asyncio
 import pytest
 
 from ygg_server.ops import admin
-from ygg_server.net.following import Following, standing_of
+from ygg_server.net.following import Following
+from ygg_server.ops.queries import standing_of
 
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 

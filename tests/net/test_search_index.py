@@ -13,6 +13,7 @@ from ygg_server.ops import admin
 from ygg_server.store.sqlite import writer_store as engine_module
 from ygg_server.compose import on_sqlite
 from ygg_server.writer import now_us
+from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before
@@ -105,16 +106,16 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     try:
         await asyncio.wait_for(e.submit("sync"), 5)  # the first flush: nothing left to index
         for i in range(3):
-            r = await asyncio.wait_for(e.submit("send", alice, {"op": "send", "workspace": ws, "topic": "new",
-                                                                "title": f"T{i}", "type": "inform",
-                                                                "to": ["researcher"], "text": f"kept {i}"}), 5)
+            r = await asyncio.wait_for(e.submit("send", alice, frames.Send(workspace=ws, topic="new",
+                                                                title=f"T{i}", type="inform",
+                                                                to=["researcher"], text=f"kept {i}")), 5)
             assert r["op"] == "sent", r
     finally:
         await asyncio.to_thread(e.stop)
     indexed, top = watermark(path)
     assert indexed < top
     from ygg_server.ops import queries
-    assert len(queries.search_messages(conn, alice, {"workspace": ws, "query": "kept"})["messages"]) == 3
+    assert len(queries.search_messages(conn, alice, frames.SearchMessages(workspace=ws, query="kept"))["messages"]) == 3
     e = on_sqlite(path)
     e.start(asyncio.get_running_loop(), lambda out: None)
     try:
@@ -124,7 +125,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     assert watermark(path)[0] == watermark(path)[1] == top
     assert [r[0] for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'kept' ORDER BY rowid")] \
         == [r[0] for r in conn.execute("SELECT seq FROM messages WHERE text LIKE 'kept %' ORDER BY seq")]
-    assert len(queries.search_messages(conn, alice, {"workspace": ws, "query": "kept"})["messages"]) == 3
+    assert len(queries.search_messages(conn, alice, frames.SearchMessages(workspace=ws, query="kept"))["messages"]) == 3
     conn.close()
 
 

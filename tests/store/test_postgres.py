@@ -19,6 +19,7 @@ import pytest
 from ygg_server.ops import admin, queries
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
+from ygg_server.protocol import frames
 from ygg_server.store import loaders, postgres as pg, schema, sqlite as db
 
 from . import legacy
@@ -389,7 +390,7 @@ async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, w
     engine = server.gw.engine
 
     def send(who, ref, **f):
-        return engine.submit("send", who, {"op": "send", "ref": ref, "workspace": ws, "to": ["helper"], "text": ref, **f})
+        return engine.submit("send", who, frames.Send(ref=ref, workspace=ws, to=["helper"], text=ref, **f))
 
     try:
         if before is not None:

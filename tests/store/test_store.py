@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from ygg_server.ops import admin, queries
+from ygg_server.protocol import frames
 from ygg_server.core import rules
 from ygg_server.store import loaders, rows as codec, sqlite as db
 
@@ -40,20 +41,20 @@ async def test_admin_commands_and_queries_on_a_plain_connection(backend, databas
         with pytest.raises(admin.AdminError) as e:
             admin.add_person(c, "alice", PW)
         assert e.value.code == "handle_taken"
-        members = queries.list_members(c, alice["id"], {"workspace": ws})["members"]
+        members = queries.list_members(c, alice["id"], frames.ListMembers(workspace=ws))["members"]
         assert {m["name"] for m in members} == {"alice", "bob", "helper"}
-        assert queries.balances(c, alice["id"], {"workspace": ws}) == {"pool": 9, "agents": {agent["id"]: 42}}
-        assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"][0]["name"] == "crew"
+        assert queries.balances(c, alice["id"], frames.Balances(workspace=ws)) == {"pool": 9, "agents": {agent["id"]: 42}}
+        assert queries.list_groups(c, alice["id"], frames.ListGroups(workspace=ws))["groups"][0]["name"] == "crew"
         assert admin.remove_group(c, "team", "crew") == {"id": "group:crew", "workspace": ws, "name": "crew",
                                                          "removed": True}
-        assert queries.list_groups(c, alice["id"], {"workspace": ws})["groups"] == []
+        assert queries.list_groups(c, alice["id"], frames.ListGroups(workspace=ws))["groups"] == []
         with pytest.raises(admin.AdminError) as e:
             admin.remove_group(c, ws, "crew")
         assert e.value.code == "unknown_group"
-        assert [w["name"] for w in queries.list_workspaces(c, alice["id"], {})["workspaces"]] == \
+        assert [w["name"] for w in queries.list_workspaces(c, alice["id"], frames.ListWorkspaces())["workspaces"]] == \
             ["alice (personal)", "team"]
         assert admin.revoke_agent(c, "helper")["revoked"] is True
-        assert [m["name"] for m in queries.list_members(c, alice["id"], {"workspace": ws})["members"]
+        assert [m["name"] for m in queries.list_members(c, alice["id"], frames.ListMembers(workspace=ws))["members"]
                 if m["kind"] == "agent"] == []
     finally:
         c.close()
@@ -70,7 +71,7 @@ async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided
     try:
         alice = admin.add_person(c, "alice", PW)["id"]
         ws = admin.add_workspace(c, "team", "alice")["id"]
-        org = next(w["org"] for w in queries.list_workspaces(c, alice, {})["workspaces"] if w["id"] == ws)
+        org = next(w["org"] for w in queries.list_workspaces(c, alice, frames.ListWorkspaces())["workspaces"] if w["id"] == ws)
         bob = admin.add_person(c, "bob", PW)["id"]
         admin.add_org_member(c, org, "bob")
         helper = admin.add_agent(c, "helper", "bob")["id"]
@@ -78,7 +79,7 @@ async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided
         permissions.set_permissions(c, ws, helper, {"send": False, "takes_from": ["@alice"]})
 
         def standing() -> dict:
-            rows = {m["id"]: m for m in queries.list_members(c, alice, {"workspace": ws})["members"]}
+            rows = {m["id"]: m for m in queries.list_members(c, alice, frames.ListMembers(workspace=ws))["members"]}
             return {"bob": rows[bob]["role"] if bob in rows else None,
                     "helper": (rows[helper]["send"], rows[helper]["takes_from"]) if helper in rows else None}
 
@@ -290,7 +291,7 @@ async def test_admin_cli_takes_the_store_as_the_server_does(backend, database, t
     assert (await cli("fund", "helper", 7))["balance"] == 7
     c = admin_connection(backend, database)
     try:
-        assert queries.balances(c, admin.person(c, "alice"), {"workspace": ws})["agents"] == {agent["id"]: 7}
+        assert queries.balances(c, admin.person(c, "alice"), frames.Balances(workspace=ws))["agents"] == {agent["id"]: 7}
     finally:
         c.close()
 

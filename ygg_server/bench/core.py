@@ -217,7 +217,15 @@ def fanout(args: argparse.Namespace) -> int:
     return run(args)
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"core": core, "server": server, "fanout": fanout}
+def frames(args: argparse.Namespace) -> int:
+    """Microseconds to decode a send and an ack frame: see `bench/frames.py`."""
+    from .frames import run
+
+    return run(args)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"core": core, "server": server, "fanout": fanout,
+                                                           "frames": frames}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -234,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
     from . import fanout
 
     fanout.add_arguments(sub.add_parser("fanout", help="fan-out and presence cost with few and many connections open"))
+    from . import frames
+
+    frames.add_arguments(sub.add_parser("frames", help="microseconds to decode a send and an ack frame"))
     return ap
 
 

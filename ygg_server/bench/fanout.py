@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..compose import on_sqlite
-from ..writer import Published
-from ..net.gateway import Conn, Gateway, Limits
+from ..engine import Engine, Published
+from ..net.conn import Conn, Limits
+from ..net.gateway import Gateway
 from ..store import sqlite as db
 
 

@@ -32,12 +32,14 @@ import msgspec
 
 from ..ops import auth, queries
 from .. import protocol
+from ..protocol import replies
 from ..core import Kind
 from ..core import party as core_party
+from ..store import loaders, postgres as pg, rows as codec
 from ..store.postgres.writer_store import PgStore, fetch_conversations
 from ..writer import Published
-from ..store import loaders, postgres as pg, rows as codec
-from .gateway import Conn, Gateway, Limits
+from .conn import Conn, Limits
+from .gateway import Gateway
 from . import inbox as paging  # (PAGE read at each claim
 from .inbox import Item, deliver_frame
 
@@ -505,19 +507,19 @@ class PgGateway(Gateway):
         except Exception:
             log.exception("presence of %s in a joined workspace not told to the other nodes", pid)
 
-    async def _op_presence(self, conn: Conn, ref, frame) -> dict:
-        members = (await self.read(queries.list_members, conn.participant, frame))["members"]
+    async def _op_presence(self, conn: Conn, frame) -> dict:
+        members = await self.read(queries.members, conn.participant, frame.workspace)
         ids = [m["id"] for m in members]
         now = now_us()
         async with self.store.pool.acquire() as c:
             elsewhere = await self._elsewhere(c, ids, now)
-        return {"op": "presence", "ref": ref, "online": {i: self.online(i) or i in elsewhere for i in ids}}
+        return replies.presence(frame.ref, {i: self.online(i) or i in elsewhere for i in ids})
 
-    async def _present(self, conn: Conn, frame: dict) -> frozenset[str]:
+    async def _present(self, conn: Conn, frame) -> frozenset[str]:
         """This node's online connections and the workspace's agents online through another live node, as
         the writer scores a send (explain_assignment)."""
         here = await super()._present(conn, frame)
-        members = (await self.read(queries.list_members, conn.participant, frame))["members"]
+        members = await self.read(queries.members, conn.participant, frame.workspace)
         ids = [m["id"] for m in members if m["kind"] == "agent" and m["id"] not in here]
         async with self.store.pool.acquire() as c:
             return here | await self._elsewhere(c, ids, now_us())

@@ -14,14 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..ops.queries import STANDING
-
 _NONE: frozenset = frozenset()
-
-
-def standing_of(member: dict) -> tuple:
-    """A member's role and permissions (a `list_members` row, or `queries.standing`), comparable."""
-    return tuple(tuple(v) if isinstance(v, list) else v for v in (member[k] for k in STANDING))
 
 
 class Following:
@@ -46,7 +39,7 @@ class Following:
         self.set(conn, set(), set())
 
     def know(self, ws: str, members: dict[str, tuple], groups: list[dict]) -> None:
-        """Who is in `ws` ({id: `standing_of`}) and its groups, read as a connection began to follow it (kept if
+        """Who is in `ws` ({id: `queries.standing_of`}) and its groups, read as a connection began to follow it (kept if
         they were known already)."""
         if ws in self._follows:
             self._members.setdefault(ws, members)
@@ -60,7 +53,7 @@ class Following:
         return before is not None and before != groups
 
     def moved(self, ws: str, members: dict[str, tuple]) -> tuple[list[str], list[str], list[str]] | None:
-        """`members` ({id: `standing_of`}) are in followed `ws` now: (joined, left, changed: those in it before
+        """`members` ({id: `queries.standing_of`}) are in followed `ws` now: (joined, left, changed: those in it before
         and now whose role or permissions differ) since they were last read, or None (the same, or not known
         before: nothing to tell)."""
         if ws not in self._follows:

@@ -14,18 +14,13 @@ import uuid
 import msgspec
 
 from . import auth, reach
+from .refusals import AdminError
 from ..protocol import names
 from .. import idempotency
 from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
 from ..store import loaders, writes
 from ..store.transactions import Tx, row_lock, serialized
-
-
-class AdminError(Exception):
-    def __init__(self, code: str, detail: str):
-        super().__init__(detail)
-        self.code, self.detail = code, detail
 
 
 def now_us() -> int:

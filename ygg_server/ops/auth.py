@@ -6,10 +6,15 @@ import hashlib
 import hmac
 import secrets
 import sqlite3
+import time
+from dataclasses import dataclass, field
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from msgspec import UNSET
 
+from ..core import Kind
+from ..protocol import frames
 from ..store.transactions import row_lock
 
 _hasher = PasswordHasher()
@@ -115,3 +120,50 @@ def delete_expired(conn: sqlite3.Connection, now: int) -> int:
     if conn.execute("SELECT 1 FROM sessions WHERE expires_at <= ? LIMIT 1", (now,)).fetchone() is None:
         return 0
     return conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (now,)).rowcount
+
+
+# --- signing in (the gateway's `auth`) ---
+
+def credentials(conn: sqlite3.Connection, f: frames.Auth):
+    """Check an `auth` frame's credentials (read-only); return (participant, kind, handle, token or None,
+    expires_at), a `Password` still to check, or None.
+
+    A token is resumed as it is; a key or a password earns a new session, made by the writer.
+    """
+    now = time.time_ns() // 1000
+    if f.api_key is not UNSET:
+        aid = agent_for_key(conn, f.api_key)
+        if aid is None:
+            return None
+        name = conn.execute("SELECT name FROM agents WHERE id = ?", (aid,)).fetchone()[0]
+        return aid, Kind.AGENT.value, name, None, AGENT_SESSION
+    if f.handle is not UNSET and f.password is not UNSET:
+        if not isinstance(f.handle, str) or not isinstance(f.password, str):
+            return None
+        row = conn.execute("SELECT id, password_hash FROM people WHERE handle = ?", (f.handle,)).fetchone()
+        return Password(row, f.handle, f.password)  # checked by the caller, off this connection
+    if f.token is not UNSET:
+        found = session_participant(conn, f.token, now)
+        if found is None:
+            return None
+        pid, expires = found
+        row = conn.execute("SELECT handle FROM people WHERE id = ?", (pid,)).fetchone()
+        if row:
+            return pid, Kind.HUMAN.value, row[0], f.token, expires
+        row = conn.execute("SELECT name FROM agents WHERE id = ? AND revoked = 0", (pid,)).fetchone()
+        return (pid, Kind.AGENT.value, row[0], f.token, expires) if row else None
+    return None
+
+
+@dataclass(frozen=True)
+class Password:
+    """A person's sign-in whose password is still to be checked (argon2: slow on purpose)."""
+
+    row: tuple | None  # (id, password_hash) of that handle, or None
+    handle: str
+    password: str = field(repr=False)
+
+    def check(self):
+        if not check_password(self.row[1] if self.row else None, self.password):
+            return None
+        return self.row[0], Kind.HUMAN.value, self.handle, None, PERSON_SESSION

@@ -1,6 +1,6 @@
 """The stored documents a directive is made of: agents' personas and conversations' rulebooks.
 
-Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) -> dict`
+Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) -> dict` (or `Refused`)
 on a sqlite3-shaped connection (SQLite, or PostgreSQL's adapter); the writes run on
 the gateway's management connection, so the engine and every node see them at once.
 Each write reads and writes its document in one transaction, serialized per document
@@ -24,16 +24,14 @@ from typing import Any
 import msgspec
 
 from . import directives, queries
+from .refusals import NotFound, Refused
 from ..core import Role
+from ..protocol import frames
 from ..store.transactions import Tx, serialized
 
 
 def _now() -> int:
     return time.time_ns() // 1000
-
-
-def _refused(reason: str, detail: str) -> dict:
-    return {"op": "refused", "reason": reason, "detail": detail}
 
 
 # --- personas ---
@@ -45,47 +43,46 @@ def persona(conn: sqlite3.Connection, agent: str) -> tuple[str, int]:
     return (row[0], row[1]) if row else ("", 0)
 
 
-def _agent_for(conn: sqlite3.Connection, who: str, frame: dict) -> str:
-    """The agent a persona op is about: the asker itself, or an agent of the asker's (by id or name)."""
-    ref = frame.get("agent")
+def _agent_for(conn: sqlite3.Connection, who: str, ref: Any) -> str:
+    """The agent a persona op is about (`ref`): the asker itself, or an agent of the asker's (by id or name)."""
     if ref is None or ref == who:
         if who.startswith("agent."):
             return who
-        raise queries.NotFound
+        raise NotFound
     if not isinstance(ref, str):
-        raise queries.NotFound
+        raise NotFound
     if who.startswith("agent."):  # an agent names itself by its name too; any other agent is not its to touch
         if conn.execute("SELECT 1 FROM agents WHERE id = ? AND name = ?", (who, ref)).fetchone():
             return who
-        raise queries.NotFound
+        raise NotFound
     row = conn.execute("SELECT id FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
                        (who, ref, ref)).fetchone()
     if row is None:
-        raise queries.NotFound
+        raise NotFound
     return row[0]
 
 
-def get_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
-    agent = _agent_for(conn, who, frame)
+def get_persona(conn: sqlite3.Connection, who: str, frame: frames.GetPersona) -> dict:
+    agent = _agent_for(conn, who, frame.agent)
     text, version = persona(conn, agent)
     return {"agent": agent, "text": text, "version": version}
 
 
-def set_persona(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
-    agent = _agent_for(conn, who, frame)
+def set_persona(conn: sqlite3.Connection, who: str, frame: frames.SetPersona) -> dict:
+    agent = _agent_for(conn, who, frame.agent)
     with Tx(conn):
         serialized(conn, "persona:" + agent)
         return _set_persona(conn, who, agent, frame)
 
 
-def _set_persona(conn: sqlite3.Connection, who: str, agent: str, frame: dict) -> dict:
-    new, why = frame.get("text"), frame.get("why", "")
+def _set_persona(conn: sqlite3.Connection, who: str, agent: str, frame: frames.SetPersona) -> dict:
+    new, why = frame.text, frame.why
     if not isinstance(why, str):
         why = ""
     old, version = persona(conn, agent)
     refusal = directives.persona_refusal(old, new)
     if refusal:
-        return _refused(*refusal)
+        raise Refused(*refusal)
     if new == old:
         return {"agent": agent, "version": version, "length": len(new), "changed": False}
     conn.execute("INSERT INTO personas (agent, version, text, why, author, created_at) VALUES (?,?,?,?,?,?)",
@@ -107,35 +104,36 @@ def rulebook(conn: sqlite3.Connection, conversation: str) -> dict[str, Any]:
     return body if isinstance(body, dict) and directives.rulebook_problem(body) is None else {}
 
 
-def _conversation(conn: sqlite3.Connection, who: str, frame: dict) -> tuple[str, str, str, frozenset[str], Role]:
+def _conversation(conn: sqlite3.Connection, who: str, frame: frames.GetRulebook | frames.SetRulebook
+                  ) -> tuple[str, str, str, frozenset[str], Role]:
     """(workspace, conversation id, kind, members, role) of a conversation `who` may read, or NotFound."""
-    ws = frame.get("workspace")
+    ws = frame.workspace
     role, monitor = queries._member(conn, ws, who)
-    cid = queries._conversation(conn, ws, frame.get("conversation"), who, monitor)
+    cid = queries._conversation(conn, ws, frame.conversation, who, monitor)
     kind, members = conn.execute("SELECT kind, members FROM conversations WHERE id = ?", (cid,)).fetchone()
     return ws, cid, kind, frozenset(msgspec.json.decode(members)), Role(role)
 
 
-def get_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
+def get_rulebook(conn: sqlite3.Connection, who: str, frame: frames.GetRulebook) -> dict:
     _, cid, *_ = _conversation(conn, who, frame)
     stored = rulebook(conn, cid)
     return {"conversation": cid, "set": stored, "rulebook": directives.rulebook_in_force(stored)}
 
 
-def set_rulebook(conn: sqlite3.Connection, who: str, frame: dict) -> dict:
+def set_rulebook(conn: sqlite3.Connection, who: str, frame: frames.SetRulebook) -> dict:
     ws, cid, kind, members, role = _conversation(conn, who, frame)
     if not who.startswith("human."):
-        return _refused("permission_denied", "a conversation's rulebook is set by its people; agents cannot")
+        raise Refused("permission_denied", "a conversation's rulebook is set by its people; agents cannot")
     if role == Role.VIEWER:  # a viewer reads only (docs/rules.md), in a party it was added to as anywhere
-        return _refused("permission_denied", "a viewer reads a conversation's rulebook but does not set it")
+        raise Refused("permission_denied", "a viewer reads a conversation's rulebook but does not set it")
     if not (kind in ("general", "group") or who in members or role in (Role.OWNER, Role.ADMIN)):
-        return _refused("permission_denied", "only the people of this conversation (or an admin) set its rulebook")
-    if "rulebook" not in frame:  # a misspelt field is not a reset: only an explicit null resets
-        return _refused("bad_rulebook", "set_rulebook needs rulebook: the rules to change, or null for all defaults")
-    change = frame["rulebook"]
+        raise Refused("permission_denied", "only the people of this conversation (or an admin) set its rulebook")
+    change = frame.rulebook
+    if change is frames.UNSET:  # a misspelt field is not a reset: only an explicit null resets
+        raise Refused("bad_rulebook", "set_rulebook needs rulebook: the rules to change, or null for all defaults")
     if change is not None and not isinstance(change, dict):
-        return _refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
-                        "or null for all defaults")
+        raise Refused("bad_rulebook", "rulebook is an object of rules (a rule set to null returns to its default), "
+                      "or null for all defaults")
     with Tx(conn):
         serialized(conn, "rulebook:" + cid)
         return _merge_rulebook(conn, who, ws, cid, change)
@@ -146,7 +144,7 @@ def _merge_rulebook(conn: sqlite3.Connection, who: str, ws: str, cid: str, chang
     merged = {k: v for k, v in merged.items() if v is not None}
     problem = directives.rulebook_problem(merged)
     if problem:
-        return _refused("bad_rulebook", problem)
+        raise Refused("bad_rulebook", problem)
     if merged:
         conn.execute("""INSERT INTO rulebooks (conversation, workspace, body, set_by, updated_at) VALUES (?,?,?,?,?)
                         ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, set_by = excluded.set_by,

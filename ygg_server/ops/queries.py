@@ -16,26 +16,17 @@ import msgspec
 
 from .. import protocol
 from . import reach
+from .refusals import Forbidden, NotFound, Refused
 from ..core import POOL, SYSTEM, Kind, Role, Unresolved, general_id, plan_of
 from ..core import assign as core_assign
-from ..core.lifecycle import unfunded
+from ..protocol import frames
 from ..store import loaders, rows as codec
 
 MAX_PAGE = 200
 
 
-class NotFound(Exception):
-    pass
-
-
-class Forbidden(Exception):
-    """A member whose membership does not allow this (seed 002: receive lets it subscribe and search)."""
-
-
-def _member(conn: sqlite3.Connection, ws: Any, pid: str) -> tuple[str, bool]:
-    """(role, monitors) of `pid` in `ws`, or NotFound (a `bad_frame` when `ws` is not even a string)."""
-    if not isinstance(ws, str):
-        raise ValueError("workspace must be a workspace id (see list_workspaces)")
+def _member(conn: sqlite3.Connection, ws: str, pid: str) -> tuple[str, bool]:
+    """(role, monitors) of `pid` in `ws`, or NotFound."""
     row = conn.execute("SELECT role, monitor FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
     if row is None:
         raise NotFound
@@ -43,12 +34,12 @@ def _member(conn: sqlite3.Connection, ws: Any, pid: str) -> tuple[str, bool]:
     return role, bool(monitor) or role in (Role.OWNER, Role.ADMIN)
 
 
-def receives(conn: sqlite3.Connection, ws: Any, pid: str) -> bool:
+def receives(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
     row = conn.execute("SELECT receive FROM memberships WHERE workspace = ? AND participant = ?", (ws, pid)).fetchone()
     return bool(row and row[0])
 
 
-def monitors(conn: sqlite3.Connection, ws: Any, pid: str) -> bool:
+def monitors(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
     try:
         return _member(conn, ws, pid)[1]
     except NotFound:
@@ -70,11 +61,9 @@ def _visible(conn: sqlite3.Connection, ws: str, pid: str, monitor: bool) -> list
     return [cid for cid, kind, members in rows if kind in ("general", "group") or pid in msgspec.json.decode(members)]
 
 
-def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
+def _conversation(conn, ws: str, ref: str, pid: str, monitor: bool) -> str:
     """The id of the conversation `ref` names as a send names it (`general`, `dm:<participant>`, `group:<name>`
     or an id), if `pid` may read it; else NotFound."""
-    if not isinstance(ref, str):
-        raise ValueError("conversation must be general, dm:<participant>, group:<name> or a conversation id")
     if ref.startswith(("dm:", "group:")):
         conv = loaders.load_directory(conn, ws).conversation(ref, pid, {})
         if conv is None:
@@ -88,27 +77,25 @@ def _conversation(conn, ws: str, ref: Any, pid: str, monitor: bool) -> str:
     return cid
 
 
-def _limit(f: dict) -> int:
+def _limit(limit: Any) -> int:
     """A page size from 1 to MAX_PAGE (a negative LIMIT means "no limit" to SQLite)."""
-    return max(1, min(int(f.get("limit") or 50), MAX_PAGE))
+    return max(1, min(int(limit or 50), MAX_PAGE))
 
 
-def history(conn, pid: str, f: dict) -> dict:
+def history(conn, pid: str, f: frames.History) -> dict:
     """A page of messages, newest first; `before` is the `cursor` of the previous page: the id of its last
     (oldest) message, so a cursor tells nothing about the server's other conversations (seq is server-wide)."""
-    ws = f.get("workspace")
+    ws = f.workspace
     _, monitor = _member(conn, ws, pid)
-    cid = _conversation(conn, ws, f.get("conversation", "general"), pid, monitor)
-    limit = _limit(f)
-    before = f.get("before")
+    cid = _conversation(conn, ws, f.conversation, pid, monitor)
+    limit = _limit(f.limit)
+    before = f.before
     sql = "SELECT seq, body FROM messages WHERE conversation = ? AND created_at >= ?"
     args: list[Any] = [cid, _history_floor(conn, ws)]
-    if isinstance(f.get("topic"), str):
+    if isinstance(f.topic, str):
         sql += " AND topic = ?"
-        args.append(f["topic"])
+        args.append(f.topic)
     if before is not None:
-        if not isinstance(before, str):
-            raise ValueError("before is the cursor of a previous page")
         row = conn.execute("SELECT seq FROM messages WHERE id = ? AND conversation = ?", (before, cid)).fetchone()
         if row is None:  # not a message of this conversation: as for an id that does not exist
             raise NotFound
@@ -142,16 +129,16 @@ def _woke(conn, seqs: list[int], ids: list[str]) -> dict[str, list[str]]:
     return woke
 
 
-def search_messages(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def search_messages(conn, pid: str, f: frames.SearchMessages) -> dict:
+    ws = f.workspace
     _, monitor = _member(conn, ws, pid)
     if not receives(conn, ws, pid):
         raise Forbidden
-    q = f.get("query")
+    q = f.query
     if not isinstance(q, str) or not q.strip():
         return {"messages": []}
     phrase = '"' + q.replace('"', '""') + '"'
-    floor, limit = _history_floor(conn, ws), _limit(f)
+    floor, limit = _history_floor(conn, ws), _limit(f.limit)
     # what the asker may read is chosen in the query, so a page is full whenever enough matches exist:
     # a monitor everything; anyone else General, groups, and the direct conversations it is in (_visible).
     # The index's matches are walked newest first (CROSS JOIN keeps it the outer loop), so a page stops
@@ -185,7 +172,7 @@ def search_messages(conn, pid: str, f: dict) -> dict:
     return {"messages": messages}
 
 
-def list_workspaces(conn, pid: str, f: dict) -> dict:
+def list_workspaces(conn, pid: str, f: frames.ListWorkspaces) -> dict:
     rows = conn.execute(
         """SELECT w.id, w.name, w.personal_of, m.role, w.org, w.restricted FROM memberships m
            JOIN workspaces w ON w.id = m.workspace WHERE m.participant = ? ORDER BY w.created_at""", (pid,)
@@ -196,7 +183,7 @@ def list_workspaces(conn, pid: str, f: dict) -> dict:
     ]}
 
 
-def list_joinable(conn, pid: str, f: dict) -> dict:
+def list_joinable(conn, pid: str, f: frames.ListJoinable) -> dict:
     """The workspaces the asker's organizations open to them that they are not in: what `join_workspace` takes."""
     return {"workspaces": [{"id": i, "name": n, "org": o, "restricted": r}
                            for i, n, o, r, _ in reach.joinable(conn, pid)]}
@@ -207,8 +194,12 @@ def id_list(raw: str | None) -> list[str]:
     return msgspec.json.decode(raw) if raw else []
 
 
-def list_members(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def list_members(conn, pid: str, f: frames.ListMembers) -> dict:
+    return {"members": members(conn, pid, f.workspace)}
+
+
+def members(conn, pid: str, ws: str) -> list[dict]:
+    """Who is in `ws`, as `list_members` lists them (a revoked agent is not); NotFound unless `pid` is too."""
     _member(conn, ws, pid)
     rows = conn.execute(
         """SELECT m.participant, m.role, m.send, m.receive, m.monitor, p.handle, a.name, o.handle, m.can_message,
@@ -217,11 +208,8 @@ def list_members(conn, pid: str, f: dict) -> dict:
            LEFT JOIN agents a ON a.id = m.participant LEFT JOIN people o ON o.id = a.owner
            WHERE m.workspace = ? AND (a.id IS NULL OR a.revoked = 0)""", (ws,)
     ).fetchall()
-    return {"members": [
-        {"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh,
-         **standing(r, s, rc, mo, cm, tf)}
-        for i, r, s, rc, mo, h, n, oh, cm, tf in rows
-    ]}
+    return [{"id": i, "kind": "human" if h else "agent", "name": h or n, "handle": h, "person": oh,
+             **standing(r, s, rc, mo, cm, tf)} for i, r, s, rc, mo, h, n, oh, cm, tf in rows]
 
 
 STANDING = ("role", "send", "receive", "monitor", "can_message", "takes_from")
@@ -233,18 +221,23 @@ def standing(role, send, receive, monitor, can_message, takes_from) -> dict:
             "can_message": id_list(can_message), "takes_from": id_list(takes_from)}
 
 
-def list_agents(conn, pid: str, f: dict) -> dict:
+def standing_of(member: dict) -> tuple:
+    """A member's role and permissions (a `list_members` row, or `standing`), comparable."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in (member[k] for k in STANDING))
+
+
+def list_agents(conn, pid: str, f: frames.ListAgents) -> dict:
     """Seed 002: agents, told apart by their person's handle (`person`); people's own agents too."""
-    members = list_members(conn, pid, f)["members"]
-    agents = [{"id": m["id"], "name": m["name"], "person": m["person"], "kind": "agent"} for m in members if m["kind"] == "agent"]
-    people = [{"id": m["id"], "name": m["handle"], "person": m["handle"], "kind": "person"} for m in members if m["kind"] == "human"]
+    here = members(conn, pid, f.workspace)
+    agents = [{"id": m["id"], "name": m["name"], "person": m["person"], "kind": "agent"} for m in here if m["kind"] == "agent"]
+    people = [{"id": m["id"], "name": m["handle"], "person": m["handle"], "kind": "person"} for m in here if m["kind"] == "human"]
     return {"agents": agents + people}
 
 
 def my_agents(conn, pid: str) -> list[dict]:
     """Seed 002: "Agents belong to a person": `pid`'s own agents, oldest first, wherever they are (one pinned to a
-    workspace its owner left, or since deleted: `name` null), revoked ones too; not a query of QUERIES: the
-    gateway lets only a person ask and adds whether each is online."""
+    workspace its owner left, or since deleted: `name` null), revoked ones too (`actions.my_agents` lets only a
+    person ask; the gateway adds whether each is online)."""
     rows = conn.execute("SELECT id, name, pinned, revoked FROM agents WHERE owner = ? ORDER BY created_at, id",
                         (pid,)).fetchall()
     pins = {ws for _, _, pinned, _ in rows for ws in id_list(pinned)}
@@ -254,8 +247,8 @@ def my_agents(conn, pid: str) -> list[dict]:
              if pinned is not None else None, "revoked": bool(r)} for i, n, pinned, r in rows]
 
 
-def list_conversations(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def list_conversations(conn, pid: str, f: frames.ListConversations) -> dict:
+    ws = f.workspace
     _, monitor = _member(conn, ws, pid)
     visible = _visible(conn, ws, pid, monitor)
     rows = conn.execute(
@@ -281,44 +274,33 @@ def _party(party: str | bytes | None) -> dict:
     return out if out["origin"] else {"lead": out["lead"]}
 
 
-def topic_obj(t) -> dict:
-    return {
-        "id": t.id, "workspace": t.workspace, "conversation": t.conversation, "title": t.title, "opener": t.opener,
-        "status": t.status, "pause": t.pause, "paused_by": t.paused_by, "budget": t.budget,
-        "unfunded": dict(unfunded(t)),
-        "created_at": protocol.iso(t.created_at), "closed_at": protocol.iso(t.closed_at) if t.closed_at else None,
-        "members": {p: {"state": m.state, "waiting_for": list(m.waiting_for), "polled": m.polled_at is not None,
-                        "nudges": m.nudges} for p, m in t.members.items()},
-    }
-
-
-def list_topics(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def list_topics(conn, pid: str, f: frames.ListTopics) -> dict:
+    ws = f.workspace
     _, monitor = _member(conn, ws, pid)
     sql, args = f"SELECT conversation, state FROM topics WHERE {loaders.IN_WORKSPACE}", [ws]  # (no read of all topics)
-    if f.get("conversation") is not None:
+    if f.conversation is not None:
         sql += " AND conversation = ?"
-        args.append(_conversation(conn, ws, f.get("conversation"), pid, monitor))
-    if isinstance(f.get("status"), str):
+        args.append(_conversation(conn, ws, f.conversation, pid, monitor))
+    if isinstance(f.status, str):
         sql += " AND status = ?"
-        args.append(f["status"])
+        args.append(f.status)
     visible = _visible(conn, ws, pid, monitor)
     rows = conn.execute(sql + " ORDER BY updated_at DESC LIMIT ?", (*args, MAX_PAGE)).fetchall()
-    return {"topics": [topic_obj(codec.decode_topic(s)) for c, s in rows if visible is None or c in visible]}
+    return {"topics": [protocol.topic_obj(codec.decode_topic(s)) for c, s in rows if visible is None or c in visible]}
 
 
-def topic(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def topic(conn, pid: str, f: frames.GetTopic) -> dict:
+    ws = f.workspace
     _, monitor = _member(conn, ws, pid)
-    t = loaders.load_topic(conn, f.get("topic")) if isinstance(f.get("topic"), str) else None
+    t = loaders.load_topic(conn, f.topic) if isinstance(f.topic, str) else None
     if t is None or t.workspace != ws:
         raise NotFound
     _conversation(conn, ws, t.conversation, pid, monitor)
-    return {"topic": topic_obj(t)}
+    return {"topic": protocol.topic_obj(t)}
 
 
-def balances(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def balances(conn, pid: str, f: frames.Balances) -> dict:
+    ws = f.workspace
     _member(conn, ws, pid)
     agents = [r[0] for r in conn.execute(
         """SELECT m.participant FROM memberships m JOIN agents a ON a.id = m.participant
@@ -327,7 +309,7 @@ def balances(conn, pid: str, f: dict) -> dict:
             "agents": {a: loaders.balance(conn, ws, a) for a in agents}}
 
 
-def list_orgs(conn, pid: str, f: dict) -> dict:
+def list_orgs(conn, pid: str, f: frames.ListOrgs) -> dict:
     """The organizations a person is in, with their role, plan and its limits (seed 002, "Plans and
     limits"; null: none), and a metered plan's messages counted this month (UTC)."""
     rows = conn.execute(
@@ -346,8 +328,8 @@ def list_orgs(conn, pid: str, f: dict) -> dict:
     return {"orgs": out}
 
 
-def list_groups(conn, pid: str, f: dict) -> dict:
-    ws = f.get("workspace")
+def list_groups(conn, pid: str, f: frames.ListGroups) -> dict:
+    ws = f.workspace
     _member(conn, ws, pid)
     rows = conn.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY name", (ws,)).fetchall()
     here = loaders.load_directory(conn, ws).memberships
@@ -361,23 +343,21 @@ def group_row(name: str, members: str | bytes, here: Container[str]) -> dict:
     return {"name": name, "members": [i for i in msgspec.json.decode(members) if i in here]}
 
 
-def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozenset()) -> dict:
+def explain_assignment(conn, pid: str, f: frames.ExplainAssignment, present: frozenset[str] = frozenset()) -> dict:
     """Seed 003 §14, for the workspace's people: who a request to `capability` (with `text`) would go to
     now, every eligible agent's score and its parts. Not a query of QUERIES: the gateway adds presence."""
-    ws = f.get("workspace")
+    ws = f.workspace
     _member(conn, ws, pid)
-    cap, text = f.get("capability"), f.get("text", "")
-    if not isinstance(cap, str) or not isinstance(text, str):
-        return {"error": ("bad_frame", "explain_assignment needs workspace, capability and optional text")}
+    cap, text = f.capability, f.text
     cap = cap[len(core_assign.PREFIX):] if cap.startswith(core_assign.PREFIX) else cap
     d = loaders.load_directory(conn, ws)
     if d.participants[pid].kind != Kind.HUMAN:
-        return {"refused": ("permission_denied", "the workspace's people see assignment scores")}
+        raise Refused("permission_denied", "the workspace's people see assignment scores")
     sender = pid
-    if f.get("sender") is not None:  # whose request: seed 002's permissions are the sender's (default: the asker)
-        found = d.resolve((f["sender"],)) if isinstance(f["sender"], str) else None
+    if f.sender is not None:  # whose request: seed 002's permissions are the sender's (default: the asker)
+        found = d.resolve((f.sender,)) if isinstance(f.sender, str) else None
         if found is None or isinstance(found, Unresolved) or len(found) != 1 or found[0] == SYSTEM:
-            return {"refused": ("unknown_member", "sender: name one participant of this workspace")}
+            raise Refused("unknown_member", "sender: name one participant of this workspace")
         sender = found[0]
     weights = core_assign.weights_of(loaders.settings(conn, ws).get("assign.weights"))
     me = frozenset((sender,))
@@ -386,8 +366,21 @@ def explain_assignment(conn, pid: str, f: dict, present: frozenset[str] = frozen
     if a is None:
         out = core_assign.left_out(d, cap, sender, me)
         why = "no agent that declares it may get this sender's request" if out else f"no agent in this workspace declares {cap!r}"
-        return {"refused": ("no_eligible_agent", why), "left_out": core_assign.explain_left_out(out)}
+        raise Refused("no_eligible_agent", why, left_out=core_assign.explain_left_out(out))
     return {"assignment": core_assign.explain(a), "weights": weights}
+
+
+def unacked(conn, pid: str, after: int, n: int, wakes: bool) -> list[tuple]:
+    """`pid`'s first `n` unacked deliveries above id `after` (`wakes`: wakes only), in id order, each as
+    (id, wake, reason, message object, PartyView for an agent's or None): an inbox's page (`net.inbox.Item`)."""
+    rows = conn.execute(
+        f"""SELECT d.id, d.wake, d.reason, m.body FROM deliveries d JOIN messages m ON m.id = d.message
+            WHERE d.recipient = ? AND d.acked_at IS NULL AND d.id > ?{" AND d.wake = 1" if wakes else ""}
+            ORDER BY d.id LIMIT ?""", (pid, after, n)
+    ).fetchall()
+    msgs = [(i, w, r, codec.decode_message(b)) for i, w, r, b in rows]
+    views = loaders.party_views(conn, [(m.workspace, m.conversation) for *_, m in msgs]) if pid.startswith("agent.") else {}
+    return [(i, bool(w), r, protocol.message_obj(m), views.get(m.conversation)) for i, w, r, m in msgs]
 
 
 QUERIES = {

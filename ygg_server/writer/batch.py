@@ -20,7 +20,7 @@ from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
-from ..protocol import names
+from ..protocol import frames, names
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -91,8 +91,8 @@ class Batch:
         busy = self.snap.busy
         for i, c in enumerate(cmds):
             if c.kind == "send" and busy:
-                t = c.args[1].get("topic")
-                if c.args[0] in held or (isinstance(t, str) and t in busy):
+                t = c.args[1].topic
+                if c.args[0] in held or t in busy:
                     held.add(c.args[0])
                     self.out.later.append(c)
                     continue
@@ -158,19 +158,13 @@ class Batch:
 
     # --- the commands ---
 
-    def _send(self, author: str, frame: dict) -> dict:
-        ref = frame.get("ref")
-        client_id = frame.get("client_id")
+    def _send(self, author: str, frame: frames.Send) -> dict:
+        ref, client_id = frame.ref, frame.client_id
         if client_id is not None:
-            if not isinstance(client_id, str) or not 0 < len(client_id) <= 200:
-                return protocol.error(ref, "bad_frame", "client_id must be a short string")
             reply = self.idem.get((author, client_id)) or self.snap.idem.get((author, client_id))
             if reply is not None:
                 return {**msgspec.json.decode(reply), "ref": ref, "duplicate": True}
-        ws = frame.get("workspace")
-        conv_ref = frame.get("conversation", "general")
-        if not isinstance(ws, str) or not isinstance(conv_ref, str):
-            return protocol.error(ref, "bad_frame", "workspace and conversation must be strings")
+        ws, conv_ref = frame.workspace, frame.conversation
         snap, state = self.snap, self.state
         directory = snap.directory(ws)
         if author not in directory.memberships:
@@ -212,7 +206,8 @@ class Batch:
             self.out.idem.append((author, client_id, body, self.now))
         return reply
 
-    def _fund(self, funder: str, ws: str, account: Any, amount: Any, ref: Any) -> dict:
+    def _fund(self, funder: str, frame: frames.Fund) -> dict:
+        ws, account, amount, ref = frame.workspace, frame.account, frame.amount, frame.ref
         directory = self.snap.directory(ws)
         if funder not in directory.memberships:
             return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
@@ -226,11 +221,12 @@ class Batch:
             return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
         return {"op": "funded", "ref": ref, "account": account, "balance": self.state.balance(ws, account)}
 
-    def _set_budget(self, who: str, ws: Any, topic_id: Any, budget: Any, ref: Any) -> dict:
+    def _set_budget(self, who: str, frame: frames.SetBudget) -> dict:
         """A topic's credit budget (seed 000: "the agent (or the topic's budget) is out of credits"):
         set by a person who is the workspace's owner or admin, or who is in the topic; null removes it."""
+        ws, topic_id, budget, ref = frame.workspace, frame.topic, frame.budget, frame.ref
         directory = self.snap.directory(ws)
-        t = self.state.topics.get(topic_id) if isinstance(topic_id, str) else None
+        t = self.state.topics.get(topic_id)
         if who not in directory.memberships or t is None or t.workspace != ws:
             return protocol.refused(ref, R.UNKNOWN_TOPIC, "no such topic")
         p = directory.participants[who]
@@ -243,13 +239,9 @@ class Batch:
         self.commit(core_set_budget(t, budget, self.now, f"budget:{uuid.uuid4()}"), ws, None)
         return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
 
-    def _party(self, who: str, frame: dict) -> dict:
+    def _party(self, who: str, frame: frames.AddParticipant | frames.RemoveParticipant | frames.SetLead) -> dict:
         """add_participant / remove_participant / set_lead (docs/rules.md, "Parties"): a core decision."""
-        op, ref = frame.get("op"), frame.get("ref")
-        ws, conv_ref = frame.get("workspace"), frame.get("conversation")
-        target, bad = protocol.party_target(frame)
-        if bad is not None:
-            return bad
+        op, ref, ws, conv_ref, target = frame.op, frame.ref, frame.workspace, frame.conversation, frame.target
         directory = self.snap.directory(ws)
         if who not in directory.memberships:
             return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
@@ -269,42 +261,26 @@ class Batch:
         return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
                 "changed": d.conversation is not None}
 
-    def _set_profile(self, who: str, frame: dict) -> dict:
+    def _set_profile(self, who: str, frame: frames.SetProfile) -> dict:
         """An agent's owner sets its profile: title, description, capabilities, tools, generalist, cost."""
-        ref, agent = frame.get("ref"), frame.get("agent")
-        if not isinstance(agent, str):
-            return protocol.error(ref, "bad_frame", "set_profile needs agent (an id, or a name of yours)")
-        row = self.snap.agents.get((who, agent))
+        ref = frame.ref
+        row = self.snap.agents.get((who, frame.agent))
         if row is None:
             return protocol.error(ref, "not_found", "no such agent of yours")
-        prof = profile(row[1])
-        caps = frame.get("capabilities", list(prof.capabilities))
-        if not isinstance(caps, list) or len(caps) > 100:
-            return protocol.error(ref, "bad_frame", "capabilities must be a list of up to 100 short strings")
-        tools = frame.get("tools", list(prof.tools))
-        if not isinstance(tools, list) or len(tools) > 100:
-            return protocol.error(ref, "bad_frame", "tools must be a list of up to 100 short strings")
-        gen = frame.get("generalist", prof.generalist)
-        if not isinstance(gen, bool):
-            return protocol.error(ref, "bad_frame", "generalist must be true or false")
-        cost = frame.get("cost", prof.cost)
-        if type(cost) is not int or not 0 <= cost <= 10**6:
-            return protocol.error(ref, "bad_frame", "cost must be a whole number from 0 to 1,000,000")
-        body = {"title": frame.get("title", prof.title), "description": frame.get("description", prof.description),
-                "capabilities": caps, "generalist": gen, "tools": tools, "cost": cost}
+        prof, given = profile(row[1]), frame.profile()
+        body = {"title": prof.title, "description": prof.description, "capabilities": list(prof.capabilities),
+                "generalist": prof.generalist, "tools": list(prof.tools), "cost": prof.cost, **given}
         try:  # only what the frame sets (what was stored before these checks does not block another field's change)
-            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in frame})
+            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in given})
         except names.BadName as e:
             return protocol.error(ref, "bad_name", e.detail)
         self.out.profiles.append((row[0], msgspec.json.encode(body).decode()))
         self.out.catalog_changed = True  # every workspace the agent is in sees the new profile
         return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
 
-    def _set_setting(self, who: str, frame: dict) -> dict:
+    def _set_setting(self, who: str, frame: frames.SetSetting) -> dict:
         """A workspace setting (owners and admins); effective from the next message decided."""
-        ref, ws, key, value = frame.get("ref"), frame.get("workspace"), frame.get("key"), frame.get("value")
-        if not isinstance(ws, str) or not isinstance(key, str):
-            return protocol.error(ref, "bad_frame", "set_setting needs workspace, key and value")
+        ref, ws, key, value = frame.ref, frame.workspace, frame.key, frame.value
         directory = self.snap.directory(ws)
         if who not in directory.memberships:
             return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")

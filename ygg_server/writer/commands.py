@@ -1,12 +1,12 @@
 """The commands the writer takes, as the gateway submits them: `kind` and its arguments.
 
-    send         (author, frame)
+    send         (author, frames.Send)
     ack          (participant, ids, ref)
-    fund         (funder, workspace, account, amount, ref)
-    set_budget   (who, workspace, topic, budget, ref)
-    party        (who, frame)            add_participant, remove_participant, set_lead
-    set_profile  (who, frame)
-    set_setting  (who, frame)
+    fund         (funder, frames.Fund)
+    set_budget   (who, frames.SetBudget)
+    party        (who, frames.AddParticipant | RemoveParticipant | SetLead)
+    set_profile  (who, frames.SetProfile)
+    set_setting  (who, frames.SetSetting)
     session      (token_hash, participant, expires, created, key)   a session's row (ops.auth.session_row)
     sync         ()                      answered once everything before it is committed
 """
@@ -27,11 +27,6 @@ class Command:
     loop: Any = None  # the event loop the future belongs to (the writer on a thread answers across)
     deferred: int = 0  # batches that left it for later: its topic was held by another node's batch
 
-    def workspace(self) -> Any:
-        """The workspace the command acts in, as given (None for those in none)."""
-        k, a = self.kind, self.args
-        if k in ("send", "party", "set_setting"):
-            return a[1].get("workspace") if isinstance(a[1], dict) else None
-        if k in ("fund", "set_budget"):
-            return a[1]
-        return None
+    def workspace(self) -> str | None:
+        """The workspace the command acts in (None for those in none)."""
+        return getattr(self.args[1], "workspace", None) if len(self.args) > 1 else None

@@ -17,12 +17,7 @@ from .commands import Command
 
 def workspaces(cmds: list[Command]) -> set[str]:
     """The workspaces the commands act in (a made-up id is looked up too, and found empty)."""
-    out = set()
-    for c in cmds:
-        ws = c.workspace()
-        if isinstance(ws, str):
-            out.add(ws)
-    return out
+    return {ws for c in cmds if (ws := c.workspace()) is not None}
 
 
 def keys(cmds: list[Command], snap: Snapshot, month: str) -> Keys:
@@ -47,20 +42,20 @@ def conversation_id(d: Directory, ref: str, author: str) -> str | None:
 
 def _send(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
     author, frame = c.args
-    ws = frame.get("workspace")
+    ws = frame.workspace
     d = snap.directory(ws)
-    if author not in d.memberships or not isinstance(frame.get("conversation", "general"), str):
+    if author not in d.memberships:
         return
     k.workspaces.add(ws)
     agent = d.participants[author].kind == Kind.AGENT
-    cid = conversation_id(d, frame.get("conversation", "general"), author)
+    cid = conversation_id(d, frame.conversation, author)
     if cid is not None:  # General too: its party counters move with agents' messages
         if cid == general_id(ws):
             (k.shared if agent else locked).add(cid)
         else:
             k.conversations.add(cid)
-    t = frame.get("topic")
-    opening = not isinstance(t, str) or t == "new"
+    t = frame.topic
+    opening = t is None or t == "new"
     if not opening:
         (k.waited if c.deferred else k.topics).add(t)
     if agent:
@@ -68,24 +63,24 @@ def _send(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
         k.pools.add(ws)
         if opening:
             k.opening.add(author)
-    cid_ = frame.get("client_id")
-    if isinstance(cid_, str):
-        k.idem.add((author, cid_))
+    if frame.client_id is not None:
+        k.idem.add((author, frame.client_id))
     org = snap.orgs.get(ws)
     if org is not None and plan_of(*org[1:]).messages_per_month is not None:
         k.limited.add(org[0])
-    to = frame.get("to")
+    to = frame.to
     if isinstance(to, list) and any(isinstance(r, str) and r.startswith(core_assign.PREFIX) for r in to):
         k.capable.update(core_assign.asked(d, tuple(r for r in to if isinstance(r, str))))
 
 
 def _fund(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    funder, ws, account, _amount, _ref = c.args
+    funder, frame = c.args
+    ws = frame.workspace
     d = snap.directory(ws)
     if funder not in d.memberships:
         return
     k.workspaces.add(ws)
-    account = funded_account(d, account)
+    account = funded_account(d, frame.account)
     k.paused.add((ws, account))
     if account == POOL:
         k.pools.add(ws)
@@ -103,18 +98,16 @@ def funded_account(d: Directory, account: Any) -> Any:
 
 
 def _set_budget(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    _who, ws, topic, _budget, _ref = c.args
-    if isinstance(ws, str):
-        k.workspaces.add(ws)
-    if isinstance(topic, str):
-        k.waited.add(topic)
+    frame = c.args[1]
+    k.workspaces.add(frame.workspace)
+    k.waited.add(frame.topic)
 
 
 def _party(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
     who, frame = c.args
-    ws, ref = frame.get("workspace"), frame.get("conversation")
+    ws, ref = frame.workspace, frame.conversation
     d = snap.directory(ws)
-    if who not in d.memberships or not isinstance(ref, str):
+    if who not in d.memberships:
         return
     k.workspaces.add(ws)
     cid = conversation_id(d, ref, who)
@@ -124,13 +117,12 @@ def _party(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
 
 def _set_profile(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
     who, frame = c.args
-    if isinstance(frame.get("agent"), str):
-        k.agents.add((who, frame["agent"]))
+    k.agents.add((who, frame.agent))
 
 
 def _set_setting(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    ws = c.args[1].get("workspace")
-    if isinstance(ws, str) and c.args[0] in snap.directory(ws).memberships:
+    ws = c.args[1].workspace
+    if c.args[0] in snap.directory(ws).memberships:
         k.workspaces.add(ws)
 
 

@@ -7,8 +7,9 @@ same face for the gateway (`start`, `submit`, `present`, `aclose`) and runs the 
 on a socket pair, in MessagePack (pickle for what MessagePack cannot hold, such as
 an integer wider than 64 bits in a client's `ref`):
 
-    parent -> child: a list of items, one write per turn of the event loop:
-        ["cmd", seq, kind, args]   a command, answered by its seq
+    parent -> child: a list of items, one write per turn of the event loop (`_Item`):
+        ["cmd", seq, kind, args]   a command, answered by its seq; its args typed (a client frame decodes back
+                                   into its Struct: `protocol.ClientFrame`)
         ["present", [ids], None]   who is connected now (as a new writer starts)
         ["present", [in], [out]]   who came and who went since (one connection at a time: not everyone again)
         ["events", bool]           whether anyone follows a workspace (else no topic or balance events)
@@ -34,13 +35,14 @@ import signal
 import socket
 import struct
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 import msgspec
 
 from ..core import Conversation, Message, Topic
 from ..core.party import PartyView
 from ..gcpolicy import calm_gc
+from ..protocol import ClientFrame
 from ..store.rows import Stored
 from .commands import Command
 from .loop import MAX_BATCH, Published, Writer
@@ -68,9 +70,29 @@ class _Batch(msgspec.Struct, array_like=True, gc=False):
     published: bool = False
 
 
+# A command's argument: a client frame (send, fund, a party change …), an id, a count, a ref, delivery ids
+Arg = Union[ClientFrame, str, int, float, None, list[int]]
+
+
+class _Cmd(msgspec.Struct, array_like=True, tag="cmd"):
+    seq: int
+    kind: str
+    args: list[Arg]
+
+
+class _Present(msgspec.Struct, array_like=True, tag="present"):
+    came: list[str]
+    went: list[str] | None  # None: `came` is everyone
+
+
+class _Events(msgspec.Struct, array_like=True, tag="events"):
+    on: bool
+
+
+_Item = Union[_Cmd, _Present, _Events]
 _encoder = msgspec.msgpack.Encoder()
 _batch_decoder = msgspec.msgpack.Decoder(_Batch)
-_items_decoder = msgspec.msgpack.Decoder(list)
+_items_decoder = msgspec.msgpack.Decoder(list[_Item])
 
 
 def _pack(obj) -> bytes:
@@ -154,7 +176,7 @@ class WriterProcess:
         self._events = False
         self._seq = 0
         self._waiting: dict[int, asyncio.Future] = {}
-        self._outbox: list[tuple] = []
+        self._outbox: list[_Item] = []
         self._publish: Callable[[Published], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._proc = None
@@ -183,7 +205,7 @@ class WriterProcess:
             theirs.close()
         self._proc = proc
         self._started = self._loop.time()
-        self._outbox[:0] = [("present", sorted(self._present), None), ("events", self._events)]
+        self._outbox[:0] = [_Present(sorted(self._present), None), _Events(self._events)]
         self._connecting = self._loop.create_task(self._connect(ours))
 
     async def _connect(self, sock: socket.socket) -> None:
@@ -219,7 +241,7 @@ class WriterProcess:
     @events.setter
     def events(self, on: bool) -> None:
         self._events = on
-        self._queue(("events", on))
+        self._queue(_Events(on))
 
     @property
     def present(self) -> frozenset[str]:
@@ -230,16 +252,16 @@ class WriterProcess:
         came, went = who - self._present, self._present - who
         self._present = set(who)
         if came or went:
-            self._queue(("present", list(came), list(went)))
+            self._queue(_Present(list(came), list(went)))
 
     def seen(self, pid: str, online: bool) -> None:
         """The gateway's word that `pid` came (its first connection) or went (its last): it crosses as such."""
         if online and pid not in self._present:
             self._present.add(pid)
-            self._queue(("present", [pid], []))
+            self._queue(_Present([pid], []))
         elif not online and pid in self._present:
             self._present.discard(pid)
-            self._queue(("present", [], [pid]))
+            self._queue(_Present([], [pid]))
 
     def submit(self, kind: str, *args) -> asyncio.Future:
         fut = self._loop.create_future()
@@ -248,10 +270,10 @@ class WriterProcess:
             return fut
         self._seq += 1
         self._waiting[self._seq] = fut
-        self._queue(("cmd", self._seq, kind, args))
+        self._queue(_Cmd(self._seq, kind, list(args)))
         return fut
 
-    def _queue(self, item: tuple) -> None:
+    def _queue(self, item: _Item) -> None:
         if not self._outbox and self._loop is not None:
             self._loop.call_soon(self._send)  # everything submitted in this turn of the loop: one write
         self._outbox.append(item)
@@ -266,14 +288,14 @@ class WriterProcess:
             data = b"".join(self._pack_each(items))
         self._transport.write(data)
 
-    def _pack_each(self, items: list[tuple]):
+    def _pack_each(self, items: list[_Item]):
         """Each item in a frame of its own; a command that cannot cross is answered as bad input (ValueError:
         the gateway's `bad_frame`), the others go on."""
         for item in items:
             try:
                 yield _pack([item])
             except Exception as e:
-                fut = self._waiting.pop(item[1], None) if item[0] == "cmd" else None
+                fut = self._waiting.pop(item.seq, None) if isinstance(item, _Cmd) else None
                 if fut is None:
                     raise
                 why = "the frame is nested too deep" if isinstance(e, RecursionError) else \
@@ -402,20 +424,18 @@ class _Reader:
         return True
 
     def _take(self, engine: ThreadRunner, todo: deque) -> None:
-        def take(items: list) -> None:
+        def take(items: list[_Item]) -> None:
             for item in items:
-                if item[0] == "cmd":
-                    _, seq, kind, args = item
-                    todo.append(Command(kind, tuple(args), seq, None))
-                elif item[0] == "present":
-                    _, came, went = item
-                    if went is None:  # everyone, as a new writer starts
-                        engine.present = set(came)
+                if isinstance(item, _Cmd):
+                    todo.append(Command(item.kind, tuple(item.args), item.seq, None))
+                elif isinstance(item, _Present):
+                    if item.went is None:  # everyone, as a new writer starts
+                        engine.present = set(item.came)
                     else:
-                        engine.present.difference_update(went)
-                        engine.present.update(came)
-                else:  # ["events", on]
-                    engine.events = item[1]
+                        engine.present.difference_update(item.went)
+                        engine.present.update(item.came)
+                else:
+                    engine.events = item.on
 
         _frames(self.buf, _items_decoder, take)
 

@@ -1,0 +1,93 @@
+"""The ops the gateway answers itself: they need its connections, followers or presence, not only the database.
+
+Each `_op_<op>(conn, frame) -> reply` (`send` and `ack`, pipelined, return the writer's future). Who may do what
+is decided by the operations they call (`ops.access.follow`, `ops.actions.my_agents`, the queries), never here.
+A mixin of `Gateway`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ..core import Kind
+from ..ops import access, actions, queries
+from ..ops.refusals import Forbidden, NotFound
+from ..protocol import frames, replies
+
+
+class Handlers:
+    async def _op_auth(self, conn, frame: frames.Auth) -> None:
+        await self._session(conn, frame)  # a renewal (its answers pushed there)
+
+    async def _op_ping(self, conn, frame: frames.Ping) -> dict:
+        return replies.pong(frame.ref)
+
+    async def _op_whoami(self, conn, frame: frames.Whoami) -> dict:
+        return replies.whoami(frame.ref, conn.participant, conn.handle, conn.kind)
+
+    def _send(self, conn, frame: frames.Send) -> asyncio.Future:
+        return self.engine.submit("send", conn.participant, frame)
+
+    def _ack(self, conn, frame: frames.Ack) -> asyncio.Future:
+        inbox = self.inboxes.get(conn.participant)
+        retired = inbox.ack(frame.ids) if inbox else []
+        extra = [i for i in frame.ids if i not in retired]  # unknown here: still let the store check them
+        return self.engine.submit("ack", conn.participant, retired + extra, frame.ref)
+
+    async def _op_subscribe(self, conn, frame: frames.Subscribe) -> dict | None:
+        ws, monitor = frame.workspace, frame.monitor
+        members = await self.read(access.follow, conn.participant, ws, monitor)  # who may: the operation says
+        if conn not in self.conns.get(conn.participant, ()):  # (it closed while this was read: nothing to follow)
+            return None
+        self.following.set(conn, conn.follows | {ws}, conn.monitors | ({ws} if monitor else set()))
+        # what `members` and `groups` events tell against
+        self.following.know(ws, members, (await self.read(access.groups, {ws: members}))[ws])
+        # a change committed since the checks above may have been rescanned before this connection followed (that
+        # rescan passed it by): its access is read again now that it follows, as a rescan reads it (a narrowing is
+        # told as one), and it is answered as it now follows
+        await self._refresh_access([conn.participant])
+        if ws not in conn.follows:
+            raise NotFound if ws not in conn.workspaces else Forbidden
+        if not self.engine.events:  # the first follower: every batch after this answer carries the events
+            self.engine.events = True
+            self._events_on = self.engine.submit("sync")
+        if self._events_on is not None and not self._events_on.done():  # (a follower after it waits for it too)
+            await asyncio.shield(self._events_on)
+        return replies.subscribed(frame.ref, ws, ws in conn.monitors)
+
+    async def _op_unsubscribe(self, conn, frame: frames.Unsubscribe) -> dict:
+        ws = frame.workspace
+        self.following.set(conn, conn.follows - {ws}, conn.monitors - {ws})
+        self._events_wanted()
+        return replies.unsubscribed(frame.ref, ws)
+
+    def _events_wanted(self) -> None:
+        """Topic and balance events cost the writer process to hand over: only while someone follows."""
+        if self.engine.events and not self.following:
+            self.engine.events = False
+
+    async def _op_my_agents(self, conn, frame: frames.MyAgents) -> dict:
+        """A person's own agents, each with whether it is online."""
+        agents = await self.read(actions.my_agents, conn.participant, frame)
+        return replies.reply(frame, {"agents": [{**a, "online": self.online(a["id"])} for a in agents]})
+
+    async def _op_explain_assignment(self, conn, frame: frames.ExplainAssignment) -> dict:
+        present = await self._present(conn, frame)
+        return replies.reply(frame, await self.read(queries.explain_assignment, conn.participant, frame, present))
+
+    async def _op_presence(self, conn, frame: frames.Presence) -> dict:
+        members = await self.read(queries.members, conn.participant, frame.workspace)
+        return replies.presence(frame.ref, {m["id"]: self.online(m["id"]) for m in members})
+
+    async def _present(self, conn, frame) -> frozenset[str]:
+        """Who is online now, as the engine scores a send to `frame.workspace` (seed 003 §14's online part)."""
+        return frozenset(p for p in self.conns if self.online(p))
+
+    def online(self, pid: str) -> bool:
+        """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes.
+
+        Heard: any frame, or the pong to the keepalive ping sent every `ping_interval`, so a connected agent
+        with nothing to say stays online; a socket that stops answering is closed after `ping_timeout`."""
+        horizon = time.monotonic() - self.limits.presence_timeout
+        return any(c.kind != Kind.AGENT or c.last_seen >= horizon for c in self.conns.get(pid, ()))

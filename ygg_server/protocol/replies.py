@@ -1,0 +1,175 @@
+"""Server frames: replies, events and the objects in them, each field name written here once (docs/protocol.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .times import iso
+from ..core import SYSTEM, Message
+from ..core.assign import explain
+from ..core.lifecycle import unfunded
+from ..core.party import PartyView, roster_obj
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(frame: dict) -> str:
+    return _encoder.encode(frame).decode()
+
+
+def encode_utf8(frame: dict) -> bytes:
+    """`encode` as the UTF-8 bytes a text frame carries (no str in between)."""
+    return _encoder.encode(frame)
+
+
+# --- objects ---
+
+def message_obj(m: Message) -> dict:
+    out = {
+        "id": m.id, "workspace": m.workspace, "conversation": m.conversation, "topic": m.topic,
+        "author": m.author, "type": m.type, "to": list(m.to), "state": m.state,
+        "waiting_for": list(m.waiting_for), "in_reply_to": m.in_reply_to, "text": m.text,
+        "created_at": iso(m.created_at), "cost": m.cost, "title": m.title,
+    }
+    if m.notice:
+        out["notice"] = m.notice
+    if m.malformed:
+        out["malformed"] = True
+    if m.handoff:
+        out["handoff"] = True
+    if m.assignment is not None:
+        out["assignment"] = explain(m.assignment)
+    return out
+
+
+def for_agent(obj: dict, pv: PartyView | None) -> dict:
+    """A message object as an agent sees it (docs/rules.md, "What agents see"): in a party, an agent
+    author's name rides along (`author_name`); an agent author no longer in the conversation loses its
+    author (`author: null`, `author_removed: true`), its text kept. People's copies are never changed."""
+    if pv is None:
+        return obj
+    author = obj.get("author")
+    name = pv.names.get(author)
+    if name is not None:
+        return {**obj, "author_name": name} if pv.party else obj
+    if author is not None and author != SYSTEM and not author.startswith("human."):  # an agent: removed
+        return {**obj, "author": None, "author_removed": True}
+    return obj
+
+
+def roster_for(pv: PartyView | None, me: str) -> list[dict]:
+    """The `roster` field of an agent's deliver frame: who else is in the party."""
+    return [] if pv is None else roster_obj(tuple(e for e in pv.roster if e.id != me))
+
+
+def topic_obj(t) -> dict:
+    return {
+        "id": t.id, "workspace": t.workspace, "conversation": t.conversation, "title": t.title, "opener": t.opener,
+        "status": t.status, "pause": t.pause, "paused_by": t.paused_by, "budget": t.budget,
+        "unfunded": dict(unfunded(t)),
+        "created_at": iso(t.created_at), "closed_at": iso(t.closed_at) if t.closed_at else None,
+        "members": {p: {"state": m.state, "waiting_for": list(m.waiting_for), "polled": m.polled_at is not None,
+                        "nudges": m.nudges} for p, m in t.members.items()},
+    }
+
+
+def deliveries_obj(deliveries) -> list[dict]:
+    """Who a message reached and how (a `sent` reply's, a monitored message's `deliveries`)."""
+    return [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in deliveries]
+
+
+# --- replies ---
+
+def error(ref: Any, code: str, detail: str = "") -> dict:
+    return {"op": "error", "ref": ref, "code": code, "detail": detail}
+
+
+def refused(ref: Any, reason: str, detail: str) -> dict:
+    return {"op": "refused", "ref": ref, "reason": reason, "detail": detail}
+
+
+def reply(frame, out: dict) -> dict:
+    """An op's answer: the op's name and the frame's ref, then what the op returned (a `refused` of an op that
+    refuses with a reason keeps its `op`)."""
+    return {"op": frame.op, "ref": frame.ref, **out}
+
+
+def answer(ref: Any, d) -> dict:
+    """A send's answer from its decision (`core.Decision`): `refused`, or `sent` with the message as
+    stored, who it reached and how, and its cost (both engines)."""
+    if d.refusal:
+        return refused(ref, d.refusal.reason, d.refusal.detail)
+    main = d.routed[0]
+    return {"op": "sent", "ref": ref, "message": message_obj(main.message), "deliveries": deliveries_obj(main.deliveries),
+            "cost": main.message.cost}
+
+
+def session(ref: Any, token: str, expires_at: int, pid: str, handle: str, kind: str) -> dict:
+    return {"op": "session", "ref": ref, "token": token, "expires_at": iso(expires_at),
+            "me": {"id": pid, "handle": handle, "kind": kind}}
+
+
+def whoami(ref: Any, pid: str, handle: str, kind: str) -> dict:
+    return {"op": "whoami", "ref": ref, "id": pid, "handle": handle, "kind": kind}
+
+
+def pong(ref: Any) -> dict:
+    return {"op": "pong", "ref": ref}
+
+
+def presence(ref: Any, online: dict[str, bool]) -> dict:
+    return {"op": "presence", "ref": ref, "online": online}
+
+
+def subscribed(ref: Any, ws: str, monitor: bool) -> dict:
+    return {"op": "subscribed", "ref": ref, "workspace": ws, "monitor": monitor}
+
+
+def unsubscribed(ref: Any, ws: str) -> dict:
+    return {"op": "unsubscribed", "ref": ref, "workspace": ws}
+
+
+# --- live events (docs/protocol.md, "Live events") ---
+
+def _event(kind: str, **fields) -> dict:
+    return {"op": "event", "kind": kind, **fields}
+
+
+def topic_event(t) -> dict:
+    return _event("topic", topic=topic_obj(t))
+
+
+def balance_event(ws: str, account: str, balance: int) -> dict:
+    return _event("balance", workspace=ws, account=account, balance=balance)
+
+
+def message_event(m: Message, deliveries: list[dict]) -> dict:
+    return _event("message", message=message_obj(m), deliveries=deliveries)
+
+
+def presence_event(ws: str, pid: str, online: bool) -> dict:
+    return _event("presence", workspace=ws, participant=pid, online=online)
+
+
+def workspace_gone(ws: str) -> dict:
+    return _event("workspace_gone", workspace=ws)
+
+
+def workspace_added(ws: str) -> dict:
+    return _event("workspace_added", workspace=ws)
+
+
+def narrowed(ws: str, following: bool, reason: str) -> dict:
+    """A subscriber's following of `ws` (still its workspace) narrowed: monitor taken away (it follows on without
+    it), or receive (nothing more of it follows)."""
+    return _event("subscription", workspace=ws, following=following, monitor=False, reason=reason)
+
+
+def members_event(ws: str, joined: list[str], left: list[str], changed: list[str]) -> dict:
+    return _event("members", workspace=ws, joined=joined, left=left, **({"changed": changed} if changed else {}))
+
+
+def groups_event(ws: str, groups: list[dict]) -> dict:
+    return _event("groups", workspace=ws, groups=groups)
