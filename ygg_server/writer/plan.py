@@ -98,9 +98,10 @@ def funded_account(d: Directory, account: Any) -> Any:
 
 
 def _set_budget(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    frame = c.args[1]
-    k.workspaces.add(frame.workspace)
-    k.waited.add(frame.topic)
+    who, frame = c.args
+    if who in snap.directory(frame.workspace).memberships:  # (a workspace the store holds: only one of theirs)
+        k.workspaces.add(frame.workspace)
+        k.waited.add(frame.topic)
 
 
 def _party(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
