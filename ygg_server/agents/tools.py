@@ -1,6 +1,6 @@
 """The tools an agent may be given (each agent's config lists its own; seed 004: nothing is pooled).
 
-The bridge runs them (bridge.Bridge._tool); backends only see these specs.
+The bridge runs them (Bridge._tool, turn.py); backends only see these specs.
 """
 
 from __future__ import annotations

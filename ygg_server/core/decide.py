@@ -1,5 +1,8 @@
 """decide(view, post, now): the whole Agent'Ygg rulebook for one message, as data.
 
+Its parts live beside it: who a message goes to (recipients.py), running out of credits
+(credits.py), a topic's closing round (closing.py), loop detection (loops.py).
+
 Speed notes (`python -m ygg_server.bench core`): this runs once per message, so the hot path
 reads enum members from module constants (an attribute of an Enum class costs ~0.2 us in
 Python 3.11, its metaclass defines __getattr__), decides once what is the same for every
@@ -10,21 +13,21 @@ to the plain definitions they replace.
 
 from __future__ import annotations
 
-from zlib import adler32, crc32
-
 from msgspec.structs import replace
 
-from .assign import PREFIX as CAPABILITY, WEIGHTS, assign, left_out
+from .assign import PREFIX as CAPABILITY
+from .closing import BLOCKED, any_asked, on_close, poll, resume_folded
+from .credits import exhausted
 from .decision import Decision, Delivery, Entry, Flag, Routed, View, refused
-from .directory import BARRED, Directory, Unresolved
-from .lifecycle import BUDGET, WALLET, move, unfunded
-from .model import Conversation, Member, Message, Participant, Pending, Post, Sig, Topic
+from .directory import Unresolved
+from .lifecycle import move
+from .loops import loop_suspected, signature
+from .model import Conversation, Member, Message, Participant, Pending, Post, Topic
 from .notices import human_members, notice
-from .party import named_at_start, turn_queue
+from .recipients import by_capability, default_recipients, permission_denial, whose_turn
 from .side import redirect, result as side_result
 from .rules import (
-    ATTACHMENT_BYTES_PER_CREDIT, CHARS_PER_CREDIT, LOOP_MEMORY, PING_PONG, REPEAT_LIMIT, THROTTLE_DIRECT,
-    THROTTLE_GROUP, TOPIC_LIMIT,
+    ATTACHMENT_BYTES_PER_CREDIT, CHARS_PER_CREDIT, LOOP_MEMORY, THROTTLE_DIRECT, THROTTLE_GROUP, TOPIC_LIMIT,
 )
 from .vocabulary import (
     POOL,
@@ -40,10 +43,8 @@ from .vocabulary import (
     TopicStatus,
 )
 
-BLOCKED, BROKE = "blocked", "broke"
-
 _AGENT, _HUMAN = Kind.AGENT, Kind.HUMAN
-_VIEWER, _OWNER, _ADMIN = Role.VIEWER, Role.OWNER, Role.ADMIN
+_VIEWER = Role.VIEWER
 _REQUEST, _RESPONSE, _INFORM = T.REQUEST, T.RESPONSE, T.INFORM
 _WORKING, _WAITING, _NEEDS_HUMAN, _DONE = State.WORKING, State.WAITING, State.NEEDS_HUMAN, State.DONE
 _OPEN, _PAUSED, _CLOSED = TopicStatus.OPEN, TopicStatus.PAUSED, TopicStatus.CLOSED
@@ -108,18 +109,18 @@ def decide(view: View, post: Post, now: int) -> Decision:
         if found.__class__ is Unresolved:
             if not found.ref.startswith(CAPABILITY):
                 return refused(R.UNKNOWN_RECIPIENT, found.detail)
-            found = _by_capability(view, post)
+            found = by_capability(view, post)
             if found.__class__ is Decision:
                 return found
             found, assignment = found
     else:
-        found = _default_recipients(conv, topic, pending, aid, d.memberships)
+        found = default_recipients(conv, topic, pending, aid, d.memberships)
     if aid in found:
         found = tuple(r for r in found if r != aid)
     others: tuple[str, ...] = ()  # agents of the party who get a person's message as context (not their turn)
     if (not post.to and author.kind == _HUMAN and post.type == _REQUEST and not post.malformed
             and not (pending is not None and aid in pending.remaining)):
-        found, others = _whose_turn(d, conv, found, aid, post.text)
+        found, others = whose_turn(d, conv, found, aid, post.text)
     if post.handoff and not (post.type == _REQUEST and not post.malformed and len(found) == 1
                              and d.participants[found[0]].kind == _AGENT):
         return refused(R.BAD_HANDOFF, "a handoff is a request to exactly one colleague (an agent)")
@@ -141,7 +142,7 @@ def decide(view: View, post: Post, now: int) -> Decision:
         waiting_for = tuple([w for w in wf if w != aid and w != SYSTEM])
 
     if d.restricted:
-        denial = _permission(d, aid, recipients)
+        denial = permission_denial(d, aid, recipients)
         if denial:
             return refused(R.PERMISSION_DENIED, denial)
     usage = 0 if absorbed else (len(recipients) or 1)
@@ -167,67 +168,13 @@ def decide(view: View, post: Post, now: int) -> Decision:
         else:
             payer = None
         if payer is None:
-            return _exhausted(view, post, author, topic, cost, now)
+            return exhausted(view, post, author, topic, cost, now)
         ledger = (Entry(d.workspace, payer, -cost, post.id),)
         if budget is not None:
             budget -= cost
 
     return _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
                    state, waiting_for, pending, cost, ledger, budget, usage, others, assignment)
-
-
-def _by_capability(view: View, post: Post):
-    """Seed 003 §14: a `capability:<name>` recipient is the eligible agent with the highest score.
-
-    One capability per message; the author is never assigned its own request. Returns (recipients,
-    Assignment), or a refusal: `no_eligible_agent` when no agent here declares the capability, or seed 002's
-    permissions bar the author from every one that does (the refusal names each and why).
-    """
-    caps = [r for r in post.to if r.startswith(CAPABILITY)]
-    if len(caps) > 1:
-        return refused(R.UNKNOWN_RECIPIENT, "address one capability per message")
-    cap = caps[0][len(CAPABILITY):].strip()
-    if not cap:
-        return refused(R.UNKNOWN_RECIPIENT, "name the capability: capability:<name>")
-    me = frozenset((post.author,))
-    a = assign(view.directory, cap, post.text, view.fitness, view.weights or WEIGHTS, me, post.author)
-    if a is None:
-        barred = left_out(view.directory, cap, post.author, me)
-        if barred:  # seed 002's permissions leave out every agent that declares it: say which and why
-            return refused(R.NO_ELIGIBLE_AGENT, f"no agent that declares {cap!r} may get your request: "
-                           + "; ".join(BARRED[x.reason].format(x.name) for x in barred))
-        return refused(R.NO_ELIGIBLE_AGENT, f"no agent in this workspace declares {cap!r}")
-    found = view.directory.resolve(tuple(a.chosen if r == caps[0] else r for r in post.to))
-    if found.__class__ is Unresolved:
-        return refused(R.UNKNOWN_RECIPIENT, found.detail)
-    return found, a
-
-
-def _whose_turn(d: Directory, conv: Conversation, found: tuple[str, ...], me: str,
-                text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Who answers a person's message sent with no `to` (docs/rules.md, "Who answers").
-
-    `@Name` at the very start names the agent; else the conversation's Lead, if the party has more
-    than one agent; else, when several agents would get it, seed 003 §17's turn queue picks the
-    first. The chosen agent is the only agent recipient; the party's other agents get it as context.
-    """
-    ps = d.participants
-    party = [a for a in (conv.members if conv.kind != _GENERAL else ())
-             if a != me and a in d.memberships and ps[a].kind == _AGENT]
-    agents = [r for r in found if ps[r].kind == _AGENT]
-    pool = set(party) | set(agents)
-    chosen = named_at_start(d, text)
-    if chosen is not None and chosen != me and (conv.kind == _GENERAL or chosen in pool):
-        pass
-    elif len(pool) > 1 and conv.lead is not None and conv.lead in party:
-        chosen = conv.lead
-    elif len(agents) > 1:
-        chosen = turn_queue(d, tuple(agents), text)[0]
-    else:
-        return found, ()
-    kept = tuple(r for r in found if ps[r].kind != _AGENT)
-    others = tuple(sorted(a for a in pool if a != chosen))
-    return (chosen,) + kept, others
 
 
 def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
@@ -269,8 +216,8 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     paused_after = not closing and not human and (
         topic.status == _PAUSED or (agent and state == _NEEDS_HUMAN)
     )
-    sig = _sig(aid, recipients, post.text) if agent else None
-    looping = agent and _looping(topic.recent, sig)
+    sig = signature(aid, recipients, post.text) if agent else None
+    looping = agent and loop_suspected(topic.recent, sig)
 
     # Route: each recipient is woken, or gets it as context with the reason (_context_reason,
     # with what is the same for every recipient of this message decided once).
@@ -351,7 +298,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     # The topic moves.
     if closing:
         topic = move(topic, "all_done", now, members=members, budget=budget)
-        routed += _on_close(view, topic, now, flags)
+        routed += on_close(view, topic, now, flags)
     else:
         resume = agent and folded and any(aid in p.remaining for p in owed.values())
         if resume:  # the resume notice is a wake: further requests fold into it
@@ -363,11 +310,11 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
         else:
             topic = replace(topic, members=members, pending=owed, recent=recent, budget=budget)
         if resume:
-            routed.append(_resume_folded(topic, aid, folded, now, post.id))
+            routed.append(resume_folded(topic, aid, folded, now, post.id))
         if any_done and topic.status == _OPEN:
             topic, polls = poll(d, topic, now, post.id, skip=(aid,))
             routed += polls
-        elif not any_done and _asked(topic.members):  # nobody is done any more: the closure round is over
+        elif not any_done and any_asked(topic.members):  # nobody is done any more: the closure round is over
             topic = replace(topic, members={p: replace(m, asked=False) if m.asked else m
                                             for p, m in topic.members.items()})
 
@@ -379,133 +326,6 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     if counted is not None:
         conversation = counted
     return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed)
-
-
-def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset(),
-         again=frozenset()) -> tuple[Topic, list[Routed]]:
-    """Seed 000: "the backend asks the others once if they are done too".
-
-    Once per closure round: a participant already asked (`asked`) is not asked again, even after it
-    answered, until nobody is done any more; only the clock re-polls, naming them in `again`.
-    An agent that already has an unanswered wake here gets the poll folded into it (seed 000: "further
-    requests on that topic are folded into it"): context, `wake_coalesced`, so one decision wakes it once.
-    """
-    ask = [pid for pid, m in topic.members.items()
-           if m.state != _DONE and m.polled_at is None and pid not in skip and pid != SYSTEM
-           and (not m.asked or pid in again)]
-    if not ask:
-        return topic, []
-    members = dict(topic.members)
-    out: list[Routed] = []
-    for pid in ask:
-        m = members[pid]
-        p = d.participants.get(pid)
-        agent = p is not None and p.kind == _AGENT
-        r = notice(Notice.CLOSURE_POLL, workspace=topic.workspace, conversation=topic.conversation,
-                   topic=topic.id, to=(pid,), now=now, cause=f"{cause}:{now}")
-        if agent and m.wake_pending:
-            r = Routed(r.message, (Delivery(pid, False, _C_COALESCED),))
-        members[pid] = replace(m, polled_at=now, asked=True, wake_pending=agent)
-        out.append(r)
-    pending = dict(topic.pending)
-    for r in out:
-        pending[r.message.id] = Pending(SYSTEM, frozenset(r.message.to))
-    return replace(topic, members=members, pending=pending), out
-
-
-def _asked(members: dict[str, Member]) -> bool:
-    for m in members.values():
-        if m.asked:
-            return True
-    return False
-
-
-def _on_close(view: View, topic: Topic, now: int, flags: list[Flag]) -> list[Routed]:
-    """Closing frees the opener's slot at once; an opener that was refused topic_limit is resumed."""
-    opener = topic.opener
-    if (BLOCKED, opener) not in view.flags:
-        return []
-    flags.append(Flag(BLOCKED, opener, on=False))
-    return [notice(Notice.RESUME, workspace=topic.workspace, conversation=topic.conversation, topic=None,
-                   to=(opener,), now=now, cause=f"close:{topic.id}",
-                   detail=f"Topic {topic.title!r} closed: you may open a new topic now.")]
-
-
-def _resume_folded(topic: Topic, agent: str, folded: int, now: int, cause: str) -> Routed:
-    """Requests folded into a wake the agent has now answered still need it: wake it once more."""
-    return notice(Notice.RESUME, workspace=topic.workspace, conversation=topic.conversation, topic=topic.id,
-                  to=(agent,), now=now, cause=cause,
-                  detail=f"{folded} more request(s) reached you here while you were busy; they are in your context.")
-
-
-def _exhausted(view: View, post: Post, author: Participant, topic: Topic | None, cost: int, now: int) -> Decision:
-    """Seed 000: "its message is refused, its topic pauses, and the people who can fund it see a request"."""
-    d = view.directory
-    have = f"needs {cost}, wallet {view.wallet or 0}, pool {view.pool}"
-    why = WALLET
-    if topic is not None and topic.budget is not None and topic.budget < cost:
-        have = f"needs {cost}, topic budget {topic.budget}"
-        why = BUDGET
-    topics: tuple[Topic, ...] = ()
-    waiting = unfunded(topic) if topic is not None else {}
-    known = waiting.get(author.id) == why  # already waiting here for the same reason
-    if topic is not None and not (known and topic.status == _PAUSED):
-        # Every agent that runs out here waits for its funds; paused_by stays the first of them.
-        paused = move(topic, "credits_out", now, unfunded={**waiting, author.id: why})
-        if paused.pause == "credits" and paused.paused_by is None:
-            paused = replace(paused, paused_by=author.id)
-        topics = (paused,)
-    routed: tuple[Routed, ...] = ()
-    flags: tuple[Flag, ...] = ()
-    if why == BUDGET:
-        # The agent is not broke: the topic's budget is. Its people raise the budget (set_budget),
-        # and are asked once per agent stopped by it.
-        if not known:
-            routed = (notice(Notice.FUNDING_REQUEST, workspace=d.workspace, conversation=topic.conversation,
-                             topic=topic.id, to=funders_of(d, author), now=now, cause=post.id,
-                             agent=author.name, detail=have),)
-    elif (BROKE, author.id) not in view.flags:
-        funders = funders_of(d, author)
-        conv = topic.conversation if topic else view.conversation.id
-        routed = (notice(Notice.FUNDING_REQUEST, workspace=d.workspace, conversation=conv,
-                         topic=topic.id if topic else None, to=funders, now=now, cause=post.id,
-                         agent=author.name, detail=have),)
-        flags = (Flag(BROKE, author.id),)
-    asked = "the topic's people were asked to raise its budget" if why == BUDGET else "those who fund you were asked"
-    return refused(R.CREDITS_EXHAUSTED, f"{have}; {asked}: a credits_refilled notice wakes you to send it again",
-                   topics=topics, routed=routed, flags=flags)
-
-
-def funders_of(d: Directory, agent: Participant) -> tuple[str, ...]:
-    """The people who can fund an agent: its owner, and the workspace's owners and admins."""
-    out = [agent.owner] if agent.owner in d.memberships and d.memberships[agent.owner].role != _VIEWER else []
-    out += [p for p, m in d.memberships.items()
-            if m.role in (_OWNER, _ADMIN) and p not in out and d.participants[p].kind == _HUMAN]
-    return tuple(out)
-
-
-def _permission(d: Directory, author: str, recipients: tuple[str, ...]) -> str | None:
-    """Seed 002: receive, can message, takes messages from (`Directory.barred`), for each recipient."""
-    for r in recipients:
-        why = d.barred(author, r)
-        if why is not None:
-            return BARRED[why].format(d.participants[r].display)
-    return None
-
-
-def _default_recipients(conv: Conversation, topic: Topic | None, pending: Pending | None, me: str,
-                        present: dict) -> tuple[str, ...]:
-    """No `to`: the requester for an answer, else the topic's others, else the conversation's.
-
-    Only participants still in the workspace (`present`), or system.ygg, are defaults.
-    """
-    if pending is not None and me in pending.remaining and (pending.requester == SYSTEM or pending.requester in present):
-        return (pending.requester,)
-    if topic is not None:
-        others = tuple(p for p in topic.members if p != me and p in present)
-        if others:
-            return others
-    return tuple(sorted(p for p in conv.members if p != me and p in present))
 
 
 def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)) -> int:
@@ -582,58 +402,3 @@ def _grown(conv: Conversation, author: Participant, recipients: tuple[str, ...],
     if author.id in have and all(r in have for r in recipients):
         return conv if new else None
     return replace(conv, members=have | {author.id} | set(recipients))
-
-
-
-
-_WS_TO_SPACE = bytes.maketrans(b"\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f", b" " * 9)  # ASCII whitespace
-
-
-def normalized(text: str) -> bytes:
-    """The text loop detection compares: " ".join(text.lower().split()), UTF-8.
-
-    ASCII text (most of it) takes a path that makes no list of words.
-    """
-    low = text.lower()
-    if not low.isascii():
-        return " ".join(low.split()).encode()
-    b = low.encode()
-    # (`int in bytes` is a memchr; `bytes in bytes` first fails an int conversion, 15x slower)
-    if 10 in b or 9 in b or 13 in b or 11 in b or 12 in b or 28 in b or 29 in b or 30 in b or 31 in b:
-        b = b.translate(_WS_TO_SPACE)  # \n \t \r \v \f \x1c-\x1f: the ASCII whitespace str.split() knows
-    while b.find(b"  ") != -1:
-        b = b.replace(b"  ", b" ")
-    return b.strip(b" ")  # (returns b itself when there is nothing to strip)
-
-
-def _sig(author: str, to: tuple[str, ...], text: str) -> Sig:
-    """Loop detection's memory of a message: who to whom, and its text hashed with case and spacing aside.
-
-    The hash only has to tell apart the few messages a topic remembers: CRC-32 and Adler-32 of
-    the normalized text side by side (64 bits), stable across processes, and cheap.
-    """
-    b = normalized(text)
-    return Sig(author, to if len(to) < 2 else tuple(sorted(to)), crc32(b) << 32 | adler32(b))
-
-
-def _looping(recent: tuple[Sig, ...], sig: Sig) -> bool:
-    """Seed 000: "the same back-and-forth or the same text repeated" stops waking.
-
-    Repeated text: the same text (case and spacing aside) already seen REPEAT_LIMIT times
-    among the agent messages since a person last wrote. Back-and-forth: this message would
-    make PING_PONG agent messages in a row that only two agents exchange with each other.
-    """
-    if recent and [s.text_hash for s in recent].count(sig.text_hash) >= REPEAT_LIMIT:
-        return True
-    if len(recent) < PING_PONG - 1 or len(sig.to) != 1:
-        return False
-    a, b = sig.author, sig.to[0]
-    if a == b:
-        return False
-    for s in recent[1 - PING_PONG:]:  # the PING_PONG - 1 before this one
-        if len(s.to) != 1:
-            return False
-        x, y = s.author, s.to[0]
-        if not ((x == a and y == b) or (x == b and y == a)):
-            return False
-    return True

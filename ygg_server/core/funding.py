@@ -5,7 +5,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from . import rules
-from .decide import BROKE
+from .credits import BROKE
 from .decision import Decision, Entry, Flag, Routed, View, refused
 from .directory import direct_id
 from .lifecycle import BUDGET, WALLET, move, unfunded

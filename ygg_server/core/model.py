@@ -93,7 +93,7 @@ class Member(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     polled_at: int | None = None  # closure poll outstanding since
     awaited_since: int | None = None  # someone waits on it since (nudges)
     nudges: int = 0
-    asked: bool = False  # already polled in this closure round (answering does not clear it; see decide.poll)
+    asked: bool = False  # already polled in this closure round (answering does not clear it; see closing.poll)
 
 
 class Pending(msgspec.Struct, frozen=True, gc=False):

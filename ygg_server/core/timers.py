@@ -10,7 +10,7 @@ from __future__ import annotations
 from msgspec.structs import replace
 
 from . import rules
-from .decide import _on_close, poll
+from .closing import on_close, poll
 from .decision import Decision, Flag, Routed, View
 from .lifecycle import everyone_done, move, someone_done, waiting_on
 from .model import Topic
@@ -60,7 +60,7 @@ def due(view: View, topic: Topic, now: int) -> Decision:
     flags: list[Flag] = []
     if everyone_done(members):
         topic = move(topic, "all_done", now)
-        routed += _on_close(view, topic, now, flags)
+        routed += on_close(view, topic, now, flags)
         return Decision(routed=tuple(routed), topics=(topic,), flags=tuple(flags))
 
     # Re-poll whoever answered a poll and then stayed quiet for an hour.

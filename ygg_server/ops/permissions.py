@@ -1,7 +1,7 @@
 """Setting an agent's permissions in a workspace (seed 002, "Permissions").
 
 Each membership of an agent has send, receive, can message, takes messages from, and monitor; the core
-checks them on every send (`core.decide._permission`) and the gateway on every delivery and subscription.
+checks them on every send (`core.recipients.permission_denial`) and the gateway on every delivery and subscription.
 Shared by the `ygg-server admin set-permissions` command and the socket's `set_permissions` op.
 """
 

@@ -1,4 +1,7 @@
-"""The main screen: conversations | topics, messages, composer | participants and credits."""
+"""The main screen: conversations | topics, messages, composer | participants and credits.
+
+Here the layout, what is open, and the redraws when the store changes; its key actions are in
+key_actions.py, sending in sending.py, the palette's management actions in manage.py."""
 
 from __future__ import annotations
 
@@ -9,26 +12,22 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static, TextArea
 
-from ygg_server.client import Refused
-
-from .. import rulebook
 from ..keymap import bind, hint
 from ..messages import LeftComposer, LoadOlder, ReachedEnd, ReplyTo, Submit
 from ..state import Change, Store, thread_key
-from ..widgets.composer import Composer, leading_mentions
+from ..widgets.composer import Composer
 from ..widgets.message_list import MessageList
 from ..widgets.needs_human import NeedsHumanBar
 from ..widgets.participants import ParticipantsPanel
 from ..widgets.sidebar import Sidebar
 from ..widgets.topics import NEW, TopicList
-from ..words import assignment_text, refusal_sentence, topic_status
-from .dialogs import FundScreen, TitlePrompt
-from .help import HelpScreen
+from ..words import topic_status
+from .key_actions import KeyActions
 from .manage import ManageActions
-from .search import SearchScreen
+from .sending import SendActions
 
 
-class MainScreen(ManageActions, Screen):
+class MainScreen(ManageActions, KeyActions, SendActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -374,214 +373,7 @@ class MainScreen(ManageActions, Screen):
     def _reply(self, event: ReplyTo) -> None:
         self.composer.set_reply(event.message)
 
-    # --- actions ---
-
-    def action_focus(self, which: str) -> None:
-        self.query_one(f"#{which}").focus()
-
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "people":
-            return self.has_class("-narrow")  # (a wide screen always shows them)
-        return True
-
-    def action_people(self) -> None:
-        self.toggle_class("-people")
-
-    def action_compose(self) -> None:
-        self.composer.area.focus()
-
-    def action_new_topic(self) -> None:
-        if self.conversation is None:
-            return
-        self.composer.new_topic = True
-        self.composer.leave_topic()
-        self.query_one(TopicList).select(NEW)
-        self.composer.area.focus()
-
-    def action_next_unread(self) -> None:
-        self.next_unread()
-
-    @work(group="next-unread", exit_on_error=False)
-    async def next_unread(self) -> None:
-        nxt = self.store.next_unread(self.key)
-        if nxt is None:
-            self.notify("Nothing unread.", timeout=2)
-            return
-        conv, key = nxt
-        if self.store.conversation(conv) is None:  # made a moment ago: not in our list yet
-            ws = next((d[1] for d in self.store.unread.values() if d[2] == conv), None)
-            if ws:
-                await self.app.session.reload_conversations(ws)
-                self._dirty.add("sidebar")
-                self._schedule()
-        self.open_conversation(conv, None if key.startswith("notices:") else key)
-        self.messages.focus()
-
-    def action_next_needs_human(self) -> None:
-        queue = self.store.needs_human()
-        if not queue:
-            self.notify("Nobody is waiting on a person.", timeout=2)
-            return
-        ids = [t["id"] for t in queue]
-        i = (ids.index(self.topic) + 1) % len(ids) if self.topic in ids else 0
-        t = queue[i]
-        self.open_conversation(t["conversation"], t["id"])
-        self.composer.area.focus()
-        self._answer_the_question(t)
-
-    @work(group="needs-human", exit_on_error=False)
-    async def _answer_the_question(self, topic: dict) -> None:
-        """When the topic paused on a request to this person, the composer answers it (a response in reply), as
-        `r` on it would: written as it was, the answer went as a new request to every participant of the topic,
-        woke each agent in it, and left the question pending. Esc writes to everyone instead. A question asked in
-        a response or an inform (which cannot be answered in reply) is answered by a request to the asker alone:
-        the composer starts with `@asker `, to keep or rub out."""
-        th = self.store.threads.get(thread_key(topic["conversation"], topic["id"]))
-        if th is None:
-            return
-        if not th.loaded:
-            await self.app.session.history(th)
-        asking = {p for p, m in (self.store.topics.get(topic["id"], topic).get("members") or {}).items()
-                  if m.get("state") == "needs_human"}
-        question = next((m for m in reversed(th.messages) if m.get("author") in asking
-                         and m.get("state") == "needs_human"), None)
-        if question is None or self.store.my_id not in (question.get("to") or ()):
-            return
-        c = self.composer
-        if self.topic != topic["id"] or c.reply_to is not None or c.text:
-            return
-        if question.get("type") == "request":
-            c.set_reply(question)
-        else:
-            c.address(self.store.name(question["author"]))
-
-    def action_help(self) -> None:
-        self.app.push_screen(HelpScreen())
-
-    def action_explain_assignment(self) -> None:
-        """Seed 003 §14: why the selected message went to whom (its score breakdown), as a notification."""
-        a = (self.messages.selected or {}).get("assignment")
-        if not a:
-            self.notify("The selected message was not sent to a capability.", title="Assignment")
-            return
-        self.notify(assignment_text(a, self.store.name), title="Assignment", timeout=30)
-
-    def action_operator(self) -> None:
-        self.app.open_operator(self.workspace)
-
-    def action_search(self) -> None:
-        if self.workspace is None:
-            return
-
-        def opened(m: dict | None) -> None:
-            if m:
-                self.jump_to(m)
-
-        s = self.store
-        self.app.push_screen(SearchScreen(self.workspace, self.app.session.search, s.name,
-                                          lambda c: s.conversation_name(s.conversation(c) or {})), opened)
-
-    @work(group="jump", exit_on_error=False)
-    async def jump_to(self, m: dict) -> None:
-        """Open a message's topic and put the cursor on it (loading older pages until it is there)."""
-        self.open_conversation(m["conversation"], m.get("topic"))
-        th = self.store.threads.get(thread_key(m["conversation"], m.get("topic")))
-        if th is None:
-            return
-        if not th.loaded:
-            await self.app.session.history(th)
-        for _ in range(50):
-            if m["id"] in th.ids or not th.more:
-                break
-            await self.app.session.history(th, older=True)
-        self.messages.set_messages(th.messages, key=th.key, more=th.more)
-        self.messages.select_id(m["id"])
-        self.messages.focus()
-
-    def action_fund(self) -> None:
-        self.fund()
-
-    @work(group="fund", exit_on_error=False)
-    async def fund(self) -> None:
-        s = self.store
-        w = s.workspaces.get(self.workspace or "")
-        if w is None:
-            return
-        choices = [(f"{m['name']}  ({'pool' if w.balances.get(m['id']) is None else w.balances.get(m['id'])} cr)", m["id"])
-                   for m in sorted(w.members.values(), key=lambda m: m["name"])
-                   if m["kind"] == "agent" and w.can_fund(m["id"], s.my_id)]
-        if w.can_fund_pool:
-            choices.append((f"workspace pool  ({w.pool or 0} cr)", FundScreen.POOL))
-        if not choices:
-            self.notify("Your role here does not let you fund anyone.", severity="warning")
-            return
-        wanted = [r for r in s.funding.values() if r["workspace"] == w.id and w.can_fund(r["agent"], s.my_id)]
-        pre = wanted[0]["agent"] if wanted else None
-        why = f"{s.name(pre)} ran out of credits." if pre else ""
-        answer = await self.app.push_screen_wait(FundScreen(choices, pre, why))
-        if answer is None:
-            return
-        agent, amount = answer
-        reply = await self.app.session.fund(w.id, amount, agent)
-        if reply.get("op") == "funded":
-            self.notify(f"Funded {s.name(agent) if agent else 'the pool'}: balance {reply.get('balance')}.")
-        else:
-            reason = reply.get("reason") or reply.get("code")
-            self.notify(f"{refusal_sentence(reason)} {reply.get('detail', '')}", severity="error",
-                        title=f"refused: {reason}")
-
-    # --- sending ---
-
-    def _candidates(self) -> list[tuple[str, str]]:
-        s = self.store
-        w = s.workspaces.get(self.workspace or "")
-        if w is None:
-            return []
-        out = []
-        for m in sorted(w.members.values(), key=lambda m: (m["kind"] != "agent", m["name"])):
-            if m["id"] == s.my_id:
-                continue
-            out.append((f"@{m['name']}", "agent" if m["kind"] == "agent" else m.get("role", "person")))
-        out += [(f"group:{g}", "group") for g in s.group_names(w.id)]
-        return out
-
-    def _recipients(self, text: str) -> list[str]:
-        s = self.store
-        w = s.workspaces.get(self.workspace or "")
-        out = []
-        for tok in leading_mentions(text):
-            if tok.startswith("group:"):
-                out.append(tok)
-                continue
-            name = tok[1:]
-            hit = next((m for m in (w.members.values() if w else ()) if m["name"] == name), None)
-            out.append(name if hit and hit["kind"] == "agent" else f"@{name}")
-        return out
-
-    async def _rulebook(self, text: str) -> None:
-        """`/rulebook …`: show or set this conversation's rulebook (ygg_tui/rulebook.py)."""
-        c = self.composer
-        if self.conversation is None or self.workspace is None:
-            c.show_refusal("unknown_conversation")
-            return False
-        try:
-            change = rulebook.parse(text)
-        except rulebook.Usage as e:
-            c.show_refusal("bad_rulebook", str(e))
-            return False
-        where = {"workspace": self.workspace, "conversation": self.conversation}
-        try:
-            if change == "show":
-                reply = await self.app.session.call("get_rulebook", **where)
-            else:
-                reply = await self.app.session.call("set_rulebook", rulebook=change, **where)
-        except Refused as e:
-            c.show_refusal(e.reason, e.frame.get("detail", ""))
-            return False
-        c.done()
-        title = "This conversation's rulebook" + ("" if change == "show" else " (saved)")
-        self.app.notify(rulebook.describe(reply), title=title, timeout=8)
-        return True
+    # --- the composer (sending.py sends; textual takes @on handlers only from its own classes, so they are here) ---
 
     @on(LeftComposer)
     def _left_composer(self) -> None:
@@ -590,61 +382,3 @@ class MainScreen(ManageActions, Screen):
     @on(Submit)
     def _submit(self, event: Submit) -> None:
         self.send(event.text)
-
-    @work(group="send", exit_on_error=False)
-    async def send(self, text: str) -> None:
-        """`text` has left the composer (`Composer.submit`): a refusal, a cancelled title or a lost connection
-        puts it back in front."""
-        c = self.composer
-        done = False
-        try:
-            done = await (self._rulebook(text) if rulebook.is_command(text) else self._send(text))
-        finally:
-            if not done:
-                c.give_back(text)
-
-    async def _send(self, text: str) -> bool:
-        c = self.composer
-        direct = self.pending_direct
-        conversation = f"dm:{direct}" if direct else self.conversation
-        if conversation is None or self.workspace is None:
-            c.show_refusal("unknown_conversation")
-            return False
-        new = c.new_topic or self.topic is None or bool(direct)
-        fields = {"workspace": self.workspace, "conversation": conversation, "type": c.mtype, "text": text}
-        if new:
-            first = text.strip().splitlines()[0] if text.strip() else ""
-            words = [w for w in first.split() if not w.startswith(("@", "group:"))]
-            title = await self.app.push_screen_wait(TitlePrompt(" ".join(words)[:60]))
-            if title is None:
-                c.area.focus()
-                return False
-            fields.update(topic="new", title=title)
-        else:
-            fields["topic"] = self.topic
-        to = self._recipients(text)
-        if to:
-            fields["to"] = to
-        if c.state:
-            fields["state"] = c.state
-        if c.reply_to is not None:
-            fields["in_reply_to"] = c.reply_to["id"]
-        answered = c.sending(text)
-        try:
-            reply = await self.app.session.send(**fields)
-        finally:
-            answered()
-        if reply.get("op") == "sent":
-            ch = self.store.apply_sent(reply)
-            c.done()
-            cid = reply["message"]["conversation"]
-            if self.store.conversation(cid) is None:
-                await self.app.session.reload_conversations(self.workspace)
-                self.query_one(Sidebar).rebuild()
-            if new:
-                self.open_conversation(cid, reply["message"]["topic"])
-            self.app.apply_change(ch)
-            c.area.focus()
-            return True
-        c.show_refusal(reply.get("reason") or reply.get("code"), reply.get("detail", ""))
-        return False
