@@ -119,3 +119,30 @@ async def test_a_funding_does_not_count_a_resumed_topic_as_newly_opened(world):
     assert [a["op"] for a in answers] == ["sent", "sent"], answers
     (over,) = await w.run(send(w, "researcher", topic="new", title="T4", to=["reviewer"], text="four"))
     assert over["reason"] == "topic_limit", over
+
+
+@pytest.mark.backends("sqlite", "postgres")
+async def test_a_setting_whose_batch_failed_is_not_applied(world, monkeypatch):
+    """docs/rules.md, "The hop limit": `party.maxHops` is "read from the workspace's settings for every decision".
+    A set_setting whose batch never committed (its connection lost before the COMMIT) changed no setting: the
+    next agent message is judged by the setting stored, here the default, and wakes the agent it is for."""
+    w = world
+    admin.fund(w.conn, "researcher", 100)
+    store = w.runner.writer.store
+    real = type(store).write
+
+    async def lost(self, outcome):
+        await real(self, outcome)
+        if outcome.settings:
+            raise ConnectionResetError("lost before the COMMIT")
+
+    monkeypatch.setattr(type(store), "write", lost)
+    (failed,) = await w.run(("set_setting", w.alice, frames.SetSetting(workspace=w.ws, key="party.maxHops", value=0)))
+    assert isinstance(failed, ConnectionResetError), failed
+    monkeypatch.setattr(type(store), "write", real)
+    (first,) = await w.run(("send", w.alice, frames.Send(workspace=w.ws, topic="new", title="T", to=["researcher"],
+                                                        text="go")))
+    (sent,) = await w.run(send(w, "researcher", topic=first["message"]["topic"], to=["reviewer"], text="ask",
+                               type="request"))
+    assert sent["op"] == "sent", sent
+    assert [(d["wake"], d["reason"]) for d in sent["deliveries"] if d["to"] == w.ids["reviewer"]] == [(True, None)]
