@@ -146,3 +146,16 @@ async def test_a_setting_whose_batch_failed_is_not_applied(world, monkeypatch):
                                type="request"))
     assert sent["op"] == "sent", sent
     assert [(d["wake"], d["reason"]) for d in sent["deliveries"] if d["to"] == w.ids["reviewer"]] == [(True, None)]
+
+
+async def test_a_budget_in_a_workspace_that_does_not_exist_is_refused_beside_the_batchs_sends(world):
+    """docs/protocol.md: a topic of a workspace one is not in is answered like one that does not exist
+    (`unknown_topic`). A set_budget naming a made-up workspace is refused so, and the send beside it in its
+    batch goes through: it does not make the batch fail (PostgreSQL waited for a workspace row that is not there,
+    and planned again until it gave up)."""
+    w = world
+    sent, budget = await w.run(
+        ("send", w.alice, frames.Send(workspace=w.ws, topic="new", title="T", to=["researcher"], text="go")),
+        ("set_budget", w.alice, frames.SetBudget(workspace="ws.made-up", topic="t.none", budget=5, ref="b")))
+    assert sent["op"] == "sent", sent
+    assert budget["op"] == "refused" and budget["reason"] == "unknown_topic", budget

@@ -98,7 +98,9 @@ def funded_account(d: Directory, account: Any) -> Any:
 
 
 def _set_budget(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    frame = c.args[1]
+    who, frame = c.args
+    if who not in snap.directory(frame.workspace).memberships:
+        return  # (refused unknown_topic: a made-up workspace is neither waited for nor loaded)
     k.workspaces.add(frame.workspace)
     k.waited.add(frame.topic)
 
