@@ -418,3 +418,24 @@ async def test_followers_are_told_whose_role_or_permissions_changed(team):
     team.admin(admin.revoke_agent, "reviewer")  # gone, not changed
     ev = await _event(alice, "members", timeout=3)
     assert (ev["joined"], ev["left"], "changed" in ev) == ([], [ids["reviewer"]], False)
+
+
+async def test_raising_a_budget_tells_followers_of_the_workspace_its_topic_resumed(team):
+    """Seed 000: "`credits_exhausted` The agent (or the topic's budget) is out of credits": raising the budget
+    resumes the topic, and the event of a topic of General reaches everyone following its workspace (bob,
+    who is not in it), whichever node already knew its conversation."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    await bob.subscribe(team.ws)
+    sent = await alice.send(workspace=team.ws, topic="new", title="Budgeted", to=["researcher"], text="go")
+    topic = sent["message"]["topic"]
+    assert (await alice.call("set_budget", workspace=team.ws, topic=topic, budget=1))["budget"] == 1
+    await researcher.next_delivery(timeout=5)
+    r1 = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="one")
+    r2 = await researcher.send(workspace=team.ws, topic=topic, type="inform", to=["@alice"], text="two")
+    assert [r1["op"], r2["reason"]] == ["sent", "credits_exhausted"], (r1, r2)
+    while (await _event(bob, "topic"))["topic"]["status"] != "paused":
+        pass
+    assert (await alice.call("set_budget", workspace=team.ws, topic=topic, budget=10))["budget"] == 10
+    ev = await _event(bob, "topic")
+    assert ev["topic"]["id"] == topic and ev["topic"]["status"] == "open", ev

@@ -214,6 +214,12 @@ class Batch:
         account = funded_account(directory, account)
         topics = self.state.topics
         paused = [topics.get(t.id, t) for t in self.snap.paused.get((ws, account), ())]
+        # and those this batch's commands paused before it (they waited for nothing when the rows were loaded)
+        found = {t.id for t in paused}
+        for t in self.out.topics:
+            if t.id not in found and (t.workspace == ws if account == POOL else account in unfunded(t)):
+                found.add(t.id)
+                paused.append(topics[t.id])
         view = View(directory, None, flags=frozenset(self.state.flags or ()))
         d = fund(view, funder, account, amount, tuple(t for t in paused if unfunded(t)), self.now, f"fund:{uuid.uuid4()}")
         self.commit(d, ws, None)

@@ -99,9 +99,10 @@ def funded_account(d: Directory, account: Any) -> Any:
 
 def _set_budget(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
     who, frame = c.args
-    if who in snap.directory(frame.workspace).memberships:  # (a workspace the store holds: only one of theirs)
-        k.workspaces.add(frame.workspace)
-        k.waited.add(frame.topic)
+    if who not in snap.directory(frame.workspace).memberships:
+        return  # (refused unknown_topic: a made-up workspace is neither waited for nor loaded)
+    k.workspaces.add(frame.workspace)
+    k.waited.add(frame.topic)
 
 
 def _party(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:

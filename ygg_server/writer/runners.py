@@ -47,6 +47,12 @@ class _Face:
     def present(self, who) -> None:
         self.writer.store.present = who
 
+    @property
+    def conversations(self) -> dict:
+        """The conversations the store saw (PostgreSQL's): who may see a topic's event whose conversation a batch
+        or another node's news did not carry (`Fanout._readers`)."""
+        return getattr(self.writer.store, "conversations", {})
+
     def seen(self, pid: str, online: bool) -> None:
         """The gateway's word that `pid` came (its first connection) or went (its last)."""
         present = self.writer.store.present

@@ -234,7 +234,9 @@ class PgStore:
     async def catalog(self, workspaces: set[str]) -> Snapshot:
         await self._ensure(workspaces)
         # (party views are made again each batch: another node may have moved a party's members or Lead)
-        s = self._snap = Snapshot(directories=self.directories, settings=self.settings, orgs=self.orgs)
+        # (the settings are the batch's own copy: a set_setting moves them for the commands after it, and a batch
+        # that is decided again or fails leaves this node's cache as committed)
+        s = self._snap = Snapshot(directories=self.directories, settings=dict(self.settings), orgs=self.orgs)
         return s
 
     async def load(self, k: Keys) -> bool:
@@ -303,6 +305,7 @@ class PgStore:
     def _fresh_state(self) -> None:
         topics, convs, wallets, pools, opened, usage = self._base
         st = self._snap.state = LiveState()
+        self._snap.settings = dict(self.settings)
         st.topics, st.wallets, st.pools = dict(topics), dict(wallets), dict(pools)
         st.opened, st.usage, st.flags = dict(opened), dict(usage), set(self.flags or ())
         for c in convs.values():
@@ -473,7 +476,7 @@ class PgStore:
         """Counters below both limits (the batch's own, or, with `party`, the row's after the UPDATE)."""
         if party is not None:
             conv = conversation(conv.id, conv.workspace, str(conv.kind), conv.name, "[]", party)
-        limits = party_limits(self.settings.get(conv.workspace) or {})
+        limits = party_limits(self._snap.settings.get(conv.workspace) or {})  # (as the batch decided it)
         if conv.run >= throttle_limit(conv, limits["throttle"]) or conv.hops >= limits["max_hops"]:
             self._contended = True
             raise Contended(conv.id)

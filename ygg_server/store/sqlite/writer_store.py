@@ -141,9 +141,9 @@ class SqliteStore:
                 s.idem[(who, cid)] = row[0]
         if k.capable:
             s.fitness = fitness(conn, sorted(k.capable), self.present.__contains__)
-        for ws, account in k.paused:
-            s.paused[(ws, account)] = credit_paused(conn, workspace=ws) if account == POOL else \
-                credit_paused(conn, agent=account)
+        for ws, account in k.paused:  # (held as the live state's topics: what a decision folds in is counted from them)
+            s.paused[(ws, account)] = [st.topics.setdefault(t.id, t) for t in (
+                credit_paused(conn, workspace=ws) if account == POOL else credit_paused(conn, agent=account))]
         for owner, ref in k.agents:
             s.agents[(owner, ref)] = conn.execute(
                 "SELECT id, profile FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
