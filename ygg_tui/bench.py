@@ -64,12 +64,12 @@ def _populate(path: Path, n: int) -> dict:
 
 class _Server:
     def __init__(self, path: Path):
-        from ygg_server.engine import Engine
+        from ygg_server.compose import on_sqlite
         from ygg_server.net.gateway import Gateway
 
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
-        self.gw = Gateway(Engine(path))
+        self.gw = Gateway(on_sqlite(path))
         asyncio.run_coroutine_threadsafe(self.gw.start("127.0.0.1", 0), self.loop).result(30)
         self.url = f"ws://127.0.0.1:{self.gw.port}/"
 

@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..engine import Engine, Published
+from ..compose import on_sqlite
+from ..writer import Published
 from ..net.conn import Conn, Limits
 from ..net.gateway import Gateway
 from ..store import sqlite as db

@@ -70,6 +70,11 @@ class SqliteStore:
         for when, tid in due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
 
+    @property
+    def directories(self) -> dict:
+        """The directories cached (as PgStore's)."""
+        return self.snap.directories
+
     def idle_seconds(self) -> float:
         """How long the writer may wait for a command before a topic's timer is due (at most 0.1 s)."""
         if self.timers:
