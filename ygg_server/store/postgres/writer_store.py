@@ -281,6 +281,8 @@ class PgStore:
         self._shared = {cid: convs[cid] for cid in shared if cid in convs}
         for a in k.wallets:
             wallets.setdefault(a, None)
+        for ws in k.pools:  # (no row yet: an empty pool, as on SQLite)
+            pools.setdefault(ws, None)
         for cv in convs.values():  # seen now: the gateway shows their topics' events to their members
             self.conversations.setdefault(cv.workspace, {})[cv.id] = cv
         opened = {}
