@@ -27,7 +27,7 @@ from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import protocol
 from ..core import Kind
 from ..writer.process import WriterGone
-from ..protocol import frames, replies
+from ..protocol import ErrorCode as E, frames, replies
 from .conn import Conn, Limits
 from .fanout import Fanout
 from .feed import Feed
@@ -175,7 +175,7 @@ class Gateway(Handlers, Fanout):
         conn.ending = True
         expired = conn.expires_at <= time.time_ns() // 1000
         detail = EXPIRED if expired else await self.read(auth.ended, conn.participant)
-        conn.push(protocol.error(ref, "unauthenticated", detail))
+        conn.push(protocol.error(ref, E.UNAUTHENTICATED, detail))
         await self._close(conn, 1008, "session expired" if expired else "session revoked")
 
     async def _close(self, conn: Conn, code: int, reason: str) -> None:
@@ -207,7 +207,7 @@ class Gateway(Handlers, Fanout):
                 if await self._session(conn, frame):
                     return True
             elif frame is not None:
-                conn.push(protocol.error(frame.ref, "unauthenticated", "authenticate first"))
+                conn.push(protocol.error(frame.ref, E.UNAUTHENTICATED, "authenticate first"))
             try:
                 raw = await asyncio.wait_for(conn.ws.recv(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
@@ -221,7 +221,7 @@ class Gateway(Handlers, Fanout):
         keys = sign_in_keys(conn.ws.remote_address, frame)
         wait = self._limiter.retry_after(keys, time.monotonic())
         if wait > 0:  # too many failures from this address or for this credential: not even checked
-            conn.push({**protocol.error(ref, "unauthenticated", "too many failed sign-ins; try again later"),
+            conn.push({**protocol.error(ref, E.UNAUTHENTICATED, "too many failed sign-ins; try again later"),
                        "retry_after": math.ceil(wait)})
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
@@ -233,14 +233,14 @@ class Gateway(Handlers, Fanout):
         if res is None:
             self._limiter.failed(keys, time.monotonic())
             still = f" (this connection stays signed in as {conn.handle})" if conn.participant else ""
-            conn.push(protocol.error(ref, "unauthenticated", "those credentials are not valid" + still))
+            conn.push(protocol.error(ref, E.UNAUTHENTICATED, "those credentials are not valid" + still))
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         pid, kind, handle, token, expires = res
         renew = bool(conn.participant)
         if renew and pid != conn.participant:
-            conn.push(protocol.error(ref, "bad_frame", f"this connection is signed in as {conn.handle}; auth again "
+            conn.push(protocol.error(ref, E.BAD_FRAME, f"this connection is signed in as {conn.handle}; auth again "
                                      "here renews that session: open another connection to sign in as another"))
             return False
         if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
@@ -249,7 +249,7 @@ class Gateway(Handlers, Fanout):
             await self.engine.submit("session", *row, key)
             expires = row[2]
             if renew and await self.read(auth.session_participant, token, time.time_ns() // 1000) is None:
-                conn.push(protocol.error(ref, "unauthenticated", await self.read(auth.ended, pid)))
+                conn.push(protocol.error(ref, E.UNAUTHENTICATED, await self.read(auth.ended, pid)))
                 return False  # (`_attach` checks this for a new connection)
         conn.participant, conn.kind, conn.handle, conn.token, conn.expires_at = pid, kind, handle, token, expires
         if frame.prefetch is not None:
@@ -376,7 +376,7 @@ class Gateway(Handlers, Fanout):
             if e.op is not None and conn.expires_at <= time.time_ns() // 1000:  # (an op's frame: the session first)
                 await self._end(conn, e.ref)
             else:
-                conn.push(protocol.error(e.ref, "bad_frame", e.detail))
+                conn.push(protocol.error(e.ref, E.BAD_FRAME, e.detail))
             return
         if conn.expires_at <= time.time_ns() // 1000:
             await self._in_order(conn)
@@ -414,7 +414,7 @@ class Gateway(Handlers, Fanout):
             fn, writes, stable = _OPS[op]
             reply = replies.reply(frame, await (self.manage if writes else self.read)(fn, conn.participant, frame))
         else:
-            return protocol.error(frame.ref, "bad_frame", f"op {op!r} is not available here")
+            return protocol.error(frame.ref, E.BAD_FRAME, f"op {op!r} is not available here")
         if stable:  # a party, a profile, a persona or a rulebook is part of the directives' stable part
             self.issuer.invalidate()
         return reply
@@ -424,20 +424,20 @@ class Gateway(Handlers, Fanout):
         """The answer to a frame whose handling raised `e`."""
         ref = frame.ref
         if isinstance(e, NotFound):
-            return protocol.error(ref, "not_found", "no such thing")
+            return protocol.error(ref, E.NOT_FOUND, "no such thing")
         if isinstance(e, Forbidden):
-            return protocol.error(ref, "forbidden", "this membership has no receive permission")
+            return protocol.error(ref, E.FORBIDDEN, "this membership has no receive permission")
         if isinstance(e, AdminError):
             return protocol.error(ref, e.code, e.detail)
         if isinstance(e, Refused):
             return {**protocol.refused(ref, e.reason, e.detail), **e.extra}
         if isinstance(e, (ValueError, TypeError)):
-            return protocol.error(ref, "bad_frame", str(e))
+            return protocol.error(ref, E.BAD_FRAME, str(e))
         if isinstance(e, WriterGone):
-            return protocol.error(ref, "unavailable", "the writer restarted before it answered; whether this was "
+            return protocol.error(ref, E.UNAVAILABLE, "the writer restarted before it answered; whether this was "
                                   "stored is unknown: send it again (with the same client_id, it is stored once)")
         log.error("op %s failed", frame.op, exc_info=e)
-        return protocol.error(ref, "internal", "the server failed on this frame; nothing was changed")
+        return protocol.error(ref, E.INTERNAL, "the server failed on this frame; nothing was changed")
 
     def _start(self, fn: Callable, conn: Conn, frame: protocol.Frame) -> Any:
         """Run the synchronous part of a pipelined frame: a future (the engine's answer), a reply, or the error."""

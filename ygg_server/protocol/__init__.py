@@ -13,7 +13,7 @@ from .decode import MAX_FRAME, BadFrame, decode
 from .frames import CLIENT_OPS, ClientFrame, Frame
 from .ids import new_id
 from .posts import MAX_TEXT, to_post
-from .replies import (answer, encode, encode_utf8, error, for_agent, message_obj, refused, reply, roster_for,
+from .replies import (ErrorCode, answer, encode, encode_utf8, error, for_agent, message_obj, refused, reply, roster_for,
                       topic_obj)
 from .times import from_iso, iso
 
@@ -22,5 +22,5 @@ PRESENCE_TIMEOUT = 180.0  # seconds: an agent silent this long (no frame, no pon
 __all__ = [
     "MAX_FRAME", "MAX_TEXT", "PRESENCE_TIMEOUT", "CLIENT_OPS", "BadFrame", "ClientFrame", "Frame", "decode",
     "to_post", "new_id", "iso", "from_iso", "answer", "encode", "encode_utf8", "error", "refused", "reply",
-    "message_obj", "for_agent", "roster_for", "topic_obj",
+    "message_obj", "for_agent", "roster_for", "topic_obj", "ErrorCode",
 ]

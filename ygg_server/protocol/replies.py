@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 import msgspec
@@ -82,7 +83,20 @@ def deliveries_obj(deliveries) -> list[dict]:
 
 # --- replies ---
 
-def error(ref: Any, code: str, detail: str = "") -> dict:
+class ErrorCode(StrEnum):
+    """An `error` frame's code (docs/protocol.md): the frame could not be taken as it is (a `refused` is a rule's
+    answer, with a core.RefusalReason)."""
+
+    BAD_FRAME = "bad_frame"
+    BAD_NAME = "bad_name"
+    NOT_FOUND = "not_found"
+    FORBIDDEN = "forbidden"
+    UNAUTHENTICATED = "unauthenticated"
+    UNAVAILABLE = "unavailable"
+    INTERNAL = "internal"
+
+
+def error(ref: Any, code: ErrorCode, detail: str = "") -> dict:
     return {"op": "error", "ref": ref, "code": code, "detail": detail}
 
 

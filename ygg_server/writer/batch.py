@@ -20,7 +20,7 @@ from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
-from ..protocol import frames, names
+from ..protocol import ErrorCode as E, frames, names
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -172,7 +172,7 @@ class Batch:
         try:
             post = protocol.to_post(frame, message_id=self.new_id(), author=author, workspace=ws)
         except protocol.BadFrame as e:
-            return protocol.error(ref, "bad_frame", e.detail)
+            return protocol.error(ref, E.BAD_FRAME, e.detail)
         known = state.conversations.get(ws, {})
         conv = directory.conversation(conv_ref, author, known)
         topic = state.topics.get(post.topic) if post.topic and post.topic != "new" else None
@@ -272,14 +272,14 @@ class Batch:
         ref = frame.ref
         row = self.snap.agents.get((who, frame.agent))
         if row is None:
-            return protocol.error(ref, "not_found", "no such agent of yours")
+            return protocol.error(ref, E.NOT_FOUND, "no such agent of yours")
         prof, given = profile(row[1]), frame.profile()
         body = {"title": prof.title, "description": prof.description, "capabilities": list(prof.capabilities),
                 "generalist": prof.generalist, "tools": list(prof.tools), "cost": prof.cost, **given}
         try:  # only what the frame sets (what was stored before these checks does not block another field's change)
             body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in given})
         except names.BadName as e:
-            return protocol.error(ref, "bad_name", e.detail)
+            return protocol.error(ref, E.BAD_NAME, e.detail)
         self.out.profiles.append((row[0], msgspec.json.encode(body).decode()))
         self.out.catalog_changed = True  # every workspace the agent is in sees the new profile
         return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
@@ -302,7 +302,7 @@ class Batch:
                 return protocol.refused(ref, R.BAD_AMOUNT, "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
                                         + ") to numbers from 0 to 1000")
         else:
-            return protocol.error(ref, "bad_frame", f"unknown setting {key!r}")
+            return protocol.error(ref, E.BAD_FRAME, f"unknown setting {key!r}")
         s = dict(self.snap.settings.get(ws) or {})
         if value is None:
             s.pop(key, None)
