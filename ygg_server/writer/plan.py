@@ -25,8 +25,15 @@ def keys(cmds: list[Command], snap: Snapshot, month: str) -> Keys:
     locked: set[str] = set()  # General conversations a person writes in: locked after all
     for c in cmds:
         planner = _PLANNERS.get(c.kind)
-        if planner is not None:
-            planner(k, c, snap, locked)
+        if planner is None:
+            continue
+        ws = c.workspace()
+        d = snap.directory(ws)
+        if ws is not None:
+            if c.args[0] not in d.memberships:
+                continue  # refused without reading a row (a made-up or foreign workspace is neither held nor loaded)
+            k.workspaces.add(ws)
+        planner(k, c, d, snap, locked)
     k.shared -= locked
     k.conversations |= locked
     return k
@@ -40,13 +47,9 @@ def conversation_id(d: Directory, ref: str, author: str) -> str | None:
     return made.id if made is not None else ref
 
 
-def _send(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
     author, frame = c.args
     ws = frame.workspace
-    d = snap.directory(ws)
-    if author not in d.memberships:
-        return
-    k.workspaces.add(ws)
     agent = d.participants[author].kind == Kind.AGENT
     cid = conversation_id(d, frame.conversation, author)
     if cid is not None:  # General too: its party counters move with agents' messages
@@ -73,13 +76,9 @@ def _send(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
         k.capable.update(core_assign.asked(d, tuple(r for r in to if isinstance(r, str))))
 
 
-def _fund(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    funder, frame = c.args
+def _fund(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    frame = c.args[1]
     ws = frame.workspace
-    d = snap.directory(ws)
-    if funder not in d.memberships:
-        return
-    k.workspaces.add(ws)
     account = funded_account(d, frame.account)
     k.paused.add((ws, account))
     if account == POOL:
@@ -97,35 +96,23 @@ def funded_account(d: Directory, account: Any) -> Any:
     return account
 
 
-def _set_budget(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    who, frame = c.args
-    if who not in snap.directory(frame.workspace).memberships:
-        return  # (refused unknown_topic: a made-up workspace is neither waited for nor loaded)
-    k.workspaces.add(frame.workspace)
-    k.waited.add(frame.topic)
+def _set_budget(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    k.waited.add(c.args[1].topic)
 
 
-def _party(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
+def _party(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
     who, frame = c.args
-    ws, ref = frame.workspace, frame.conversation
-    d = snap.directory(ws)
-    if who not in d.memberships:
-        return
-    k.workspaces.add(ws)
-    cid = conversation_id(d, ref, who)
+    cid = conversation_id(d, frame.conversation, who)
     if cid is not None:
-        locked.add(cid) if cid == general_id(ws) else k.conversations.add(cid)
+        locked.add(cid) if cid == general_id(frame.workspace) else k.conversations.add(cid)
 
 
-def _set_profile(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    who, frame = c.args
-    k.agents.add((who, frame.agent))
+def _set_profile(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    k.agents.add((c.args[0], c.args[1].agent))
 
 
-def _set_setting(k: Keys, c: Command, snap: Snapshot, locked: set[str]) -> None:
-    ws = c.args[1].workspace
-    if c.args[0] in snap.directory(ws).memberships:
-        k.workspaces.add(ws)
+def _set_setting(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    """(Its workspace only: the settings are in the catalog.)"""
 
 
 _PLANNERS = {"send": _send, "fund": _fund, "set_budget": _set_budget, "party": _party,
