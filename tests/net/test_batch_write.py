@@ -7,7 +7,6 @@ share a transaction, and then checks the database against what the callers were 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import sqlite3
 
 import pytest
@@ -19,9 +18,10 @@ from ygg_server.writer.commands import Command
 from ygg_server.store import rows as codec, sqlite as db
 from ygg_server.protocol import frames
 
+from tests.writer import decide_fails_on
+
 from .conftest import migrated_before
 
-batch_module = importlib.import_module("ygg_server.writer.batch")
 
 
 @pytest.fixture
@@ -137,14 +137,7 @@ async def test_a_failing_send_keeps_the_deliveries_written_before_it(world, monk
     """A send whose deciding fails is answered with its error and the batch is decided again without it: the
     decisions before it stand, and their deliveries are published with the batch."""
     engine, ws, ids, path = world
-    real = batch_module.decide
-
-    def failing(view, post, now):
-        if post.text == "boom":
-            raise RuntimeError("boom")
-        return real(view, post, now)
-
-    monkeypatch.setattr(batch_module, "decide", failing)
+    decide_fails_on(monkeypatch, "boom")
     answers, published = await run_batch(
         engine,
         send(ws, ids["researcher"], topic="new", title="A", to=["reviewer"], text="before", type="request"),

@@ -18,11 +18,11 @@ from ygg_server.core import Conversation, ConversationKind, Directory, Kind, Mem
 from ygg_server.protocol import frames
 from ygg_server.store.port import Snapshot
 from ygg_server.writer import Writer
-from ygg_server.writer import batch as batch_module
 from ygg_server.writer.commands import Command
 from ygg_server.writer.loop import drive
 
 from tests.core.harness import T0
+from tests.writer import decide_fails_on
 
 WS = "ws1"
 
@@ -119,14 +119,7 @@ def test_what_a_store_confirms_moved_is_decided_again_before_anything_is_written
 
 
 def test_a_command_whose_deciding_raises_is_answered_with_its_error_and_the_rest_are_decided_again(monkeypatch):
-    real = batch_module.decide
-
-    def failing(view, post, now):
-        if post.text == "boom":
-            raise RuntimeError("boom")
-        return real(view, post, now)
-
-    monkeypatch.setattr(batch_module, "decide", failing)
+    decide_fails_on(monkeypatch, "boom")
     store = FakeStore()
     cmds = [send("human.alice", "before"), send("human.alice", "boom"), send("human.alice", "after")]
     answers, _, _ = run(store, *cmds)
