@@ -59,3 +59,13 @@ def test_the_imports_are_read_right():
     """(The check itself: a relative import is resolved against its package.)"""
     assert "ygg_server.core" in _imports(ROOT / "writer" / "batch.py")
     assert "ygg_server.store.port" in _imports(ROOT / "writer" / "plan.py")
+
+
+def test_the_store_adapters_import_neither_the_writer_nor_the_gateway_nor_the_operations():
+    """The adapters sit under the writer, beside each other: the writer, net and ops are above them."""
+    wrong = {}
+    for path in sorted((ROOT / "store").rglob("*.py")):
+        bad = sorted(m for m in _imports(path) if m.startswith(("ygg_server.writer", "ygg_server.net", "ygg_server.ops")))
+        if bad:
+            wrong[str(path.relative_to(ROOT))] = bad
+    assert wrong == {}

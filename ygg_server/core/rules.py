@@ -30,3 +30,10 @@ def message_cost(text: str, attachment_bytes: int, recipients: int) -> int:
     if attachment_bytes > 0:
         per += (attachment_bytes + ATTACHMENT_BYTES_PER_CREDIT - 1) // ATTACHMENT_BYTES_PER_CREDIT
     return per * (recipients if recipients > 0 else 1)
+
+
+def party_limits(settings: dict) -> dict:
+    """The workspace's party settings as View fields (docs/rules.md, "Parties")."""
+    return {"max_hops": settings.get("party.maxHops", MAX_HOPS),
+            "throttle": (settings.get("party.throttleDirect", THROTTLE_DIRECT),
+                         settings.get("party.throttleGroup", THROTTLE_GROUP))}

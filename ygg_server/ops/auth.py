@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from ..core import Kind
 from ..protocol import frames
-from ..store.transactions import row_lock
+from ..store.writes import insert_session
 
 _hasher = PasswordHasher()
 KEY_PREFIX = "yggk"
@@ -78,19 +78,6 @@ def session_row(participant: str, now: int, lifetime: int, secret: str) -> tuple
     """A new session's token and the row that stores it (its digest, never the token)."""
     token = f"{TOKEN_PREFIX}_{secret}"
     return token, (_digest(token), participant, now + lifetime, now)
-
-
-def insert_session(conn, row: tuple, key: str | None = None) -> None:
-    """With `key` (the id of the API key an agent signed in with), the row is written only while that key is still
-    the agent's, unrevoked: a key rotated or revoked after it was checked opens no session (the gateway finds none as
-    it attaches the connection). PostgreSQL: the agent's row is locked (FOR SHARE), so a rotation not yet committed
-    is waited for and judged after."""
-    if key is None:
-        conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
-    else:
-        conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
-                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + row_lock(conn),
-                     (*row, row[1], key))
 
 
 def session_participant(conn: sqlite3.Connection, token: str, now: int) -> tuple[str, int] | None:

@@ -12,6 +12,7 @@ import msgspec
 
 from ..core import Decision, next_due
 from .rows import Stored, encode_message, encode_topic, party_json, waits_funds
+from .transactions import row_lock
 from .writeset import WriteSet
 
 
@@ -94,3 +95,16 @@ def _insert(conn, sql: str, rows: list[tuple]) -> Sequence[int]:
         last = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
         return range(last - len(rows) + 1, last + 1)
     return [conn.execute(sql, r).lastrowid for r in rows]  # the admin CLI on PostgreSQL (postgres.SyncConnection)
+
+
+def insert_session(conn, row: tuple, key: str | None = None) -> None:
+    """With `key` (the id of the API key an agent signed in with), the row is written only while that key is still
+    the agent's, unrevoked: a key rotated or revoked after it was checked opens no session (the gateway finds none as
+    it attaches the connection). PostgreSQL: the agent's row is locked (FOR SHARE), so a rotation not yet committed
+    is waited for and judged after."""
+    if key is None:
+        conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
+    else:
+        conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
+                     "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + row_lock(conn),
+                     (*row, row[1], key))

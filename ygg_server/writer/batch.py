@@ -19,7 +19,7 @@ from ..core import POOL, Decision, Kind, RefusalReason as R, Topic, View, decide
 from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
-from ..core.rules import MAX_HOPS, MAX_HOPS_CEILING, THROTTLE_DIRECT, THROTTLE_GROUP
+from ..core.rules import MAX_HOPS_CEILING, party_limits
 from ..protocol import ErrorCode as E, frames, names
 from ..store.port import Snapshot
 from ..store.rows import profile
@@ -68,13 +68,6 @@ _SETTINGS = {  # key: (lowest, highest) for whole-number settings
     "party.throttleDirect": (1, MAX_HOPS_CEILING),
     "party.throttleGroup": (1, MAX_HOPS_CEILING),
 }
-
-
-def party_limits(settings: dict) -> dict:
-    """The workspace's party settings as View fields (docs/rules.md, "Parties")."""
-    return {"max_hops": settings.get("party.maxHops", MAX_HOPS),
-            "throttle": (settings.get("party.throttleDirect", THROTTLE_DIRECT),
-                         settings.get("party.throttleGroup", THROTTLE_GROUP))}
 
 
 class Batch:

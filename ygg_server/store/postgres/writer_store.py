@@ -39,10 +39,10 @@ import msgspec
 from ... import idempotency, protocol
 from ...core import POOL, Conversation, next_due
 from ...core.decide import throttle_limit
+from ...core.rules import party_limits
 from ...core.state import LiveState
-from ...ops import auth
-from ...writer.batch import party_limits
 from ..port import Keys, Snapshot
+from ..writes import insert_session
 from ..writeset import WriteSet
 from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, parse_dsn, payloads, present_elsewhere, \
     run_captured
@@ -388,7 +388,7 @@ class PgStore:
             await conn.execute("UPDATE workspaces SET settings = $1 WHERE id = $2", body, ws)
         for row, key in outcome.sessions:
             cap = Capture()
-            auth.insert_session(cap, row, key)
+            insert_session(cap, row, key)
             await run_captured(conn, cap)
         if not (outcome.decisions or outcome.idem or outcome.profiles or outcome.settings):
             return

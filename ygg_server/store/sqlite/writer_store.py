@@ -21,13 +21,12 @@ from typing import Callable
 
 from ... import idempotency
 from ...core import POOL, next_due
-from ...ops import auth
 from ..loaders import (
     balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
     open_opened, org_of, settings, usage,
 )
 from ..port import EMPTY, Keys, Snapshot
-from ..writes import write as write_rows
+from ..writes import insert_session, write as write_rows
 from ..writeset import WriteSet
 from . import Checkpointer, connect, index_messages
 from . import ack as write_acks
@@ -188,7 +187,7 @@ class SqliteStore:
         for ws, body in outcome.settings:
             conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (body, ws))
         for row, key in outcome.sessions:
-            auth.insert_session(conn, row, key)
+            insert_session(conn, row, key)
         if outcome.decisions:
             stored = write_rows(conn, WriteSet.of(outcome.decisions))
             outcome.deliveries += stored
