@@ -4,7 +4,8 @@ A send with a `client_id` stores its `sent` answer a second time, in `idempotenc
 (a reconnect, the TUI's outbox, the agent bridge's journal replayed after a restart) is answered from there
 and stored once. The TUI and the bridge put a `client_id` on every send, so the table would grow with every
 message for good: rows older than WINDOW are deleted by a sweep, a small chunk at a time, oldest first, run by
-the writer between batches (SQLite: `Engine.tick`) or beside it by one node at a time (PostgreSQL: `PgEngine`).
+the writer inside its batches (SQLite: `SqliteStore.write`) or beside them by one node at a time (PostgreSQL:
+`PgStore._sweep`, on the pool).
 """
 
 from __future__ import annotations

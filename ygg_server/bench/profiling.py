@@ -13,8 +13,8 @@ _IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait 
 _CATEGORIES = (  # the first that matches, from the innermost frame out
     ("permessage-deflate", "permessage_deflate"), ("store (SQLite, rows, shared SQL)", "ygg_server/store/"),
     ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol/"),
-    ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("pg engine", "pg_engine.py:"), ("claims (cluster)", "cluster.py:"),
-    ("engine (incl. its SAVEPOINT/ack SQL)", "engine.py:"), ("gateway, inbox", "gateway.py:"),
+    ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("claims (cluster)", "cluster.py:"),
+    ("writer (plan, batch, loop)", "ygg_server/writer/"), ("gateway, inbox", "gateway.py:"),
     ("gateway, inbox", "inbox.py:"), ("websockets framing", "websockets/"), ("asyncio loop, socket I/O", "asyncio/"),
 )
 
@@ -27,7 +27,7 @@ def profile_summary(path: Path) -> list[tuple[str, str, float]]:
         frames = stack.split(";")
         if not n.isdigit() or len(frames) < 2 or any(i in frames[-1] for i in _IDLE_LEAVES):
             continue
-        if "Engine._run" in frames[-1] and "engine.py" in frames[-1]:
+        if "_run (ygg_server/writer/runners.py" in frames[-1]:
             continue  # the writer waiting on its queue
         head = ";".join(frames[:2])  # (with --subprocesses, the process comes first, then the thread)
         thread = "writer" if "ygg-writer" in head or any("_child (ygg_server/writer/process.py" in f for f in frames) \

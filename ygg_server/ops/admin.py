@@ -375,7 +375,7 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     agents' pins to it (`reach.unpin`).
 
     Its own row goes first: on PostgreSQL a batch of sends holds the rows of its workspaces (`FOR KEY SHARE`,
-    pg_engine._LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
+    store/postgres/batch_sql.LOAD), so the delete waits for a batch writing there and then deletes what it wrote, and a
     batch that comes meanwhile waits for the delete and finds the workspace gone."""
     with Tx(conn):
         ws = workspace(conn, ws_ref, "UPDATE")
