@@ -25,7 +25,6 @@ import time
 import uuid
 from pathlib import Path
 
-import msgspec
 
 
 def _populate(path: Path, n: int) -> dict:

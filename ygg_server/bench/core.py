@@ -21,11 +21,10 @@ import time
 from collections import Counter
 from typing import Callable
 
-from msgspec.structs import replace
 
 from ..core import (
-    POOL, Conversation, ConversationKind, Directory, Kind, Membership, MessageType, Participant,
-    Post, Role, State, Topic, View, decide, due, general_id,
+    Conversation, ConversationKind, Directory, Kind, Membership, MessageType, Participant,
+    Post, Role, State, View, decide, due, general_id,
 )
 from ..core.rules import SECOND
 from ..core.state import LiveState

@@ -30,10 +30,9 @@ from typing import Any
 
 import msgspec
 
-from ..ops import auth, queries
+from ..ops import queries
 from .. import protocol
 from ..protocol import replies
-from ..core import Kind
 from ..core import party as core_party
 from ..store import loaders, postgres as pg, rows as codec
 from ..store.postgres.writer_store import PgStore, fetch_conversations
