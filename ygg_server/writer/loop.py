@@ -75,37 +75,41 @@ class Writer:
         return answers, later, out
 
     async def _decide(self, cmds: list[Command], answers: dict, later: list, out: Published) -> None:
-        try:
-            outcome, rescan = await self._attempts(cmds)
-        except CommandFailed as f:
-            bad = cmds[f.index]
-            log.error("command %s failed", bad.kind, exc_info=f.error)
-            answers[id(bad)] = f.error
-            rest = cmds[:f.index] + cmds[f.index + 1:]
-            if rest:
-                await self._decide(rest, answers, later, out)
-            return
-        except Exception as e:
-            if len(cmds) == 1:
-                log.exception("command %s failed", cmds[0].kind)
-                answers[id(cmds[0])] = e
+        while cmds:
+            try:
+                outcome, rescan = await self._attempts(cmds)
+            except CommandFailed as f:  # answered with its error; the others are decided again without it
+                bad = cmds[f.index]
+                log.error("command %s failed", bad.kind, exc_info=f.error)
+                answers[id(bad)] = f.error
+                cmds = cmds[:f.index] + cmds[f.index + 1:]
+                continue
+            except Exception as e:
+                await self._split(cmds, e, answers, later, out)
                 return
-            held: set[str] = set()  # authors whose send was left for later: so are their next ones
-            for c in cmds:
-                if c.kind == "send" and c.args[0] in held:
-                    later.append(c)
-                    continue
-                n = len(later)
-                await self._decide([c], answers, later, out)
-                if len(later) > n and c.kind == "send":
-                    held.add(c.args[0])
+            for i, c in enumerate(cmds):
+                if i in outcome.answers:
+                    answers[id(c)] = outcome.answers[i]
+            later += outcome.later
+            out.add(outcome)
+            out.rescan = out.rescan or rescan
             return
-        for i, c in enumerate(cmds):
-            if i in outcome.answers:
-                answers[id(c)] = outcome.answers[i]
-        later += outcome.later
-        out.add(outcome)
-        out.rescan = out.rescan or rescan
+
+    async def _split(self, cmds: list[Command], error: Exception, answers: dict, later: list, out: Published) -> None:
+        """A batch that failed otherwise: each command in a batch of its own, so a bad one fails alone."""
+        if len(cmds) == 1:
+            log.error("command %s failed", cmds[0].kind, exc_info=error)
+            answers[id(cmds[0])] = error
+            return
+        held: set[str] = set()  # authors whose send was left for later: so are their next ones
+        for c in cmds:
+            if c.kind == "send" and c.args[0] in held:
+                later.append(c)
+                continue
+            n = len(later)
+            await self._decide([c], answers, later, out)
+            if len(later) > n and c.kind == "send":
+                held.add(c.args[0])
 
     async def _attempts(self, cmds: list[Command]) -> tuple[Outcome, bool]:
         store = self.store
