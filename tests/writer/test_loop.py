@@ -160,3 +160,12 @@ def test_the_store_suspending_is_caught_not_hidden():
 
     with pytest.raises(RuntimeError, match="suspended"):
         drive(Writer(Waits(), lambda: T0).run([send("human.alice", "x")]))
+
+
+def test_an_empty_batch_runs_too_for_the_timers_and_the_stores_upkeep():
+    """docs/architecture.md, "The writer": "Due timers are decided last, in the same batch": with no command
+    queued the writer still runs a batch, or no timer would fire on an idle server."""
+    store = FakeStore()
+    answers, later, _ = run(store)
+    assert store.calls == ["begin", "catalog", "load", "confirm", "write", "commit", "committed"]
+    assert answers == {} and later == []

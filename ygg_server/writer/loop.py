@@ -75,7 +75,7 @@ class Writer:
         return answers, later, out
 
     async def _decide(self, cmds: list[Command], answers: dict, later: list, out: Published) -> None:
-        while cmds:
+        while True:  # (an empty batch runs too: it is how the timers and the store's upkeep run when idle)
             try:
                 outcome, rescan = await self._attempts(cmds)
             except CommandFailed as f:  # answered with its error; the others are decided again without it
@@ -83,6 +83,8 @@ class Writer:
                 log.error("command %s failed", bad.kind, exc_info=f.error)
                 answers[id(bad)] = f.error
                 cmds = cmds[:f.index] + cmds[f.index + 1:]
+                if not cmds:
+                    return
                 continue
             except Exception as e:
                 await self._split(cmds, e, answers, later, out)
