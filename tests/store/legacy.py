@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from ygg_server.store import sqlite as sqlite_store
+
 SQLITE: list[str] = [
     # 1: everything
     """
@@ -327,18 +329,7 @@ POSTGRES: list[str] = [
 ]
 
 
-def statements(sql: str) -> list[str]:
-    """main's store/sqlite._statements: a migration split into statements, trigger bodies whole."""
-    out, buf = [], []
-    for line in sql.strip().splitlines():
-        buf.append(line)
-        joined = "\n".join(buf).strip()
-        if joined.endswith(";") and sqlite3.complete_statement(joined):
-            out.append(joined)
-            buf = []
-    if "\n".join(buf).strip():
-        out.append("\n".join(buf))
-    return out
+statements = sqlite_store._statements  # (how main split a migration into statements: unchanged)
 
 
 def sqlite_at(conn: sqlite3.Connection, version: int) -> None:

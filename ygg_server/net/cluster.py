@@ -36,17 +36,13 @@ from ..protocol import replies
 from ..core import party as core_party
 from ..store import loaders, postgres as pg, rows as codec
 from ..store.postgres.writer_store import PgStore, fetch_conversations
-from ..writer import Published
+from ..writer import Published, now_us
 from .conn import Conn, Limits
 from .gateway import Gateway
 from . import inbox as paging  # (PAGE read at each claim
 from .inbox import Item, deliver_frame
 
 log = logging.getLogger("ygg.cluster")
-
-
-def now_us() -> int:
-    return time.time_ns() // 1000
 
 
 class ClaimInbox:
