@@ -2,7 +2,7 @@
 
 - "sqlite":   embedded SQLite, the writer on a thread beside the event loop (`ygg --local`, the fixtures);
 - "process":  embedded SQLite, the writer in its own process, as `ygg-server serve` runs it;
-- "postgres": PostgreSQL, the writer as a task on the event loop behind a PgGateway; `Server.node()` adds another node on the database.
+- "postgres": PostgreSQL, the writer as a task on the event loop, the gateway delivering by `ClusterDelivery`; `Server.node()` adds another node on the database.
 
 A test module names the backends it concerns with `pytestmark = pytest.mark.backends(...)`, a test can
 narrow that with the same marker on itself, and a test without one runs on "sqlite" (tests/conftest.py).
@@ -35,14 +35,12 @@ def gateway_for(backend: str, database, limits: Limits | None = None, **writer_k
     from ygg_server import compose
 
     if backend == "sqlite":
-        return Gateway(compose.on_sqlite(database, **writer_kw), limits)
+        return compose.gateway(compose.on_sqlite(database, **writer_kw), limits)
     if backend == "process":
-        return Gateway(compose.on_sqlite(database, process=True, **writer_kw), limits)
+        return compose.gateway(compose.on_sqlite(database, process=True, **writer_kw), limits)
     if backend == "postgres":
-        from ygg_server.net.cluster import PgGateway
-
         writer_kw.setdefault("lease", 3.0)
-        return PgGateway(compose.on_postgres(database, **writer_kw), limits)
+        return compose.gateway(compose.on_postgres(database, **writer_kw), limits)
     raise ValueError(f"no backend {backend!r}: one of {BACKENDS}")
 
 

@@ -69,3 +69,50 @@ def test_the_store_adapters_import_neither_the_writer_nor_the_gateway_nor_the_op
         if bad:
             wrong[str(path.relative_to(ROOT))] = bad
     assert wrong == {}
+
+
+NET_MAY_NOT_IMPORT = ("ygg_server.store.sqlite", "ygg_server.store.postgres", "asyncpg")
+SQL = ("SELECT ", "INSERT INTO", "UPDATE ", "DELETE FROM", "pg_notify")
+
+
+def test_net_imports_neither_store_adapter():
+    """Issue 16: "`net` imports neither store adapter": the gateway and both Delivery adapters are handed what
+    they ask the database (the writer, and on PostgreSQL `store.postgres.deliveries`) by the composition root."""
+    wrong = {}
+    for path in sorted((ROOT / "net").rglob("*.py")):
+        bad = sorted(m for m in _imports_all(path) if m.startswith(NET_MAY_NOT_IMPORT))
+        if bad:
+            wrong[str(path.relative_to(ROOT))] = bad
+    assert wrong == {}
+
+
+def test_net_holds_no_sql():
+    """Issue 16: "One gateway, not subclassed, holding no SQL": no string in net/ is a statement."""
+    wrong = {}
+    for path in sorted((ROOT / "net").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lstrip().startswith(SQL):
+                wrong.setdefault(str(path.relative_to(ROOT)), []).append(node.value[:40])
+    assert wrong == {}
+
+
+def test_the_gateway_is_not_subclassed():
+    """Issue 16: "One gateway, not subclassed": what differs between stores is a Delivery adapter."""
+    subclasses = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(getattr(b, "id", getattr(b, "attr", "")) == "Gateway"
+                                                       for b in node.bases):
+                subclasses.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert subclasses == []
+
+
+def _imports_all(path: Path) -> set[str]:
+    """`_imports`, and third-party modules too."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            out.add(node.module or "")
+    return out | _imports(path)

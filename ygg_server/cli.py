@@ -204,18 +204,15 @@ def run_admin(args) -> int:
 
 async def serve(args) -> int:
     from . import compose
-    from .net.gateway import Gateway, Limits
+    from .net.conn import Limits
 
     if args.db:
-        from .net.cluster import PgGateway
-
         engine = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
                                     lease=args.lease_seconds)
-        gw = PgGateway(engine, Limits(origins=tuple(args.origin)))
     else:
         engine = compose.on_sqlite(db.db_path(args.data_dir),
                                   process=None if args.writer is None else args.writer == "process")
-        gw = Gateway(engine, Limits(origins=tuple(args.origin)))
+    gw = compose.gateway(engine, Limits(origins=tuple(args.origin)))
     await gw.start(args.host, args.port)
     calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()

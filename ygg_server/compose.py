@@ -1,8 +1,8 @@
-"""The composition root: which store the writer runs over, and where its loop runs.
+"""The composition root: which store the writer runs over, where its loop runs, and what the gateway delivers by.
 
-`ygg-server serve`, `ygg --local`, the benchmarks and the tests build their writer here, so a store
-adapter is named in one place: SQLite (`store.sqlite.writer_store`) or PostgreSQL
-(`store.postgres.writer_store`).
+`ygg-server serve`, `ygg --local`, the benchmarks and the tests build their writer and gateway here, so a
+store adapter is named in one place: SQLite (`store.sqlite.writer_store`, delivered by `LocalDelivery`) or
+PostgreSQL (`store.postgres.writer_store`, delivered by `ClusterDelivery` over `store.postgres.deliveries`).
 """
 
 from __future__ import annotations
@@ -34,3 +34,15 @@ def on_postgres(url: str, *, clock=now_us, **store_kw) -> TaskRunner:
     from .store.postgres.writer_store import PgStore
 
     return TaskRunner(Writer(PgStore(url, clock=clock, **store_kw), clock))
+
+
+def gateway(engine, limits=None):
+    """The gateway over `engine` (made above): one node alone on SQLite, or one of several on PostgreSQL."""
+    from .net.delivery import ClusterDelivery, LocalDelivery
+    from .net.gateway import Gateway
+
+    if isinstance(engine, TaskRunner):
+        from .store.postgres.deliveries import PgDeliveries
+
+        return Gateway(engine, limits, ClusterDelivery(PgDeliveries(engine.store)))
+    return Gateway(engine, limits, LocalDelivery())

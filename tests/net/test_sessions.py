@@ -250,7 +250,6 @@ async def test_a_failed_inbox_load_does_not_leave_the_next_connection_waiting(te
 
     from ygg_server.net import gateway as gw_module
     from ygg_server.ops import queries
-    from ygg_server.net.cluster import PgGateway
 
     gw, real, calls = team.gw, team.gw.read, []
     started, go = asyncio.Event(), asyncio.Event()

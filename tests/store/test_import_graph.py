@@ -72,7 +72,8 @@ def test_the_postgresql_store_and_the_operations_both_stores_run_do_not_load_the
 def test_the_writer_on_postgresql_and_the_cluster_gateway_do_not_load_the_sqlite_store():
     """Issue 16: one writer over the Store port, its PostgreSQL adapter and the cluster's gateway: none of them
     loads store.sqlite (the composition root, ygg_server/compose.py, names an adapter only when asked for it)."""
-    loaded = _loaded_by("ygg_server.writer", "ygg_server.store.postgres.writer_store", "ygg_server.net.cluster",
+    loaded = _loaded_by("ygg_server.writer", "ygg_server.store.postgres.writer_store", "ygg_server.net.delivery.cluster",
+                        "ygg_server.store.postgres.deliveries",
                         "ygg_server.compose")
     assert "ygg_server.store.postgres.writer_store" in loaded and "ygg_server.writer.batch" in loaded
     assert SQLITE not in loaded

@@ -55,7 +55,7 @@ def _measure(n: int, rounds: int) -> tuple[float, float]:
             comer = _conn(gw, "human.new", "busy")
             start = time.process_time()
             for _ in range(rounds):
-                gw._presence(comer, True)
+                gw.delivery.presence(comer, True)
             per_presence = (time.process_time() - start) / rounds * 1e6
         finally:
             engine.stop()

@@ -13,7 +13,7 @@ _IDLE_LEAVES = ("select (selectors", "_worker (concurrent", "get (queue", "wait 
 _CATEGORIES = (  # the first that matches, from the innermost frame out
     ("permessage-deflate", "permessage_deflate"), ("store (SQLite, rows, shared SQL)", "ygg_server/store/"),
     ("routing core (decide)", "ygg_server/core/"), ("message objects, JSON", "ygg_server/protocol/"),
-    ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("claims (cluster)", "cluster.py:"),
+    ("asyncpg (PostgreSQL protocol)", "asyncpg/"), ("claims, news (cluster)", "net/delivery/"),
     ("writer (plan, batch, loop)", "ygg_server/writer/"), ("gateway, inbox", "gateway.py:"),
     ("gateway, inbox", "inbox.py:"), ("websockets framing", "websockets/"), ("asyncio loop, socket I/O", "asyncio/"),
 )

@@ -14,7 +14,7 @@ import time
 from ..writer import Published
 from ..ops import access, auth
 from ..protocol import replies
-from .inbox import Inbox, Item
+from .inbox import Item
 
 
 class Fanout:
@@ -22,24 +22,31 @@ class Fanout:
         self._party_moves(out.parties)
         by_recipient: dict[str, list[Item]] = {}
         objs: dict[int, dict] = {}  # one message object per message, however many of its recipients are here
+        inboxes, leased = self.inboxes, out.leased
         for s in out.deliveries:
-            if s.recipient in self.inboxes or s.recipient in self._arrived:
+            if s.recipient in inboxes or self.delivery.expects(s.recipient):
                 obj = objs.get(id(s.message))
                 if obj is None:
                     obj = objs[id(s.message)] = replies.message_obj(s.message)
                 party = out.parties.get(s.message.conversation)
-                by_recipient.setdefault(s.recipient, []).append(Item(s.id, s.wake, s.reason, obj, party))
+                by_recipient.setdefault(s.recipient, []).append(
+                    Item(s.id, s.wake, s.reason, obj, party, leased.get(s.id) if leased else None))
         for pid, items in by_recipient.items():
-            if pid in self._arrived:
-                self._arrived[pid] += items
+            inbox = inboxes.get(pid)
+            if inbox is not None:
+                inbox.add(items)
             else:
-                self.inboxes[pid].add(items)
+                self.delivery.arrived(pid, items)
+        self.relay(out)
+        if out.rescan:
+            asyncio.ensure_future(self.rescan())
+
+    def relay(self, out: Published) -> None:
+        """Monitored messages, and topic and balance events, to the connections following their workspaces."""
         if out.messages:
             self._monitor(out)
         if out.topics or out.balances:
             self._events(out)
-        if out.rescan:
-            asyncio.ensure_future(self._rescan())
 
     def _party_moves(self, parties: dict) -> None:
         """A party can change without an op: a conversation grows to everyone addressed in it (core `_grown`).
@@ -102,9 +109,10 @@ class Fanout:
             return None
         return frozenset(t.members) | (conv.members if conv is not None else frozenset())
 
-    async def _rescan(self) -> None:
+    async def rescan(self) -> None:
         """Another process changed the database: memberships first (what each connection may still get and
         follow: a workspace left, receive or monitor taken away), then revoked sessions, then new deliveries."""
+        self.delivery.rescanned()
         self.issuer.invalidate()
         await self._refresh_access()
         for pid in list(self.conns):
@@ -113,12 +121,7 @@ class Fanout:
                     await self._end(c)
             inbox = self.inboxes.get(pid)
             if inbox is not None:
-                await self._offer_again(pid, inbox)
-
-    async def _offer_again(self, pid: str, inbox: Inbox) -> None:
-        """After a rescan: what `pid` is owed, read again from its first page (a node on PostgreSQL claims
-        instead for an agent)."""
-        await inbox.rescan()
+                await self.delivery.offer_again(inbox)
 
     async def _refresh_access(self, pids: list[str] | None = None) -> None:
         """What each connected participant (or each of `pids`) may still receive, follow and monitor, read again;
@@ -147,8 +150,8 @@ class Fanout:
         self._events_wanted()
         if pids is None:
             await self._members_moved()
-        for pid, new in gained.items():
-            self._joined(pid, new)
+        for pid, new in gained.items():  # their followers are told it is online, as when it connects
+            self.delivery.joined(pid, new)
 
     async def _members_moved(self) -> None:
         """Who is in each workspace followed here, read again: its followers are told who joined and who left

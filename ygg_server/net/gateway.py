@@ -5,7 +5,8 @@ writer (sends, acks, fundings, budgets, parties, profiles, settings, sessions), 
 (queries on the reader connection; management and directives on the management connection: each operation
 checks who may), or to the ops answered here (`net/handlers.py`). What the writer publishes after each commit
 goes out through `net/fanout.py`; each connection's frames through its own queue (`net/conn.py`), so one slow
-client never holds up the rest.
+client never holds up the rest. Where agents' work and presence come from differs between one node alone and
+one of several: the `Delivery` port (`net/delivery/`), the only thing the composition root sets apart.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..core import Kind
 from ..writer.process import WriterGone
 from ..protocol import ErrorCode as E, frames, replies
 from .conn import Conn, Limits
+from .delivery import Delivery, LocalDelivery
 from .fanout import Fanout
 from .feed import Feed
 from .following import Following
@@ -50,18 +52,16 @@ EXPIRED = "the session expired: connect and authenticate again (auth on the open
 
 
 class Gateway(Handlers, Fanout):
-    def __init__(self, engine, limits: Limits | None = None):
+    def __init__(self, engine, limits: Limits | None = None, delivery: Delivery | None = None):
         self.engine = engine
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
         self.inboxes: dict[str, Inbox | Feed] = {}  # an agent's, a person's
-        self._loading: dict[str, asyncio.Future] = {}
-        self._arrived: dict[str, list[Item]] = {}  # published while that inbox was loading
         self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
         self.following = Following()  # who follows and monitors which workspace here
-        self._reader = self._connect()
+        self._reader = engine.connect()  # beside the writer's: reads, and management ops (each its own)
         self._reader_lock = asyncio.Lock()
-        self._admin = self._connect()  # management ops write here; the engine notices (data_version)
+        self._admin = engine.connect()  # management ops write here; the writer notices (another process wrote)
         self._admin_lock = asyncio.Lock()
         # held by the thread using each connection: a cancelled await releases the asyncio lock, not the thread
         self._guards = {id(self._reader): threading.Lock(), id(self._admin): threading.Lock()}
@@ -72,17 +72,15 @@ class Gateway(Handlers, Fanout):
         self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
         self._parties: dict[str, Any] = {}  # conversation -> the PartyView last published for it
         self._events_on: asyncio.Future | None = None  # the writer's sync after the events were turned on
-
-    def _connect(self):
-        """A connection beside the writer's, for reads and management ops (net/cluster.py: PostgreSQL)."""
-        from ..store import sqlite  # (here: PostgreSQL's path never loads the SQLite store)
-
-        return sqlite.connect(self.engine.path)
+        self.delivery = delivery or LocalDelivery()
+        self.delivery.bind(self)
 
     # --- serving ---
 
     async def start(self, host: str = "127.0.0.1", port: int = 8765):
+        await self.engine.open()
         self.engine.start(asyncio.get_running_loop(), self.publish)
+        await self.delivery.start()
         origins = [None, *self.limits.origins]
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
@@ -102,7 +100,8 @@ class Gateway(Handlers, Fanout):
             self._sweep.cancel()
         if self._server:
             self._server.close()
-            await self._server.wait_closed()
+            await self._server.wait_closed()  # every connection detached (on PostgreSQL: their leases returned)
+        await self.delivery.close()
         await self.engine.aclose()
         for conn in (self._reader, self._admin):  # not while a thread still uses it
             await asyncio.to_thread(_guarded, self._guards[id(conn)], lambda c: c.close(), conn)
@@ -270,7 +269,7 @@ class Gateway(Handlers, Fanout):
         first = pid not in self.conns
         self.conns.setdefault(pid, []).append(conn)
         if first:
-            self._presence(conn, True)
+            self.delivery.presence(conn, True)
         # an agent's key rotated, or the agent revoked, since the key was checked: no session was made, or it was
         # ended before this connection was among those a rescan closes (`handler` closes it, nothing offered)
         now = time.time_ns() // 1000
@@ -287,30 +286,9 @@ class Gateway(Handlers, Fanout):
         if pid in self.inboxes:
             return self.inboxes[pid]
         if not is_agent:  # (each device reads its own pages)
-            feed = self.inboxes[pid] = Feed(pid, self._unacked_of(pid), self._allower(pid))
+            feed = self.inboxes[pid] = Feed(pid, self.unacked_of(pid), self.allower(pid))
             return feed
-        if pid in self._loading:
-            try:
-                return await asyncio.shield(self._loading[pid])
-            except _LoadFailed:  # the load it waited for failed or was cancelled: load again
-                return await self._inbox(pid, is_agent)
-        fut = asyncio.get_running_loop().create_future()
-        self._loading[pid] = fut
-        self._arrived[pid] = []
-        try:
-            inbox = Inbox(pid, allow=self._allower(pid), read=self._unacked_of(pid))
-            await inbox.fill()  # its first page
-            inbox.add(self._arrived.pop(pid))
-            self.inboxes[pid] = inbox
-            fut.set_result(inbox)
-            return inbox
-        except BaseException:
-            fut.set_exception(_LoadFailed())  # those waiting on this load are not left waiting for good
-            fut.exception()
-            raise
-        finally:
-            self._loading.pop(pid, None)
-            self._arrived.pop(pid, None)
+        return await self.delivery.agent_inbox(pid)
 
     def _detach(self, conn: Conn) -> None:
         pid = conn.participant
@@ -326,30 +304,25 @@ class Gateway(Handlers, Fanout):
             self.conns.pop(pid, None)
             self.inboxes.pop(pid, None)
             self._receives.pop(pid, None)
-            self._presence(conn, False)
+            self.delivery.presence(conn, False)
         if conn.follows:
             self.following.drop(conn)
             self._events_wanted()
 
-    def _unacked_of(self, pid: str) -> Reader:
+    def unacked_of(self, pid: str) -> Reader:
         """How `pid`'s inbox reads its pages (`inbox.Reader`)."""
         async def read(after: int, n: int, wakes: bool) -> list[Item]:
             return [Item(*row) for row in await self.read(queries.unacked, pid, after, n, wakes)]
         return read
 
-    def _allower(self, pid: str):
+    def allower(self, pid: str):
         """Checked as each delivery arrives and again as it goes out: its workspace is still one where `pid`
         is a member with receive (refreshed by `_rescan` when another connection wrote the database)."""
         def allow(item: Item) -> bool:
             return item.message["workspace"] in self._receives.get(pid, ())
         return allow
 
-    def _presence(self, conn: Conn, online: bool) -> None:
-        """Tell those following a workspace that someone in it came or went (and the engine, for scoring)."""
-        self.engine.seen(conn.participant, online)
-        self._tell_presence(conn.participant, conn.workspaces, online)
-
-    def _tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
+    def tell_presence(self, pid: str, workspaces: frozenset[str], online: bool, targets=None) -> None:
         """A `presence` event for `pid` to the connections following any of `workspaces` (or `targets`)."""
         if targets is None:
             targets = self.following.reaching(workspaces)
@@ -357,10 +330,6 @@ class Gateway(Handlers, Fanout):
             for ws in c.follows & workspaces:
                 c.push(replies.presence_event(ws, pid, online))
 
-    def _joined(self, pid: str, workspaces: frozenset[str]) -> None:
-        """`pid`, connected here, is in `workspaces` now (joined, added, a restriction lifted): their followers
-        are told it is online, as when it connects (going the other way, `members` and `workspace_gone` tell)."""
-        self._tell_presence(pid, workspaces, True)
 
     # --- frames ---
 
@@ -497,15 +466,7 @@ class Gateway(Handlers, Fanout):
                 for c in list(conns):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
-            self._silences()
-
-    def _silences(self) -> None:
-        """Seed 003 §26: an agent "counts as offline when nothing has been heard from it" for presence_timeout,
-        connected or not: the engine scores it so (as `presence` answers), and online again once heard from."""
-        horizon = time.monotonic() - self.limits.presence_timeout
-        for pid, conns in self.conns.items():
-            if conns and conns[0].kind == Kind.AGENT:
-                self.engine.seen(pid, any(c.last_seen >= horizon for c in conns))
+            self.delivery.silences()
 
 
 def _guarded(guard: threading.Lock, fn, conn, *args):
@@ -513,10 +474,6 @@ def _guarded(guard: threading.Lock, fn, conn, *args):
     with guard:
         return fn(conn, *args)
 
-
-
-class _LoadFailed(Exception):
-    """A participant's inbox load that another connection waited on did not finish."""
 
 
 MAX_INFLIGHT = 64  # pipelined frames of one connection awaiting their commit; at this many, reading pauses

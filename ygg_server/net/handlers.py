@@ -77,12 +77,17 @@ class Handlers:
         return replies.reply(frame, await self.read(queries.explain_assignment, conn.participant, frame, present))
 
     async def _op_presence(self, conn, frame: frames.Presence) -> dict:
-        members = await self.read(queries.members, conn.participant, frame.workspace)
-        return replies.presence(frame.ref, {m["id"]: self.online(m["id"]) for m in members})
+        ids = [m["id"] for m in await self.read(queries.members, conn.participant, frame.workspace)]
+        elsewhere = await self.delivery.elsewhere([i for i in ids if not self.online(i)])
+        return replies.presence(frame.ref, {i: self.online(i) or i in elsewhere for i in ids})
 
     async def _present(self, conn, frame) -> frozenset[str]:
-        """Who is online now, as the engine scores a send to `frame.workspace` (seed 003 §14's online part)."""
-        return frozenset(p for p in self.conns if self.online(p))
+        """Who is online now, as the writer scores a send to `frame.workspace` (seed 003 §14's online part): the
+        connections here, and the workspace's agents online through another node."""
+        here = frozenset(p for p in self.conns if self.online(p))
+        members = await self.read(queries.members, conn.participant, frame.workspace)
+        ids = [m["id"] for m in members if m["kind"] == "agent" and m["id"] not in here]
+        return here | await self.delivery.elsewhere(ids) if ids else here
 
     def online(self, pid: str) -> bool:
         """Seed 003 §26: an agent counts as offline when nothing was heard from it for a few minutes.

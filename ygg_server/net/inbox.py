@@ -59,6 +59,7 @@ class Item:
     reason: str | None
     message: dict
     party: PartyView | None = None  # an agent's delivery: its conversation's party (roster, who is still there)
+    holder: str | None = None  # leased to this connection as it was written (net/delivery/claims.py)
 
 
 @dataclass
@@ -303,7 +304,7 @@ def chars(item: Item) -> int:
 
 def fit(context: list[T], size: Callable[[T], int] = chars) -> tuple[list[T], list[T]]:
     """The context a wake carries and the rest: the oldest, at most PAGE of them and MAX_CONTEXT characters of
-    text (`size`), at least one. SQLite's inbox and PostgreSQL's claims (net/cluster.py) both bound wakes here."""
+    text (`size`), at least one. SQLite's inbox and PostgreSQL's claims (net/delivery/claims.py) both bound wakes here."""
     total = 0
     for n, c in enumerate(context):
         total += size(c)

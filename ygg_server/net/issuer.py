@@ -11,7 +11,7 @@ that changed without an op (a conversation grown to someone addressed in it: the
 engine publishes a new PartyView, Gateway._party_moves), or a rescan (another
 process or node wrote the database). On PostgreSQL, a party changed through
 another node shows in the claim that carries the next wake here (the claim reads
-the conversation as committed; `PgGateway._party_views` drops the cache then).
+the conversation as committed; `ClusterDelivery._party_views` drops the cache then).
 Entries also expire after `ttl` seconds, a bound for anything else.
 
 A directive that cannot be built (the store failed) is left out, never holds the
@@ -37,7 +37,7 @@ from ..ops import directives as text
 from ..ops import guidance
 from ..core import SYSTEM, Conversation, ConversationKind, Directory, Kind, Profile
 from ..core import party
-from ..store import loaders, rows as codec
+from ..store import loaders
 
 log = logging.getLogger("ygg.issuer")
 MAX_ENTRIES = 50_000
@@ -202,9 +202,7 @@ def _load(conn: sqlite3.Connection, keys: list[tuple]) -> dict[tuple, Any]:
         if kind == "ws":
             out[k] = loaders.load_directory(conn, ref)
         elif kind == "conv":
-            row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
-                               (ref,)).fetchone()
-            out[k] = codec.conversation(*row) if row else None
+            out[k] = loaders.load_conversation(conn, ref)
         elif kind == "persona":
             out[k] = guidance.persona(conn, ref)[0]
         elif kind == "rulebook":

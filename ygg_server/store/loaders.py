@@ -69,6 +69,12 @@ def load_conversations(conn, workspace: str) -> dict[str, Conversation]:
     }
 
 
+def load_conversation(conn, cid: str) -> Conversation | None:
+    row = conn.execute("SELECT id, workspace, kind, name, members, party FROM conversations WHERE id = ?",
+                       (cid,)).fetchone()
+    return codec.conversation(*row) if row else None
+
+
 def party_views(conn, pairs) -> dict:
     """(workspace, conversation) pairs -> each conversation's PartyView, as its agents are shown it."""
     out, dirs = {}, {}

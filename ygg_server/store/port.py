@@ -88,6 +88,14 @@ class Tx(Protocol):
 class Store(Protocol):
     retryable: tuple[type[BaseException], ...]  # a batch that failed so is decided again, whole
 
+    async def open(self) -> None:
+        """Ready to run batches (connect, migrate) before the first."""
+        ...
+
+    def ops_connection(self):
+        """A new connection beside the writer's, for the reads and management ops of `ops` (a DB-API shape)."""
+        ...
+
     def batch(self) -> AsyncContextManager[Tx]: ...
 
     def committed(self, outcome) -> None:

@@ -54,6 +54,7 @@ class Outcome:
     parties: dict = field(default_factory=dict)
     deliveries: list = field(default_factory=list)
     messages: list = field(default_factory=list)
+    leased: dict[int, str] = field(default_factory=dict)  # delivery id -> the holder it was leased to as written
 
 
 # set_profile's text, read by other agents and people (rosters, lists, `capability:` sends): checked as names are

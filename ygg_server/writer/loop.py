@@ -47,12 +47,14 @@ class Published:
     rescan: bool = False  # someone else changed the database: look at every connection again
     parties: dict = field(default_factory=dict)  # conversation id -> PartyView, for agents' deliveries
     conversations: dict[str, Conversation] = field(default_factory=dict)  # of the topics here
+    leased: dict[int, str] = field(default_factory=dict)  # delivery id -> the connection it went to as written
 
     def any(self) -> bool:
         return bool(self.deliveries or self.messages or self.topics or self.balances or self.rescan)
 
     def add(self, o: Outcome) -> None:
         self.deliveries += o.deliveries
+        self.leased.update(o.leased)
         self.messages += o.messages
         self.topics += o.topics
         self.balances += o.balances

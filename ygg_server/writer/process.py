@@ -188,6 +188,13 @@ class WriterProcess:
 
     # --- lifecycle ---
 
+    async def open(self) -> None:
+        """(The child opens its store.)"""
+
+    def connect(self):
+        """A connection beside the writer's, for the ops (reads and management) the gateway runs."""
+        return self._store.ops_connection_at(self.path)
+
     def start(self, loop: asyncio.AbstractEventLoop, publish: Callable[[Published], None]) -> None:
         self._loop, self._publish = loop, publish
         self._spawn()

@@ -53,6 +53,14 @@ class _Face:
         or another node's news did not carry (`Fanout._readers`)."""
         return getattr(self.writer.store, "conversations", {})
 
+    async def open(self) -> None:
+        """Ready the store before serving (PostgreSQL: connect, migrate, register the node, listen)."""
+        await self.writer.store.open()
+
+    def connect(self):
+        """A connection beside the writer's, for the ops (reads and management) the gateway runs."""
+        return self.writer.store.ops_connection()
+
     def seen(self, pid: str, online: bool) -> None:
         """The gateway's word that `pid` came (its first connection) or went (its last)."""
         present = self.writer.store.present
@@ -141,9 +149,6 @@ class TaskRunner(_Face):
         self._task: asyncio.Task | None = None
         self._publish: Callable[[Published], None] | None = None
         self._later: list[Command] = []
-
-    async def open(self) -> None:
-        await self.writer.store.open()
 
     def start(self, loop: asyncio.AbstractEventLoop, publish: Callable[[Published], None]) -> None:
         self._publish = publish

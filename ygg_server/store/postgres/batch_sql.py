@@ -44,7 +44,8 @@ UNION ALL SELECT 'i', participant, client_id, NULL, NULL, NULL, NULL, reply FROM
 # One statement writes a transaction: conversations, topics, messages and their deliveries
 # (only for messages not stored before), wallets and the ledger, usage, flags, idempotency
 # replies, the config version; and NOTIFYs the other nodes (delivered at COMMIT): who has new
-# deliveries (made here, from the rows inserted, 60 recipients a payload), and $50, the
+# deliveries (made here, from the rows inserted, 60 recipients a payload; not those leased as
+# they are written, $56 holders until $57, to a connection of this node), and $50, the
 # payloads made in Python (topics, balances, messages).
 WRITE = """
 WITH
@@ -66,11 +67,13 @@ m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, te
       SELECT * FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[],
                            $22::bytea[], $23::bigint[])
       ON CONFLICT (id) DO NOTHING RETURNING id, seq),
-d AS (INSERT INTO deliveries (message, message_seq, recipient, wake, reason)
-      SELECT x.message, m.seq, x.recipient, x.wake, x.reason
-      FROM unnest($24::text[], $25::text[], $26::int[], $27::text[], $28::int[]) AS x(message, recipient, wake, reason, ord)
+d AS (INSERT INTO deliveries (message, message_seq, recipient, wake, reason, leased_by, lease_until)
+      SELECT x.message, m.seq, x.recipient, x.wake, x.reason, nullif(x.holder, ''),
+             CASE WHEN x.holder <> '' THEN $57::bigint END
+      FROM unnest($24::text[], $25::text[], $26::int[], $27::text[], $28::int[], $56::text[])
+        AS x(message, recipient, wake, reason, ord, holder)
       JOIN m ON m.id = x.message ORDER BY x.ord
-      RETURNING id, message, recipient),
+      RETURNING id, message, recipient, leased_by),
 wl AS (INSERT INTO wallets (workspace, account, balance) SELECT * FROM unnest($29::text[], $30::text[], $31::bigint[])
        ON CONFLICT (workspace, account) DO UPDATE SET balance = wallets.balance + excluded.balance),
 lg AS (INSERT INTO ledger (workspace, account, delta, cause, created_at)
@@ -92,7 +95,7 @@ idm AS (INSERT INTO idempotency (participant, client_id, reply, created_at)
 cfg AS (UPDATE meta SET value = value + 1 WHERE key = 'config' AND $47::int > 0),
 nd AS (SELECT pg_notify($49, json_build_object('n', $48::text, 'd', json_object_agg(recipient, first))::text) AS x
        FROM (SELECT recipient, min(id) AS first, (row_number() OVER (ORDER BY recipient) - 1) / 60 AS chunk
-             FROM d GROUP BY recipient) s GROUP BY chunk),
+             FROM d WHERE leased_by IS NULL GROUP BY recipient) s GROUP BY chunk),
 np AS (SELECT pg_notify($49, p) AS x FROM unnest($50::text[]) AS p)
 SELECT 'd', id, message, recipient FROM d
 UNION ALL SELECT 'm', NULL, id, NULL FROM m

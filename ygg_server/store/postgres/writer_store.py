@@ -84,11 +84,14 @@ class PgStore:
         self.lease = lease
         self.timer_interval = timer_interval
         self.idempotency_window = idempotency_window  # how long a client_id's answer is kept (microseconds)
-        self.node_timeout = 4 * min(max(lease / 3, 0.2), 5.0)  # a node silent this long is gone (PgGateway's)
-        self.presence_timeout = protocol.PRESENCE_TIMEOUT  # an agent silent this long is offline (PgGateway's)
+        self.node_timeout = 4 * min(max(lease / 3, 0.2), 5.0)  # a node silent this long is gone (net.delivery.cluster's)
+        self.presence_timeout = protocol.PRESENCE_TIMEOUT  # an agent silent this long is offline (net.delivery.cluster's)
         self.present: frozenset[str] = frozenset()  # (scoring reads every node's presence rows, this one's too)
         self.conversations: dict[str, dict[str, Conversation]] = {}  # what this node saw, for event visibility
         self.on_notify: Callable[[dict], None] | None = None  # the gateway's handler of other nodes' news
+        # agents -> {agent: lease holder}: those whose deliveries a connection of this node takes as they are
+        # written (net.delivery.cluster: nothing of theirs is waiting unleased), so they are not claimed back
+        self.lease_to: Callable[[set[str]], dict[str, str]] | None = None
         self.conn: asyncpg.Connection | None = None  # the writer
         self.pool: asyncpg.Pool | None = None  # claims, releases, heartbeats, fetches, sweeps
         self.listener: asyncpg.Connection | None = None
@@ -120,6 +123,10 @@ class PgStore:
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._acks = Acks(self, loop)
+
+    def ops_connection(self) -> SyncConnection:
+        """A connection beside the writer's, for reads and management ops (sqlite-shaped, as they are written)."""
+        return SyncConnection(self.url, self.prepared)
 
     async def _listen(self) -> None:
         self.listener = await connect(self.dsn, self.prepared)
@@ -411,6 +418,8 @@ class PgStore:
         if outcome.profiles or outcome.settings:
             news.append('{"x":"rescan"}')  # every node (this one too) looks at its connections again
         idem = outcome.idem
+        holders = self.lease_to({x.recipient for _, x in dl if x.recipient.startswith("agent.")}) \
+            if self.lease_to is not None and dl else {}
         rows = await conn.fetch(
             WRITE, now,
             [x.id for x in cs], [x.workspace for x in cs], [str(x.kind) for x in cs], [x.name for x in cs],
@@ -431,12 +440,15 @@ class PgStore:
             [x[0] for x in idem], [x[1] for x in idem], [x[2] for x in idem],
             1 if (w.flags or outcome.profiles or outcome.settings) else 0,  # other nodes cache these: drop theirs
             self.node, CHANNEL, news, [party_json(x) for x in cs],
-            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs], [waits_funds(t) for t in ts])
+            gs, [counted[g][0] for g in gs], [counted[g][1] for g in gs], [waits_funds(t) for t in ts],
+            [holders.get(x.recipient, "") for _, x in dl], now + int(self.lease * 1e6))
         stored_ids: dict[tuple[str, str], int] = {}
         inserted: set[str] = set()
         for kind, n, mid, who in rows:
             if kind == "d":
                 stored_ids[(mid, who)] = n
+                if who in holders:
+                    outcome.leased[n] = holders[who]
             elif kind == "m":
                 inserted.add(mid)
             elif kind == "g":

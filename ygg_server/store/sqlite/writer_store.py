@@ -61,6 +61,17 @@ class SqliteStore:
         self._checkpoints.stop()
         self.conn.close()
 
+    async def open(self) -> None:
+        """(Opened as it was made.)"""
+
+    @staticmethod
+    def ops_connection_at(path):
+        """A connection to the file at `path` beside the writer's, for reads and management ops."""
+        return connect(path)
+
+    def ops_connection(self):
+        return self.ops_connection_at(self.path)
+
     def reset(self) -> None:
         """Forget the cache (another connection changed the database, or a batch failed)."""
         self.snap = Snapshot()
