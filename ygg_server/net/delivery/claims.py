@@ -68,12 +68,13 @@ class ClaimInbox:
 
     def taker(self) -> str | None:
         """The holder what is written next for this agent is leased to, if all its work is here (`drained`):
-        the connection already holding some in `ready` (they go out in order), else the roomiest."""
+        the connection already holding some in `ready` (they go out in order), else the roomiest. Not past a
+        page in memory (`inbox.PAGE`): beyond that the work waits in the database, claimed as room is made."""
         if not self.drained:
             return None
         for h, q in self.ready.items():
             if q:
-                return h
+                return h if len(q) < paging.PAGE else None
         live = [s for s in self.sinks if not s.dropped]
         best = max(live, key=lambda s: (s.prefetch - len(s.leased), -getattr(s, "given", 0)), default=None)
         return best.holder if best is not None else None
