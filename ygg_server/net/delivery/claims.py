@@ -32,9 +32,12 @@ class ClaimInbox:
 
     is_agent = True
 
-    def __init__(self, participant: str, claimer: "Claimer"):
+    def __init__(self, participant: str, claimer: "Claimer", allow=lambda item: True):
         self.participant = participant
         self.claimer = claimer
+        # checked as what was leased as written goes out (a claim checks in its statement): a workspace left or
+        # receive taken away since holds it back, unacked, as on SQLite (`Gateway.allower`)
+        self.allow = allow
         self.sinks: list[Conn] = []
         self.held: dict[int, tuple[Conn, list[int]]] = {}  # wake id -> (connection, context ids it carries)
         self.items: dict[int, Item] = {}  # (the gateway counts a person's backlog here; agents have none)
@@ -86,9 +89,12 @@ class ClaimInbox:
             first = next((k for k, x in enumerate(q) if x.wake), None)
             if first is None:
                 return  # context only: it waits for the next wake (it is leased here already)
-            context = [q.popleft() for _ in range(first)]
+            context = [c for c in (q.popleft() for _ in range(first)) if self.allow(c)]
             wake = q.popleft()
-            self.deliver(sink, wake, self._fitted(q, context))
+            if self.allow(wake):
+                self.deliver(sink, wake, self._fitted(q, context))
+            else:
+                q.extendleft(reversed(context))
 
     def deliver_claimed(self, sink: Conn, item: Item, context: list[Item]) -> None:
         """A claimed wake, with the context it was claimed with and what waits before it in `ready`."""
@@ -96,7 +102,8 @@ class ClaimInbox:
         if q and not q[0].wake and q[0].id < item.id:
             waiting = []
             while q and not q[0].wake and q[0].id < item.id:
-                waiting.append(q.popleft())
+                if self.allow(c := q.popleft()):
+                    waiting.append(c)
             context = sorted(waiting + context, key=lambda c: c.id)
             self.deliver(sink, item, self._fitted(q, context))
         else:

@@ -85,7 +85,7 @@ class ClusterDelivery:
     async def agent_inbox(self, pid: str) -> ClaimInbox:
         inbox = self.gw.inboxes.get(pid)
         if not isinstance(inbox, ClaimInbox):
-            inbox = self.gw.inboxes[pid] = ClaimInbox(pid, self.claimer)
+            inbox = self.gw.inboxes[pid] = ClaimInbox(pid, self.claimer, self.gw.allower(pid))
         return inbox
 
     def expects(self, pid: str) -> bool:
