@@ -1,9 +1,9 @@
 """The layers, as contracts (issue 16): what each package may import of the others.
 
 The writer decides and writes over the Store port: it imports the core, the frames (protocol) and
-the port (store/port.py, the row shapes both adapters share), never a store adapter, the gateway
-or the management operations. The composition root (ygg_server/compose.py) alone puts an adapter
-under it.
+the port (store/port.py, the row shapes both adapters share), and the one clock (ygg_server/clock.py),
+never a store adapter, the gateway or the management operations. The composition root
+(ygg_server/compose.py) alone puts an adapter under it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import ygg_server
 ROOT = Path(ygg_server.__file__).parent
 
 WRITER_MAY_IMPORT = ("ygg_server.core", "ygg_server.protocol", "ygg_server.store.port", "ygg_server.store.writeset",
-                     "ygg_server.store.rows", "ygg_server.writer", "ygg_server.gcpolicy")
+                     "ygg_server.store.rows", "ygg_server.writer", "ygg_server.gcpolicy", "ygg_server.clock")
 
 
 def _imports(path: Path) -> set[str]:

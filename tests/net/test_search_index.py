@@ -12,7 +12,7 @@ import sqlite3
 from ygg_server.ops import admin
 from ygg_server.store.sqlite import writer_store as engine_module
 from ygg_server.compose import on_sqlite
-from ygg_server.writer import now_us
+from ygg_server.clock import now_us
 from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
 

@@ -18,7 +18,7 @@ from ygg_server.writer import plan
 from ygg_server.writer.batch import Batch
 from ygg_server.writer.commands import Command
 from ygg_server.writer.loop import month_of
-from ygg_server.writer.runners import now_us
+from ygg_server.clock import now_us
 
 from tests.backends import PW, admin_connection
 
