@@ -1,9 +1,9 @@
 """The layers, as contracts (issue 16): what each package may import of the others.
 
 The writer decides and writes over the Store port: it imports the core, the frames (protocol) and
-the port (store/port.py, the row shapes both adapters share), never a store adapter, the gateway
-or the management operations. The composition root (ygg_server/compose.py) alone puts an adapter
-under it.
+the port (store/port.py, the row shapes both adapters share), and the one clock (ygg_server/clock.py),
+never a store adapter, the gateway or the management operations. The composition root
+(ygg_server/compose.py) alone puts an adapter under it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import ygg_server
 ROOT = Path(ygg_server.__file__).parent
 
 WRITER_MAY_IMPORT = ("ygg_server.core", "ygg_server.protocol", "ygg_server.store.port", "ygg_server.store.writeset",
-                     "ygg_server.store.rows", "ygg_server.writer", "ygg_server.gcpolicy")
+                     "ygg_server.store.rows", "ygg_server.writer", "ygg_server.gcpolicy", "ygg_server.clock")
 
 
 def _imports(path: Path) -> set[str]:
@@ -116,3 +116,77 @@ def _imports_all(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and not node.level:
             out.add(node.module or "")
     return out | _imports(path)
+
+# --- the one clock (issue 16: "one injected clock outside the core") ---
+
+CLOCK_READERS_ALLOWED = ("clock.py", "agents/", "bench/", "client.py")  # the one clock; the clients, the benchmarks
+_NOW_WITHOUT_ARGUMENTS = ("gmtime", "localtime", "ctime", "asctime")  # time.gmtime(s) converts; time.gmtime() reads
+
+
+def _wall_clock_reads(source: str) -> list[int]:
+    """The lines where `source` reads the time of day: time.time(), time.time_ns() (or imports them),
+    time.gmtime() and its kin without an argument, time.strftime(fmt) without a time, datetime's now(), utcnow(),
+    today() (under whatever names they were imported as). time.monotonic() and time.perf_counter() measure
+    intervals, not the time of day; time.gmtime(s) and datetime.fromtimestamp(s) convert a given time."""
+    tree = ast.parse(source)
+    times, days = {"time"}, {"datetime", "date"}  # names of the time module; of datetime's classes (or module)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            times |= {a.asname for a in node.names if a.name == "time" and a.asname}
+            days |= {a.asname for a in node.names if a.name == "datetime" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "datetime":
+            days |= {a.asname or a.name for a in node.names if a.name in ("datetime", "date")}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "time" and \
+                any(a.name in ("time", "time_ns") for a in node.names):
+            found.append(node.lineno)
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        owner = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+        name = node.func.attr
+        if owner in times and (name in ("time", "time_ns") or name in _NOW_WITHOUT_ARGUMENTS and not node.args
+                               or name == "strftime" and len(node.args) < 2) \
+                or owner in days and name in ("now", "utcnow", "today"):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_only_the_one_clock_reads_the_time_of_day():
+    """Issue 16: "one injected clock outside the core": ygg_server/clock.py reads the wall clock; the writer and its
+    store get it from the composition root, the gateway from its writer, the operations as `now` from their caller.
+    The clients (agents/, client.py) and the benchmarks read their own."""
+    wrong = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(CLOCK_READERS_ALLOWED):
+            continue
+        lines = _wall_clock_reads(path.read_text())
+        if lines:
+            wrong[rel] = lines
+    assert wrong == {}
+    assert _wall_clock_reads((ROOT / "clock.py").read_text()), "the one clock reads it"
+
+
+def test_the_wall_clock_reads_are_found():
+    """(The check itself: each way of reading the time of day is found; converting a given time is not.)"""
+    source = "\n".join([
+        "import time, datetime", "from datetime import datetime as dt, timezone",
+        "a = time.time()", "b = time.time_ns() // 1000", "c = time.gmtime()", "d = time.strftime('%Y-%m')",
+        "e = datetime.datetime.now()", "f = dt.now(timezone.utc)", "from time import time_ns",
+        "ok = time.monotonic(), time.perf_counter(), time.gmtime(0), time.strftime('%Y', time.gmtime(0))",
+        "ok = datetime.datetime.fromtimestamp(0)",
+    ])
+    assert _wall_clock_reads(source) == [3, 4, 5, 6, 7, 8, 9]
+
+
+def test_the_gateway_hands_the_time_to_the_ops_that_take_it_and_to_no_other():
+    """The socket ops of `ops` that need the time take `now` (their modules' TIMED); the gateway passes its clock's
+    reading to exactly those (`net/gateway.py`, `_TIMED`)."""
+    import inspect
+
+    from ygg_server.net import gateway
+
+    takes = {op for op, (fn, *_) in gateway._OPS.items() if "now" in inspect.signature(fn).parameters}
+    assert takes == gateway._TIMED and gateway._TIMED <= set(gateway._OPS)

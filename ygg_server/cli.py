@@ -10,6 +10,7 @@ import logging
 import signal
 import sys
 
+from .clock import now_us
 from .ops import admin
 from .gcpolicy import calm_gc
 from .store import sqlite as db
@@ -149,21 +150,21 @@ def run_admin(args) -> int:
     else:
         conn = db.connect(db.db_path(args.data_dir))
     try:
-        act = args.action
+        act, now = args.action, now_us()  # (the one clock: what a command makes is stamped with it)
         if act == "add-person":
-            out = admin.add_person(conn, args.handle, args.password, args.plan)
+            out = admin.add_person(conn, args.handle, args.password, args.plan, now=now)
         elif act == "add-workspace":
-            out = admin.add_workspace(conn, args.name, args.owner, args.restricted, args.org)
+            out = admin.add_workspace(conn, args.name, args.owner, args.restricted, args.org, now=now)
         elif act == "add-org":
-            out = admin.add_org(conn, args.name, args.owner, args.plan, args.licensed)
+            out = admin.add_org(conn, args.name, args.owner, args.plan, args.licensed, now=now)
         elif act == "add-org-member":
-            out = admin.add_org_member(conn, args.org, args.handle, args.role)
+            out = admin.add_org_member(conn, args.org, args.handle, args.role, now=now)
         elif act == "leave-org":
             out = admin.leave_org(conn, args.org, args.handle)
         elif act == "leave-workspace":
             out = admin.leave_workspace(conn, args.workspace, args.handle)
         elif act == "join-workspace":
-            out = admin.join_workspace(conn, args.workspace, args.handle)
+            out = admin.join_workspace(conn, args.workspace, args.handle, now=now)
         elif act == "delete-workspace":
             out = admin.delete_workspace(conn, args.workspace)
         elif act == "set-permissions":
@@ -174,15 +175,15 @@ def run_admin(args) -> int:
                         if (v := getattr(args, k)) is not None}
             out = set_permissions(conn, args.workspace, args.agent, changes)
         elif act == "set-restricted":
-            out = admin.set_restricted(conn, args.workspace, args.restricted == "on")
+            out = admin.set_restricted(conn, args.workspace, args.restricted == "on", now=now)
         elif act == "add-member":
-            out = admin.add_member(conn, args.workspace, args.handle, args.role)
+            out = admin.add_member(conn, args.workspace, args.handle, args.role, now=now)
         elif act == "add-agent":
-            out = admin.add_agent(conn, args.name, args.owner, args.workspace)
+            out = admin.add_agent(conn, args.name, args.owner, args.workspace, now=now)
         elif act == "fund":
             if (args.target is None) == (args.pool is None):
                 raise admin.AdminError("bad_args", "fund takes an AGENT or --pool WORKSPACE")
-            out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool)
+            out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool, now=now)
         elif act == "add-group":
             out = admin.add_group(conn, args.workspace, args.name, args.members)
         elif act == "remove-group":

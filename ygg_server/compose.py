@@ -11,7 +11,8 @@ import os
 from typing import Any
 
 from . import idempotency
-from .writer import TaskRunner, ThreadRunner, Writer, now_us
+from .clock import now_us
+from .writer import TaskRunner, ThreadRunner, Writer
 
 
 def on_sqlite(path, *, clock=now_us, idempotency_window: int = idempotency.WINDOW_US,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import platformdirs
 
+from .clock import now_us
 from .ops import admin, auth
 from .client import Client
 from . import compose
@@ -62,18 +63,18 @@ class LocalStack:
         owner_file = self.dir / "owner.json"
         conn = db.connect(db.db_path(self.dir))
         try:
-            first = not owner_file.exists()
+            first, now = not owner_file.exists(), now_us()
             if first:
                 handle = _handle()
-                admin.add_person(conn, handle, secrets.token_urlsafe(24))
-                ws = admin.add_workspace(conn, "Demo", handle)["id"]
+                admin.add_person(conn, handle, secrets.token_urlsafe(24), now=now)
+                ws = admin.add_workspace(conn, "Demo", handle, now=now)["id"]
                 owner_file.write_text(json.dumps({"handle": handle, "workspace": ws}))
                 os.chmod(owner_file, 0o600)
             owner = json.loads(owner_file.read_text())
             self.handle, self.workspace = owner["handle"], owner["workspace"]
             pid = admin.person(conn, self.handle)
             with Tx(conn):  # the owner is signed in automatically
-                self.token, _ = auth.new_session(conn, pid, admin.now_us(), auth.PERSON_SESSION)
+                self.token, _ = auth.new_session(conn, pid, now, auth.PERSON_SESSION)
         finally:
             conn.close()
         return first

@@ -29,16 +29,17 @@ from pathlib import Path
 
 def _populate(path: Path, n: int) -> dict:
     """A person, a workspace, one topic with n informs: written directly, as the store would."""
+    from ygg_server.clock import now_us
     from ygg_server.ops import admin
     from ygg_server.core import Message, MessageType, Topic, general_id
     from ygg_server.store import rows as codec, sqlite as db
     from ygg_server.store.transactions import Tx
 
     conn = db.connect(path)
-    alice = admin.add_person(conn, "alice", "bench-password")
-    admin.add_person(conn, "bob", "bench-password")
-    ws = admin.add_workspace(conn, "bench", "alice")["id"]
-    bob = admin.add_member(conn, ws, "bob")["id"]
+    alice = admin.add_person(conn, "alice", "bench-password", now=now_us())
+    admin.add_person(conn, "bob", "bench-password", now=now_us())
+    ws = admin.add_workspace(conn, "bench", "alice", now=now_us())["id"]
+    bob = admin.add_member(conn, ws, "bob", now=now_us())["id"]
     conv = general_id(ws)
     tid = str(uuid.uuid4())
     now = time.time_ns() // 1000 - n * 1000

@@ -14,7 +14,7 @@ from ygg_server.client import Client
 from ygg_server.net.gateway import Gateway, Limits
 from ygg_server.store import sqlite as db
 
-from tests.backends import gateway_for
+from tests.backends import gateway_for, timed
 
 PW = "pw-" + "x" * 8
 
@@ -30,7 +30,8 @@ class Server:
         self.keys: dict[str, str] = {}
 
     def admin(self, fn, *args, **kw):
-        return fn(self.conn, *args, **kw)
+        """`fn` on the admin connection (at the server's clock, if it takes the time: `tests.backends.timed`)."""
+        return fn(self.conn, *args, **timed(fn, kw, self.gw.clock))
 
     async def person(self, handle: str) -> Client:
         c = Client(self.url, handle=handle, password=PW)

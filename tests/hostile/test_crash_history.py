@@ -24,6 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.store import sqlite as db
@@ -57,11 +58,11 @@ async def start(data_dir, port, log) -> subprocess.Popen:
 async def test_sigkill_at_random_moments_twenty_times_keeps_the_history_sound(tmp_path):
     """PROTOCOL.md: "A delivery not acked is offered again after a reconnect": and nothing answered `sent` is lost, through 20 kills."""
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", PW)
-    admin.add_person(conn, "bob", PW)
-    ws = admin.add_workspace(conn, "team", "alice")["id"]
-    admin.add_member(conn, ws, "bob")
-    key = admin.add_agent(conn, "worker", "alice")["api_key"]
+    admin.add_person(conn, "alice", PW, now=now_us())
+    admin.add_person(conn, "bob", PW, now=now_us())
+    ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+    admin.add_member(conn, ws, "bob", now=now_us())
+    key = admin.add_agent(conn, "worker", "alice", now=now_us())["api_key"]
     conn.close()
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"

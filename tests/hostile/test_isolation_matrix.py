@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import guidance
 from ygg_server.protocol import frames
 
@@ -214,10 +215,11 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
         except asyncio.TimeoutError:
             break
     # B's agent has a persona and B's conversations a rulebook: something to leak, or to change
-    guidance.set_persona(team.conn, b["agent"], frames.SetPersona(text="B's own persona, not for anyone in A. " * 3))
+    guidance.set_persona(team.conn, b["agent"], frames.SetPersona(text="B's own persona, not for anyone in A. " * 3),
+                         now_us())
     for cid in (b["general"], b["dm"]):
         guidance.set_rulebook(team.conn, b["person"], frames.SetRulebook(workspace=b["ws"], conversation=cid,
-                                                                      rulebook={"style": "B's style"}))
+                                                                      rulebook={"style": "B's style"}), now_us())
     assert team.conn.execute("SELECT count(*) FROM rulebooks WHERE workspace = ?", (b["ws"],)).fetchone()[0] == 2
     await team.carol.subscribe(b["ws"], monitor=True)
     while team.carol.pending_deliveries():

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import websockets
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.store import sqlite as db
 
@@ -134,7 +135,7 @@ async def test_oversized_frames_close_with_1009(tmp_path):
 async def test_compression_bomb_closes_with_1009_and_memory_stays_bounded(tmp_path):
     """docs/protocol.md: "Frames larger than 1 MiB close the connection with code **1009** (the limit applies after permessage-deflate decompression)"."""
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", PW)
+    admin.add_person(conn, "alice", PW, now=now_us())
     conn.close()
     payload = bomb(300)  # 300 MiB once inflated, about 300 KiB on the wire: under the 1 MiB frame limit
     assert len(payload) < 1 << 20
@@ -227,7 +228,7 @@ async def _closed_after(r: asyncio.StreamReader, started: float, upgraded_: bool
 async def test_a_thousand_sockets_that_never_authenticate_are_closed_in_time_and_memory_stays_bounded(tmp_path):
     """docs/protocol.md: "Bounds: 10 s for the opening handshake, 10 s to authenticate after it (then close 1008)": 4 s each here, for 1,000 sockets at once."""
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", PW)
+    admin.add_person(conn, "alice", PW, now=now_us())
     conn.close()
     async with server_process(tmp_path, open_timeout=OPEN_TIMEOUT, auth_timeout=AUTH_TIMEOUT) as proc:
         async with websockets.connect(proc.url) as ws:  # warm up

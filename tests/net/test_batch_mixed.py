@@ -12,6 +12,7 @@ import asyncio
 
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server import compose
 from ygg_server.ops import admin
 from ygg_server.protocol import frames
@@ -51,10 +52,10 @@ async def world(backend, database):
         runner = compose.on_sqlite(database)
     conn = admin_connection(backend, database)
     w = World(backend, runner, conn)
-    w.alice = admin.add_person(conn, "alice", PW)["id"]
-    w.ws = admin.add_workspace(conn, "team", "alice")["id"]
-    w.ids = {name: admin.add_agent(conn, name, "alice")["id"] for name in ("researcher", "reviewer")}
-    admin.fund(conn, "reviewer", 1000)
+    w.alice = admin.add_person(conn, "alice", PW, now=now_us())["id"]
+    w.ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+    w.ids = {name: admin.add_agent(conn, name, "alice", now=now_us())["id"] for name in ("researcher", "reviewer")}
+    admin.fund(conn, "reviewer", 1000, now=now_us())
     try:
         yield w
     finally:
@@ -81,7 +82,7 @@ async def test_a_funding_resumes_the_topic_a_send_before_it_in_the_batch_paused(
     the topic the send paused (it was not paused when the batch's rows were loaded), resumes it and wakes the
     researcher there, as it does when they come in two batches."""
     w = world
-    admin.fund(w.conn, "researcher", 1)
+    admin.fund(w.conn, "researcher", 1, now=now_us())
     (opened,) = await w.run(send(w, "researcher", topic="new", title="T", to=["reviewer"], text="one"))
     assert opened["op"] == "sent", opened
     topic = opened["message"]["topic"]
@@ -103,12 +104,12 @@ async def test_a_funding_does_not_count_a_resumed_topic_as_newly_opened(world):
     memory did not hold, an admin's change having made it read everything again) opens nothing, so the agent
     may still open the topics its limit leaves it."""
     w = world
-    admin.fund(w.conn, "researcher", 1)
+    admin.fund(w.conn, "researcher", 1, now=now_us())
     (opened,) = await w.run(send(w, "researcher", topic="new", title="T1", to=["reviewer"], text="one"))
     topic = opened["message"]["topic"]
     (dry,) = await w.run(send(w, "researcher", topic=topic, to=["reviewer"], text="two"))
     assert dry["reason"] == "credits_exhausted", dry
-    admin.add_person(w.conn, "carol", PW)  # another connection's write: the writer's memory is read again
+    admin.add_person(w.conn, "carol", PW, now=now_us())  # another connection's write: the writer's memory is read again
     (refused,) = await w.run(send(w, "researcher", topic="new", title="T2", to=["reviewer"], text="new"))
     assert refused["reason"] == "credits_exhausted", refused  # (its open topics counted: one, the paused one)
     (funded,) = await w.run(fund(w, "researcher", 100))
@@ -127,7 +128,7 @@ async def test_a_setting_whose_batch_failed_is_not_applied(world, monkeypatch):
     A set_setting whose batch never committed (its connection lost before the COMMIT) changed no setting: the
     next agent message is judged by the setting stored, here the default, and wakes the agent it is for."""
     w = world
-    admin.fund(w.conn, "researcher", 100)
+    admin.fund(w.conn, "researcher", 100, now=now_us())
     store = w.runner.writer.store
     real = type(store).write
 

@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.compose import on_sqlite
 from ygg_server.writer import Published
@@ -28,12 +29,12 @@ from .conftest import migrated_before
 def world(tmp_path):
     path = db.db_path(tmp_path)
     conn = db.connect(path)
-    admin.add_person(conn, "alice", "pw-" + "x" * 8)
-    ws = admin.add_workspace(conn, "team", "alice")["id"]
+    admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())
+    ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
     ids = {}
     for name in ("researcher", "reviewer"):
-        ids[name] = admin.add_agent(conn, name, "alice", ws)["id"]
-        admin.fund(conn, name, 1000)
+        ids[name] = admin.add_agent(conn, name, "alice", ws, now=now_us())["id"]
+        admin.fund(conn, name, 1000, now=now_us())
     conn.close()
     engine = on_sqlite(path)
     yield engine, ws, ids, path

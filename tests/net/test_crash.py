@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.store import sqlite as db
@@ -34,9 +35,9 @@ async def start(data_dir, port) -> subprocess.Popen:
 async def test_sigkill_mid_stream_loses_nothing_sent_and_redelivers_nothing_acked(tmp_path):
     """Seed 003 §3: "If the channel is offline when the broadcast is sent, nothing is lost"."""
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", "pw")
-    ws = admin.add_workspace(conn, "team", "alice")["id"]
-    key = admin.add_agent(conn, "worker", "alice")["api_key"]
+    admin.add_person(conn, "alice", "pw", now=now_us())
+    ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+    key = admin.add_agent(conn, "worker", "alice", now=now_us())["api_key"]
     conn.close()
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin, queries
 from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
@@ -77,8 +78,8 @@ def test_deleting_and_listing_topics_read_only_the_workspace_s_own_rows(tmp_path
     of `admin.delete_workspace` and of `list_topics` (with or without a conversation or a status) finds them
     through an index, never by reading the whole table: EXPLAIN QUERY PLAN of each says so."""
     conn = db.connect(db.db_path(tmp_path))
-    alice = admin.add_person(conn, "alice", "pw-" + "x" * 8)["id"]
-    ws = admin.add_workspace(conn, "doomed", "alice")["id"]
+    alice = admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())["id"]
+    ws = admin.add_workspace(conn, "doomed", "alice", now=now_us())["id"]
     for f in ({}, {"conversation": "general"}, {"status": "open"}):
         assert _scans(conn, ws, lambda: queries.list_topics(conn, alice, frames.ListTopics(workspace=ws, **f))) == [], f
     assert _scans(conn, ws, lambda: admin.delete_workspace(conn, ws)) == []
@@ -90,11 +91,11 @@ def test_a_funding_reads_only_the_topics_where_agents_wait_for_funds(tmp_path):
     the partial index of the rows the writer marks (topics.waits_funds), never by reading every topic's state
     (50,000 open topics once made each funding 0.1-0.2 s inside the writer's batch)."""
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", "pw-" + "x" * 8)
-    ws = admin.add_workspace(conn, "team", "alice")["id"]
-    admin.add_agent(conn, "helper", "alice", ws)
-    assert _scans(conn, ws, lambda: admin.fund(conn, None, 5, pool_ws=ws)) == []  # a workspace's: SEARCH by it
+    admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())
+    ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+    admin.add_agent(conn, "helper", "alice", ws, now=now_us())
+    assert _scans(conn, ws, lambda: admin.fund(conn, None, 5, pool_ws=ws, now=now_us())) == []  # a workspace's: SEARCH by it
     # an agent's, in every workspace: the index holds only the marked rows
-    assert [plan for _, plan in _scans(conn, ws, lambda: admin.fund(conn, "helper", 5))] == \
+    assert [plan for _, plan in _scans(conn, ws, lambda: admin.fund(conn, "helper", 5, now=now_us()))] == \
         ["SCAN topics USING INDEX topics_waiting_funds"]
     conn.close()

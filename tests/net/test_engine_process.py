@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import websockets
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.writer.process import WriterProcess, _Batch, _Cmd, _from_wire, _pack, _to_wire, _unpack, _batch_decoder
 from ygg_server.protocol import frames
@@ -255,7 +256,7 @@ def _cmdline(pid: int) -> str:
 
 def test_the_writer_does_not_outlive_a_killed_server(tmp_path):
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", "pw-" + "x" * 8)
+    admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())
     conn.close()
     p = subprocess.Popen([sys.executable, "-m", "ygg_server.cli", "serve", "--data-dir", str(tmp_path), "--port", "0"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

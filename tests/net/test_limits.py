@@ -14,7 +14,7 @@ import pytest
 import websockets
 
 from ygg_server.ops import admin
-from ygg_server.writer import now_us
+from ygg_server.clock import now_us
 
 from .test_org import balance, messages, set_usage, usage
 from .test_sessions import PW, ask, closed_with, serving

@@ -449,7 +449,7 @@ async def test_the_monthly_count_resets_on_the_first_utc(team):
                              to=["researcher", "reviewer"], text="a new month")
         assert r["op"] == "sent", r
     finally:
-        engine.clock = __import__("ygg_server.writer", fromlist=["now_us"]).now_us
+        engine.clock = __import__("ygg_server.clock", fromlist=["now_us"]).now_us
     counts = dict(team.conn.execute("SELECT month, count FROM usage WHERE org = ?", (org,)).fetchall())
     assert counts == {"2026-10": 300, "2026-11": 2}
 

@@ -12,7 +12,7 @@ import sqlite3
 from ygg_server.ops import admin
 from ygg_server.store.sqlite import writer_store as engine_module
 from ygg_server.compose import on_sqlite
-from ygg_server.writer import now_us
+from ygg_server.clock import now_us
 from ygg_server.protocol import frames
 from ygg_server.store import sqlite as db
 
@@ -95,9 +95,9 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     unindexed is searchable meanwhile and indexed by the next engine's first flush."""
     path = db.db_path(tmp_path)
     conn = db.connect(path)
-    admin.add_person(conn, "alice", "pw-" + "x" * 8)
-    ws = admin.add_workspace(conn, "team", "alice")["id"]
-    admin.add_agent(conn, "researcher", "alice", ws)
+    admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())
+    ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+    admin.add_agent(conn, "researcher", "alice", ws, now=now_us())
     alice = conn.execute("SELECT id FROM people").fetchone()[0]
     monkeypatch.setattr(engine_module, "INDEX_ROWS", 10**9)
     monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
@@ -115,7 +115,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     indexed, top = watermark(path)
     assert indexed < top
     from ygg_server.ops import queries
-    assert len(queries.search_messages(conn, alice, frames.SearchMessages(workspace=ws, query="kept"))["messages"]) == 3
+    assert len(queries.search_messages(conn, alice, frames.SearchMessages(workspace=ws, query="kept"), now_us())["messages"]) == 3
     e = on_sqlite(path)
     e.start(asyncio.get_running_loop(), lambda out: None)
     try:
@@ -125,7 +125,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
     assert watermark(path)[0] == watermark(path)[1] == top
     assert [r[0] for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'kept' ORDER BY rowid")] \
         == [r[0] for r in conn.execute("SELECT seq FROM messages WHERE text LIKE 'kept %' ORDER BY seq")]
-    assert len(queries.search_messages(conn, alice, frames.SearchMessages(workspace=ws, query="kept"))["messages"]) == 3
+    assert len(queries.search_messages(conn, alice, frames.SearchMessages(workspace=ws, query="kept"), now_us())["messages"]) == 3
     conn.close()
 
 

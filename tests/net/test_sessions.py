@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import datetime, timezone
 
 import pytest
 import websockets
@@ -15,6 +16,7 @@ from websockets.exceptions import InvalidStatus
 
 from ygg_server.ops import admin, auth
 from ygg_server.net.gateway import Limits
+from ygg_server.protocol.times import iso
 from ygg_server.store import sqlite as db
 
 from tests import backends
@@ -134,6 +136,32 @@ async def test_expired_token_is_refused(team):
         err = json.loads(await asyncio.wait_for(ws.recv(), 5))
         assert err["code"] == "unauthenticated" and err["ref"] in (3, None)  # None: the sweeper said it first
         assert await closed_with(ws) == 1008 and ws.close_reason == "session expired"
+
+
+@pytest.mark.backends("sqlite", "postgres")  # (the writer in its own process reads the one clock: no test's)
+async def test_a_session_expires_when_the_servers_clock_passes_its_expires_at(backend, database):
+    """docs/protocol.md: "An expired session gets `unauthenticated` and the connection closes with 1008": expired by
+    the server's clock, the one its writer was given (here a test's, set in 2001: by the wall clock every session
+    made then is long gone). The gateway judges sessions by it, so the session lives until that clock passes its
+    expires_at, and ends then, with no time passing for real."""
+    now = [int(datetime(2001, 1, 1, tzinfo=timezone.utc).timestamp()) * 1_000_000]
+    async with backends.serving(backend, database, clock=lambda: now[0]) as s:
+        s.admin(admin.add_person, "alice", PW)
+        key = s.admin(admin.add_agent, "researcher", "alice")["api_key"]
+        async with websockets.connect(s.url) as ws:
+            ok = await ask(ws, {"op": "auth", "ref": 1, "api_key": key})
+            assert ok["op"] == "session" and ok["expires_at"] == iso(now[0] + auth.AGENT_SESSION), ok
+            assert (await ask(ws, {"op": "ping", "ref": 2}))["op"] == "pong"
+            now[0] += auth.AGENT_SESSION - 1  # a microsecond left
+            assert (await ask(ws, {"op": "ping", "ref": 3}))["op"] == "pong"
+            now[0] += 1
+            await ws.send(json.dumps({"op": "ping", "ref": 4}))
+            err = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert err["code"] == "unauthenticated" and err["ref"] in (4, None), err  # None: the sweeper said it first
+            assert await closed_with(ws) == 1008 and ws.close_reason == "session expired"
+        async with websockets.connect(s.url) as ws:  # its token is not resumed either
+            err = await ask(ws, {"op": "auth", "ref": 5, "token": ok["token"]})
+            assert err["code"] == "unauthenticated", err
 
 
 async def test_expired_sessions_are_deleted(team):

@@ -16,6 +16,7 @@ import time
 import asyncpg
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin, queries
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
@@ -656,10 +657,10 @@ def test_two_owners_leaving_at_once_through_two_connections_leave_one_owner(pg_u
 
     a, b = pg.connect_sync(pg_url), pg.connect_sync(pg_url)
     try:
-        alice = admin.add_person(a, "alice", PW)["id"]
-        admin.add_person(a, "carol", PW)
-        ws = admin.add_workspace(a, "team", "alice")["id"]
-        admin.add_member(a, ws, "carol", "owner")
+        alice = admin.add_person(a, "alice", PW, now=now_us())["id"]
+        admin.add_person(a, "carol", PW, now=now_us())
+        ws = admin.add_workspace(a, "team", "alice", now=now_us())["id"]
+        admin.add_member(a, ws, "carol", "owner", now=now_us())
         out: list = []
 
         def carol_leaves():
@@ -730,12 +731,12 @@ def test_two_nodes_never_give_a_person_a_second_free_organization(pg_url):
     first one's organization and is refused free_org_limit."""
     a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
     try:
-        carol = admin.add_person(a, "carol", PW)["id"]  # her own organization is on Team (the default)
+        carol = admin.add_person(a, "carol", PW, now=now_us())["id"]  # her own organization is on Team (the default)
         held, got = _HeldAtCommit(a), {}
 
         def create(conn, name):
             try:
-                got[name] = admin.add_org(conn, name, "carol", "free")["plan"]
+                got[name] = admin.add_org(conn, name, "carol", "free", now=now_us())["plan"]
             except admin.AdminError as e:
                 got[name] = e.code
 
@@ -860,20 +861,20 @@ def test_a_join_while_another_node_restricts_the_workspace_waits_and_is_refused(
     join waits for it and is refused, rather than slip in a row the restriction's sweep never saw."""
     a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
     try:
-        admin.add_person(a, "alice", PW)
-        bob = admin.add_person(a, "bob", PW)["id"]
-        ws = admin.add_workspace(a, "team", "alice")["id"]
+        admin.add_person(a, "alice", PW, now=now_us())
+        bob = admin.add_person(a, "bob", PW, now=now_us())["id"]
+        ws = admin.add_workspace(a, "team", "alice", now=now_us())["id"]
         org = a.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
-        admin.add_org_member(a, org, "bob")
+        admin.add_org_member(a, org, "bob", now=now_us())
         admin.leave_workspace(a, ws, "bob")
         held, got = _HeldAtCommit(a), {}
 
         def restrict():
-            got["restrict"] = admin.set_restricted(held, ws, True)["restricted"]
+            got["restrict"] = admin.set_restricted(held, ws, True, now=now_us())["restricted"]
 
         def join():
             try:
-                got["join"] = admin.join_workspace(b, ws, "bob")["joined"]
+                got["join"] = admin.join_workspace(b, ws, "bob", now=now_us())["joined"]
             except admin.AdminError as e:
                 got["join"] = e.code
 
@@ -895,15 +896,15 @@ def test_a_write_into_a_workspace_another_node_is_deleting_leaves_nothing_of_it(
     members, follow it and open conversations in it. It now waits for the delete and finds the workspace gone."""
     a, b, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url), pg.connect_sync(pg_url)
     try:
-        admin.add_person(a, "alice", PW)
-        admin.add_person(a, "carol", PW)
-        ws = admin.add_workspace(a, "team", "alice")["id"]
+        admin.add_person(a, "alice", PW, now=now_us())
+        admin.add_person(a, "carol", PW, now=now_us())
+        ws = admin.add_workspace(a, "team", "alice", now=now_us())["id"]
         org = a.execute("SELECT org FROM workspaces WHERE id = ?", (ws,)).fetchone()[0]
         held, got = _HeldAtCommit(a), {}
-        writes = {"add_member": lambda: admin.add_member(b, ws, "carol"),
+        writes = {"add_member": lambda: admin.add_member(b, ws, "carol", now=now_us()),
                   "add_group": lambda: admin.add_group(b, ws, "pair", ["@alice"]),
-                  "add_org_member": lambda: admin.add_org_member(b, org, "carol"),
-                  "add_agent": lambda: admin.add_agent(b, "scout", "alice")}
+                  "add_org_member": lambda: admin.add_org_member(b, org, "carol", now=now_us()),
+                  "add_agent": lambda: admin.add_agent(b, "scout", "alice", now=now_us())}
 
         def delete():
             got["delete"] = admin.delete_workspace(held, ws)["deleted"]

@@ -13,6 +13,7 @@ import sys
 import msgspec
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin, queries
 from ygg_server.protocol import frames
 from ygg_server.core import rules
@@ -27,19 +28,19 @@ async def test_admin_commands_and_queries_on_a_plain_connection(backend, databas
     """ygg_server/admin.py and queries.py run unchanged on either store's connection."""
     c = admin_connection(backend, database)
     try:
-        alice = admin.add_person(c, "alice", PW)
-        ws = admin.add_workspace(c, "team", "alice")["id"]
-        admin.add_person(c, "bob", PW)
-        admin.add_member(c, "team", "bob", "viewer")
-        agent = admin.add_agent(c, "helper", "alice")
-        assert admin.fund(c, "helper", 40)["balance"] == 40
-        assert admin.fund(c, "helper@alice", 2)["balance"] == 42
-        assert admin.fund(c, None, 9, pool_ws="team")["balance"] == 9
+        alice = admin.add_person(c, "alice", PW, now=now_us())
+        ws = admin.add_workspace(c, "team", "alice", now=now_us())["id"]
+        admin.add_person(c, "bob", PW, now=now_us())
+        admin.add_member(c, "team", "bob", "viewer", now=now_us())
+        agent = admin.add_agent(c, "helper", "alice", now=now_us())
+        assert admin.fund(c, "helper", 40, now=now_us())["balance"] == 40
+        assert admin.fund(c, "helper@alice", 2, now=now_us())["balance"] == 42
+        assert admin.fund(c, None, 9, pool_ws="team", now=now_us())["balance"] == 9
         group = admin.add_group(c, ws, "crew", ["helper", "@bob"])
         assert sorted(group["members"]) == sorted([agent["id"], admin.person(c, "bob")])
         assert admin.set_plan(c, "alice", "free")["plan"] == "free"
         with pytest.raises(admin.AdminError) as e:
-            admin.add_person(c, "alice", PW)
+            admin.add_person(c, "alice", PW, now=now_us())
         assert e.value.code == "handle_taken"
         members = queries.list_members(c, alice["id"], frames.ListMembers(workspace=ws))["members"]
         assert {m["name"] for m in members} == {"alice", "bob", "helper"}
@@ -69,13 +70,13 @@ async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided
 
     c = admin_connection(backend, database)
     try:
-        alice = admin.add_person(c, "alice", PW)["id"]
-        ws = admin.add_workspace(c, "team", "alice")["id"]
+        alice = admin.add_person(c, "alice", PW, now=now_us())["id"]
+        ws = admin.add_workspace(c, "team", "alice", now=now_us())["id"]
         org = next(w["org"] for w in queries.list_workspaces(c, alice, frames.ListWorkspaces())["workspaces"] if w["id"] == ws)
-        bob = admin.add_person(c, "bob", PW)["id"]
-        admin.add_org_member(c, org, "bob")
-        helper = admin.add_agent(c, "helper", "bob")["id"]
-        admin.add_member(c, ws, "bob", "viewer")
+        bob = admin.add_person(c, "bob", PW, now=now_us())["id"]
+        admin.add_org_member(c, org, "bob", now=now_us())
+        helper = admin.add_agent(c, "helper", "bob", now=now_us())["id"]
+        admin.add_member(c, ws, "bob", "viewer", now=now_us())
         permissions.set_permissions(c, ws, helper, {"send": False, "takes_from": ["@alice"]})
 
         def standing() -> dict:
@@ -87,14 +88,14 @@ async def test_leaving_a_workspace_and_coming_back_keeps_what_its_admins_decided
         assert standing() == kept
         admin.leave_workspace(c, ws, "bob")
         assert standing() == {"bob": None, "helper": None}
-        assert admin.join_workspace(c, ws, "bob")["role"] == "viewer"
+        assert admin.join_workspace(c, ws, "bob", now=now_us())["role"] == "viewer"
         assert standing() == kept, "back by themselves: as the admins left them"
         admin.leave_org(c, org, "bob")  # (back through the organization, not directly: out of it with it)
         assert standing() == {"bob": None, "helper": None}
-        admin.add_org_member(c, org, "bob")  # invited again: back through the organization
+        admin.add_org_member(c, org, "bob", now=now_us())  # invited again: back through the organization
         assert standing() == kept
         admin.leave_workspace(c, ws, "bob")
-        admin.add_member(c, ws, "bob", "member")  # an admin's choice
+        admin.add_member(c, ws, "bob", "member", now=now_us())  # an admin's choice
         assert standing() == {"bob": "member", "helper": (False, [alice])}
         assert c.execute("SELECT count(*) FROM departed").fetchone()[0] == 0, "nothing kept once back"
         admin.leave_workspace(c, ws, "bob")

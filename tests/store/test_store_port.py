@@ -18,7 +18,7 @@ from ygg_server.writer import plan
 from ygg_server.writer.batch import Batch
 from ygg_server.writer.commands import Command
 from ygg_server.writer.loop import month_of
-from ygg_server.writer.runners import now_us
+from ygg_server.clock import now_us
 
 from tests.backends import PW, admin_connection
 
@@ -31,10 +31,10 @@ async def world(backend, database):
     if backend == "postgres":
         await runner.open()
     conn = admin_connection(backend, database)
-    admin.add_person(conn, "alice", PW)
-    ws = admin.add_workspace(conn, "team", "alice")["id"]
-    bot = admin.add_agent(conn, "bot", "alice")["id"]
-    admin.fund(conn, "bot", 100)
+    admin.add_person(conn, "alice", PW, now=now_us())
+    ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+    bot = admin.add_agent(conn, "bot", "alice", now=now_us())["id"]
+    admin.fund(conn, "bot", 100, now=now_us())
     try:
         yield runner.store, conn, ws, bot
     finally:
@@ -120,7 +120,7 @@ async def test_confirm_asks_for_the_batch_again_only_when_a_charged_pool_moved_m
     one writer, so nothing it read can move under it."""
     store, conn, ws, bot = world
     conn.execute("UPDATE wallets SET balance = 0 WHERE account = ?", (bot,))  # the agent pays from the pool
-    admin.fund(conn, None, 10, pool_ws=ws)
+    admin.fund(conn, None, 10, pool_ws=ws, now=now_us())
     cmds = [_send(bot, ws, topic="new", to=["@alice"], text="from the pool")]
     async with store.batch() as tx:
         snap = await _load(tx, cmds)
@@ -128,7 +128,7 @@ async def test_confirm_asks_for_the_batch_again_only_when_a_charged_pool_moved_m
         assert outcome.answers[0]["op"] == "sent" and outcome.pools_charged == {ws}, outcome.answers
         other = admin_connection(backend, store.url if backend == "postgres" else store.path)
         if backend == "postgres":  # another node's funding commits between the load and the confirm
-            admin.fund(other, None, 5, pool_ws=ws)
+            admin.fund(other, None, 5, pool_ws=ws, now=now_us())
         other.close()
         moved = await tx.confirm(outcome)
         assert moved is (backend == "postgres")

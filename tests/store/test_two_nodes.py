@@ -23,6 +23,7 @@ import time
 
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.client import Client
 
@@ -124,9 +125,9 @@ def _free_port() -> int:
 async def test_two_nodes_share_the_work_and_survive_a_killed_node(pg_url):
     conn = admin_connection("postgres", pg_url)
     try:
-        admin.add_person(conn, "alice", PW)
-        ws = admin.add_workspace(conn, "team", "alice")["id"]
-        key = admin.add_agent(conn, "worker", "alice")["api_key"]
+        admin.add_person(conn, "alice", PW, now=now_us())
+        ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+        key = admin.add_agent(conn, "worker", "alice", now=now_us())["api_key"]
     finally:
         conn.close()
     ports = [_free_port(), _free_port()]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ygg_server.clock import now_us
 from ygg_server.ops import admin
 from ygg_server.client import Client
 from ygg_server.net.gateway import Gateway, Limits
@@ -21,7 +22,7 @@ from ygg_server.store import sqlite as db
 from ygg_tui.app import make_app
 from ygg_tui.config import Config
 
-from tests.backends import gateway_for
+from tests.backends import gateway_for, timed
 
 PW = "pw-" + "x" * 8
 SIZE = (150, 42)
@@ -70,7 +71,9 @@ class ServerThread:
         return f"ws://127.0.0.1:{self.port}/"
 
     def admin(self, fn, *args, **kw):
-        return fn(self.conn, *args, **kw)
+        """`fn` on the admin connection (at the one clock, if it takes the time: `tests.backends.timed`; the
+        server may be stopped)."""
+        return fn(self.conn, *args, **timed(fn, kw, now_us))
 
 
 class Team:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..clock import now_us
 from ..ops import admin
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
@@ -87,10 +88,10 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
             if known and known.get("workspace") == ws and conn.execute(
                     "SELECT 1 FROM agents WHERE id = ? AND revoked = 0", (known["id"],)).fetchone():
                 continue
-            made = admin.add_agent(conn, name, owner, ws)
+            made = admin.add_agent(conn, name, owner, ws, now=now_us())
             keys[name] = {"id": made["id"], "api_key": made["api_key"], "workspace": ws}
             if spec.get("fund"):
-                admin.fund(conn, made["id"], int(spec["fund"]))
+                admin.fund(conn, made["id"], int(spec["fund"]), now=now_us())
             # the profile the server's directives and the party roster show (job title, one line)
             profile = {"title": spec.get("title", ""), "description": spec.get("role", "")}
             conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (json.dumps(profile), made["id"]))

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..clock import now_us
 from ..ops import admin
 from ..client import Client
 from ..store import sqlite as db
@@ -125,10 +126,10 @@ async def _catch_up(url: str, token: str, n: int, pid: int) -> dict:
 async def run(n: int, writer: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         conn = db.connect(db.db_path(Path(tmp)))
-        admin.add_person(conn, "alice", PW)
-        admin.add_person(conn, "bob", PW)
-        ws = admin.add_workspace(conn, "team", "alice")["id"]
-        admin.add_member(conn, ws, "bob")
+        admin.add_person(conn, "alice", PW, now=now_us())
+        admin.add_person(conn, "bob", PW, now=now_us())
+        ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
+        admin.add_member(conn, ws, "bob", now=now_us())
         conn.close()
         port = _free_port()
         here = Path(__file__).resolve().parent.parent  # this tree's server, wherever the package is installed from

@@ -58,6 +58,7 @@ def _names(n: int) -> list[str]:
 
 def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
     """A person, a workspace, `agents` agents in it, each funded with 10^9 credits (a data dir, or a PostgreSQL URL)."""
+    from ..clock import now_us
     from ..ops import admin
     from ..store import sqlite as db
 
@@ -68,15 +69,15 @@ def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, s
     else:
         conn = db.connect(db.db_path(data_dir))
     try:
-        admin.add_person(conn, "bench", "bench-password")
-        ws = admin.add_workspace(conn, "bench", "bench")["id"]
+        admin.add_person(conn, "bench", "bench-password", now=now_us())
+        ws = admin.add_workspace(conn, "bench", "bench", now=now_us())["id"]
         # agents talk to agents with no person here: the party safeguards (hop limit, throttle) are set out of reach
         conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (json.dumps(
             {"party.maxHops": 10**9, "party.throttleDirect": 10**9, "party.throttleGroup": 10**9}), ws))
         keys, names = [], {}
         for name in _names(agents):
-            out = admin.add_agent(conn, name, "bench", ws)
-            admin.fund(conn, out["id"], 1_000_000_000)
+            out = admin.add_agent(conn, name, "bench", ws, now=now_us())
+            admin.fund(conn, out["id"], 1_000_000_000, now=now_us())
             keys.append((name, out["api_key"]))
             names[out["id"]] = name
     finally:

@@ -3,13 +3,13 @@
 After each commit: the new deliveries into the inboxes of those connected here, monitored messages and topic and
 balance events to the connections following their workspaces. After another process's write (the admin CLI,
 another node, the writer restarted): who may still receive, follow and monitor what, read again (`ops.access`),
-and sessions that ended closed. A mixin of `Gateway` (its connections, inboxes and followers).
+and sessions that ended (by the gateway's clock) closed. A mixin of `Gateway` (its connections, inboxes, followers
+and clock).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 from ..writer import Published
 from ..ops import access, auth
@@ -117,7 +117,7 @@ class Fanout:
         await self._refresh_access()
         for pid in list(self.conns):
             for c in list(self.conns.get(pid, ())):
-                if await self.read(auth.session_participant, c.token, time.time_ns() // 1000) is None:
+                if await self.read(auth.session_participant, c.token, self.clock()) is None:
                     await self._end(c)
             inbox = self.inboxes.get(pid)
             if inbox is not None:

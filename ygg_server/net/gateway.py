@@ -54,6 +54,7 @@ EXPIRED = "the session expired: connect and authenticate again (auth on the open
 class Gateway(Handlers, Fanout):
     def __init__(self, engine, limits: Limits | None = None, delivery: Delivery | None = None):
         self.engine = engine
+        self.clock: Callable[[], int] = engine.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
         self.inboxes: dict[str, Inbox | Feed] = {}  # an agent's, a person's
@@ -172,7 +173,7 @@ class Gateway(Handlers, Fanout):
         if conn.ending:
             return
         conn.ending = True
-        expired = conn.expires_at <= time.time_ns() // 1000
+        expired = conn.expires_at <= self.clock()
         detail = EXPIRED if expired else await self.read(auth.ended, conn.participant)
         conn.push(protocol.error(ref, E.UNAUTHENTICATED, detail))
         await self._close(conn, 1008, "session expired" if expired else "session revoked")
@@ -225,7 +226,7 @@ class Gateway(Handlers, Fanout):
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
             return False
-        res = await self.read(auth.credentials, frame)
+        res = await self.read(auth.credentials, frame, self.clock())
         if isinstance(res, auth.Password):  # a slow hash by design: not on the reader connection everyone queries
             async with self._hashing:
                 res = await asyncio.to_thread(res.check)
@@ -244,10 +245,10 @@ class Gateway(Handlers, Fanout):
             return False
         if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.api_key) if kind == Kind.AGENT else None
-            token, row = auth.session_row(pid, self.engine.clock(), expires, secrets.token_urlsafe(32))
+            token, row = auth.session_row(pid, self.clock(), expires, secrets.token_urlsafe(32))
             await self.engine.submit("session", *row, key)
             expires = row[2]
-            if renew and await self.read(auth.session_participant, token, time.time_ns() // 1000) is None:
+            if renew and await self.read(auth.session_participant, token, self.clock()) is None:
                 conn.push(protocol.error(ref, E.UNAUTHENTICATED, await self.read(auth.ended, pid)))
                 return False  # (`_attach` checks this for a new connection)
         conn.participant, conn.kind, conn.handle, conn.token, conn.expires_at = pid, kind, handle, token, expires
@@ -272,7 +273,7 @@ class Gateway(Handlers, Fanout):
             self.delivery.presence(conn, True)
         # an agent's key rotated, or the agent revoked, since the key was checked: no session was made, or it was
         # ended before this connection was among those a rescan closes (`handler` closes it, nothing offered)
-        now = time.time_ns() // 1000
+        now = self.clock()
         if conn.kind == Kind.AGENT and await self.read(auth.session_participant, conn.token, now) is None:
             return False
         inbox = await self._inbox(pid, conn.kind == Kind.AGENT)
@@ -342,12 +343,12 @@ class Gateway(Handlers, Fanout):
             frame = protocol.decode(raw)
         except protocol.BadFrame as e:
             await self._in_order(conn)
-            if e.op is not None and conn.expires_at <= time.time_ns() // 1000:  # (an op's frame: the session first)
+            if e.op is not None and conn.expires_at <= self.clock():  # (an op's frame: the session first)
                 await self._end(conn, e.ref)
             else:
                 conn.push(protocol.error(e.ref, E.BAD_FRAME, e.detail))
             return
-        if conn.expires_at <= time.time_ns() // 1000:
+        if conn.expires_at <= self.clock():
             await self._in_order(conn)
             await self._end(conn, frame.ref)
             return
@@ -381,7 +382,8 @@ class Gateway(Handlers, Fanout):
             reply = await self.engine.submit(command, conn.participant, frame)
         elif op in _OPS:
             fn, writes, stable = _OPS[op]
-            reply = replies.reply(frame, await (self.manage if writes else self.read)(fn, conn.participant, frame))
+            args = (conn.participant, frame, self.clock()) if op in _TIMED else (conn.participant, frame)
+            reply = replies.reply(frame, await (self.manage if writes else self.read)(fn, *args))
         else:
             return protocol.error(frame.ref, E.BAD_FRAME, f"op {op!r} is not available here")
         if stable:  # a party, a profile, a persona or a rulebook is part of the directives' stable part
@@ -455,7 +457,7 @@ class Gateway(Handlers, Fanout):
         swept = time.monotonic()
         while True:
             await asyncio.sleep(min(5.0, self.limits.session_sweep))
-            now = time.time_ns() // 1000
+            now = self.clock()
             if time.monotonic() - swept >= self.limits.session_sweep:  # expired sessions: deleted
                 swept = time.monotonic()
                 try:
@@ -486,3 +488,4 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()}}
+_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)

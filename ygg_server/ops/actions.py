@@ -3,7 +3,9 @@
 One function per op (as zulip's `zerver/actions/`), `fn(conn, who, frame) -> dict`, run on the gateway's
 management connection; the role check is inside it. A workspace or an organization the asker is not in is
 `NotFound`, exactly as one that does not exist; a role that does not allow it is `AdminError("forbidden", …)`.
-Only a person manages (`person_only`). `ACTIONS`: op -> (function, whether it writes).
+Only a person manages (`person_only`). `ACTIONS`: op -> (function, whether it writes). The ops of `TIMED`
+stamp what they make: they take the time too, `fn(conn, who, frame, now)` (`now` in microseconds, from the
+gateway's clock).
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ def _role(conn: sqlite3.Connection, role_of: Callable, where: str, who: str) -> 
     return mine
 
 
-def _hidden(unknown: str, fn: Callable, *args) -> dict:
-    """`fn(*args)`, its `unknown` refusal answered `not_found`, exactly as an id one may not see."""
+def _hidden(unknown: str, fn: Callable, *args, **kw) -> dict:
+    """`fn(*args, **kw)`, its `unknown` refusal answered `not_found`, exactly as an id one may not see."""
     try:
-        return fn(*args)
+        return fn(*args, **kw)
     except AdminError as e:
         if e.code == unknown:
             raise NotFound from None
@@ -42,22 +44,22 @@ def _handle(handle: str) -> str:
     return "@" + handle.removeprefix("@")  # by handle only: a participant id from elsewhere is not found
 
 
-def create_org(conn, who: str, f: frames.CreateOrg) -> dict:
+def create_org(conn, who: str, f: frames.CreateOrg, now: int) -> dict:
     """Seed 002: everyone "can create or join more" organizations, and "Each person gets one Free
     organization": one made here is Free (a Team plan is licensed, so the operator sets it)."""
     person_only(who)
-    return admin.add_org(conn, f.name, who, "free")
+    return admin.add_org(conn, f.name, who, "free", now=now)
 
 
-def create_workspace(conn, who: str, f: frames.CreateWorkspace) -> dict:
+def create_workspace(conn, who: str, f: frames.CreateWorkspace, now: int) -> dict:
     """In the person's own organization, or in `org` if they are in it (admin.add_workspace checks their role)."""
     person_only(who)
     if f.org is not None:
         _role(conn, admin.org_role, f.org, who)
-    return admin.add_workspace(conn, f.name.strip(), who, f.restricted, f.org)
+    return admin.add_workspace(conn, f.name.strip(), who, f.restricted, f.org, now=now)
 
 
-def add_org_member(conn, who: str, f: frames.AddOrgMember) -> dict:
+def add_org_member(conn, who: str, f: frames.AddOrgMember, now: int) -> dict:
     """Seed 002: invite people from Organizations; as for workspaces (seed 003 §66), admins invite members,
     only the owner makes admins or changes a role."""
     person_only(who)
@@ -66,10 +68,10 @@ def add_org_member(conn, who: str, f: frames.AddOrgMember) -> dict:
     pid = admin.person(conn, handle)
     if mine not in ADMINS or (mine != Role.OWNER and (f.role != "member" or admin.org_role(conn, f.org, pid) is not None)):
         raise AdminError("forbidden", "admins invite members; only the owner gives or changes roles")
-    return admin.add_org_member(conn, f.org, handle, f.role)
+    return admin.add_org_member(conn, f.org, handle, f.role, now=now)
 
 
-def add_member(conn, who: str, f: frames.AddMember) -> dict:
+def add_member(conn, who: str, f: frames.AddMember, now: int) -> dict:
     """Seed 003 §66: owners and admins invite; only the owner gives or changes roles above member."""
     person_only(who)
     handle = _handle(f.handle)
@@ -79,7 +81,7 @@ def add_member(conn, who: str, f: frames.AddMember) -> dict:
     pid = admin.person(conn, handle)
     if admin.role_in(conn, f.workspace, pid) is not None and mine != Role.OWNER:
         raise AdminError("forbidden", "only the owner changes a member's role")
-    return admin.add_member(conn, f.workspace, handle, f.role)
+    return admin.add_member(conn, f.workspace, handle, f.role, now=now)
 
 
 def leave_org(conn, who: str, f: frames.LeaveOrg) -> dict:
@@ -97,11 +99,11 @@ def leave_workspace(conn, who: str, f: frames.LeaveWorkspace) -> dict:
     return admin.leave_workspace(conn, f.workspace, who)
 
 
-def join_workspace(conn, who: str, f: frames.JoinWorkspace) -> dict:
+def join_workspace(conn, who: str, f: frames.JoinWorkspace, now: int) -> dict:
     """A person joins, by themselves, a workspace their organization opens to them (`list_joinable`), by its id;
     any other is `not_found` exactly as a made-up id; their other connections get `workspace_added`."""
     person_only(who)
-    return _hidden("unknown_workspace", admin.join_workspace, conn, f.workspace, who, True)
+    return _hidden("unknown_workspace", admin.join_workspace, conn, f.workspace, who, True, now=now)
 
 
 def delete_workspace(conn, who: str, f: frames.DeleteWorkspace) -> dict:
@@ -127,21 +129,21 @@ def set_permissions(conn, who: str, f: frames.SetPermissions) -> dict:
     return permissions.set_permissions(conn, f.workspace, aid, changes)
 
 
-def set_restricted(conn, who: str, f: frames.SetRestricted) -> dict:
+def set_restricted(conn, who: str, f: frames.SetRestricted, now: int) -> dict:
     """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to
     it directly"; the workspace's owners and admins decide."""
     person_only(who)
     if _role(conn, admin.role_in, f.workspace, who) not in ADMINS:
         raise AdminError("forbidden", "only the workspace's owners and admins restrict it")
-    return admin.set_restricted(conn, f.workspace, f.restricted)
+    return admin.set_restricted(conn, f.workspace, f.restricted, now=now)
 
 
-def add_agent(conn, who: str, f: frames.AddAgent) -> dict:
+def add_agent(conn, who: str, f: frames.AddAgent, now: int) -> dict:
     """A person makes an agent of their own (in all their workspaces, or pinned to one); the key is shown once."""
     person_only(who)
     if f.workspace is not None:
         _role(conn, admin.role_in, f.workspace, who)
-    return admin.add_agent(conn, f.name, who, f.workspace)
+    return admin.add_agent(conn, f.name, who, f.workspace, now=now)
 
 
 def _own_agent(conn, who: str, agent: str) -> str:
@@ -202,3 +204,6 @@ ACTIONS: dict[str, tuple[Callable, bool]] = {
     "set_restricted": (set_restricted, True), "add_agent": (add_agent, True), "revoke_agent": (revoke_agent, True),
     "rotate_key": (rotate_key, True), "add_group": (add_group, True), "remove_group": (remove_group, True),
 }
+# the ops that take the time (`fn(conn, who, frame, now)`)
+TIMED = frozenset({"create_org", "create_workspace", "add_org_member", "add_member", "join_workspace",
+                   "set_restricted", "add_agent"})

@@ -2,13 +2,13 @@
 
 Shared by the `ygg-server admin` commands and the socket's management ops; each
 takes a connection, runs in one transaction, and returns a JSON-able dict or
-raises AdminError with a reason.
+raises AdminError with a reason. One that stamps a row takes the time as `now` (microseconds, UTC)
+from its caller: it reads no clock itself (`ygg_server/clock.py`).
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
 import uuid
 
 import msgspec
@@ -21,10 +21,6 @@ from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, U
                    general_id, plan_of)
 from ..store import loaders, writes
 from ..store.transactions import Tx, row_lock, serialized
-
-
-def now_us() -> int:
-    return time.time_ns() // 1000
 
 
 def new_id() -> str:
@@ -178,7 +174,7 @@ def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: b
     return [ws, *left, *reach.open_workspace(conn, ws, now)]
 
 
-def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str = DEFAULT_PLAN) -> dict:
+def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str = DEFAULT_PLAN, *, now: int) -> dict:
     """A person, their own organization, and their one personal workspace (seed 002, seed 003 §65)."""
     _named("handle", handle, trim=False, code="bad_handle")
     if not handle or not handle.replace("_", "").replace("-", "").replace(".", "").isalnum() \
@@ -187,7 +183,6 @@ def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str =
                                        f"does ({', '.join(ID_PREFIXES)})")
     if plan not in PLANS:
         raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
-    now = now_us()
     with Tx(conn):
         if conn.execute("SELECT 1 FROM people WHERE handle = ?", (handle,)).fetchone():
             raise AdminError("handle_taken", f"@{handle} exists")
@@ -222,7 +217,8 @@ def _one_free(conn: sqlite3.Connection, owner: str, org: str | None = None) -> N
                                            "an operator gives another a Team plan (ygg-server admin add-org/set-plan)")
 
 
-def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT_PLAN, licensed: int | None = None) -> dict:
+def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT_PLAN, licensed: int | None = None, *,
+            now: int) -> dict:
     """Seed 002: everyone "can create or join more" organizations; the creator is its owner. "Each person gets
     one Free organization": a second Free one is refused (`free_org_limit`)."""
     name = _named("org", name)
@@ -234,17 +230,16 @@ def add_org(conn: sqlite3.Connection, name: str, owner: str, plan: str = DEFAULT
         _name_free(conn, "org", pid, name)
         oid = new_id()
         conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at, licensed) VALUES (?,?,?,?,?,?)",
-                     (oid, name, plan, pid, now_us(), licensed))
+                     (oid, name, plan, pid, now, licensed))
         conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (oid, pid, Role.OWNER))
     return {"id": oid, "name": name, "plan": plan, "licensed": licensed}
 
 
 def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: bool = False,
-                  org_ref: str | None = None) -> dict:
+                  org_ref: str | None = None, *, now: int) -> dict:
     """A workspace in `owner`'s own (first) organization, or in `org_ref`, where `owner` must be its owner or an
     admin: open to all its members, or `restricted` (seed 002) to its admins and the people added directly."""
     name = _named("workspace", name)
-    now = now_us()
     with Tx(conn):
         pid = person(conn, owner)
         if org_ref is None:
@@ -263,10 +258,9 @@ def add_workspace(conn: sqlite3.Connection, name: str, owner: str, restricted: b
     return {"id": ws, "name": name, "org": oid, "restricted": restricted, "left_out": left}
 
 
-def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "member") -> dict:
+def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "member", *, now: int) -> dict:
     if role not in Role._value2member_map_:
         raise AdminError("bad_role", "roles: owner, admin, member, viewer")
-    now = now_us()
     with Tx(conn):
         ws = workspace(conn, ws_ref)
         pid = person(conn, handle)
@@ -277,12 +271,11 @@ def add_member(conn: sqlite3.Connection, ws_ref: str, handle: str, role: str = "
     return {"id": pid, "workspace": ws, "role": role, "left_out": left}
 
 
-def add_org_member(conn: sqlite3.Connection, org_ref: str, handle: str, role: str = "member") -> dict:
+def add_org_member(conn: sqlite3.Connection, org_ref: str, handle: str, role: str = "member", *, now: int) -> dict:
     """Invite a person into an organization (seed 002), or change their role there: they reach its workspaces
     that are not restricted, and as an admin the restricted ones too (never anyone's personal workspace)."""
     if role not in (Role.ADMIN, Role.MEMBER):
         raise AdminError("bad_role", "an organization's roles: admin, member (its owner stays its owner)")
-    now = now_us()
     with Tx(conn):
         oid = org(conn, org_ref)
         pid = person(conn, handle)
@@ -342,7 +335,7 @@ def leave_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str) -> dict:
     return {"id": pid, "workspace": ws, "left": [ws]}
 
 
-def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bool = False) -> dict:
+def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bool = False, *, now: int) -> dict:
     """A person joins, by themselves, a workspace their organization opens to them (as one joins a public
     channel): back in one they left, with the role their organization membership gives and their agents
     (`reach.join_workspace`). Already in it: answered as it is (`joined` false). Any other (another
@@ -357,7 +350,7 @@ def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bo
         mine = None if personal else role_in(conn, ws, pid)
         if mine is not None:
             return {"id": pid, "workspace": ws, "role": mine, "joined": False, "left_out": []}
-        left = None if personal else reach.join_workspace(conn, ws, pid, now_us())
+        left = None if personal else reach.join_workspace(conn, ws, pid, now)
         if left is None:
             raise AdminError("unknown_workspace", f"no workspace {ws_ref!r} open to {handle}")
         return {"id": pid, "workspace": ws, "role": role_in(conn, ws, pid), "joined": True, "left_out": left}
@@ -395,10 +388,9 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
     return {"id": ws, "deleted": True}
 
 
-def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> dict:
+def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool, *, now: int) -> dict:
     """Seed 002: "A restricted workspace is open only to the organization's admins and the people added to it
     directly, not to every member"; lifting the restriction opens it to every member again."""
-    now = now_us()
     with Tx(conn):
         ws = workspace(conn, ws_ref)
         _not_personal(conn, ws, "a personal workspace is its person's alone")
@@ -411,12 +403,11 @@ def set_restricted(conn: sqlite3.Connection, ws_ref: str, restricted: bool) -> d
     return {"id": ws, "restricted": restricted, "left_out": left}
 
 
-def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None) -> dict:
+def add_agent(conn: sqlite3.Connection, name: str, owner: str, ws_ref: str | None = None, *, now: int) -> dict:
     """An agent of `owner`: in all their workspaces, or pinned to one; its API key is shown once."""
     name = _named("agent", name, trim=False)
     if "@" in name or name.startswith(("group:", "dm:", "capability:", *ID_PREFIXES)):
         raise AdminError("bad_name", "an agent's name has no '@' and no reserved prefix")
-    now = now_us()
     key, key_id, key_hash = auth.new_api_key()
     with Tx(conn):
         pid = person(conn, owner)
@@ -533,12 +524,11 @@ def rotate_key(conn: sqlite3.Connection, ref: str) -> dict:
 
 
 def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws: str | None = None,
-         funder: str | None = None) -> dict:
+         funder: str | None = None, *, now: int) -> dict:
     """Fund an agent's wallet or a workspace pool through the core's rule (only a person funds).
 
     From the command line the operator acts as the agent's owner, or as the workspace's owner.
     """
-    now = now_us()
     with Tx(conn):
         if pool_ws is not None:
             ws = workspace(conn, pool_ws)

@@ -6,7 +6,6 @@ import hashlib
 import hmac
 import secrets
 import sqlite3
-import time
 from dataclasses import dataclass, field
 
 from argon2 import PasswordHasher
@@ -111,13 +110,12 @@ def delete_expired(conn: sqlite3.Connection, now: int) -> int:
 
 # --- signing in (the gateway's `auth`) ---
 
-def credentials(conn: sqlite3.Connection, f: frames.Auth):
-    """Check an `auth` frame's credentials (read-only); return (participant, kind, handle, token or None,
-    expires_at), a `Password` still to check, or None.
+def credentials(conn: sqlite3.Connection, f: frames.Auth, now: int):
+    """Check an `auth` frame's credentials (read-only) at `now` (microseconds: a token is live until its
+    expires_at); return (participant, kind, handle, token or None, expires_at), a `Password` still to check, or None.
 
     A token is resumed as it is; a key or a password earns a new session, made by the writer.
     """
-    now = time.time_ns() // 1000
     if f.api_key is not UNSET:
         aid = agent_for_key(conn, f.api_key)
         if aid is None:

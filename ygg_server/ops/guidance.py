@@ -6,6 +6,9 @@ the gateway's management connection, so the engine and every node see them at on
 Each write reads and writes its document in one transaction, serialized per document
 (`store.transactions.serialized`), so writes through several nodes at once neither fail nor lose a merge.
 
+The writes (`TIMED`) take the time too, `fn(conn, participant, frame, now)`, and stamp what they write with it
+(`now` in microseconds, from the gateway's clock).
+
 - `get_persona` / `set_persona`: the agent itself, or its owner. A write that would
   shrink a long persona to less than half is refused `persona_shrink` (seed 003 §57);
   every accepted version is kept.
@@ -18,7 +21,6 @@ Each write reads and writes its document in one transaction, serialized per docu
 from __future__ import annotations
 
 import sqlite3
-import time
 from typing import Any
 
 import msgspec
@@ -28,10 +30,6 @@ from .refusals import NotFound, Refused
 from ..core import Role
 from ..protocol import frames
 from ..store.transactions import Tx, serialized
-
-
-def _now() -> int:
-    return time.time_ns() // 1000
 
 
 # --- personas ---
@@ -68,14 +66,14 @@ def get_persona(conn: sqlite3.Connection, who: str, frame: frames.GetPersona) ->
     return {"agent": agent, "text": text, "version": version}
 
 
-def set_persona(conn: sqlite3.Connection, who: str, frame: frames.SetPersona) -> dict:
+def set_persona(conn: sqlite3.Connection, who: str, frame: frames.SetPersona, now: int) -> dict:
     agent = _agent_for(conn, who, frame.agent)
     with Tx(conn):
         serialized(conn, "persona:" + agent)
-        return _set_persona(conn, who, agent, frame)
+        return _set_persona(conn, who, agent, frame, now)
 
 
-def _set_persona(conn: sqlite3.Connection, who: str, agent: str, frame: frames.SetPersona) -> dict:
+def _set_persona(conn: sqlite3.Connection, who: str, agent: str, frame: frames.SetPersona, now: int) -> dict:
     new, why = frame.text, frame.why
     if not isinstance(why, str):
         why = ""
@@ -86,7 +84,7 @@ def _set_persona(conn: sqlite3.Connection, who: str, agent: str, frame: frames.S
     if new == old:
         return {"agent": agent, "version": version, "length": len(new), "changed": False}
     conn.execute("INSERT INTO personas (agent, version, text, why, author, created_at) VALUES (?,?,?,?,?,?)",
-                 (agent, version + 1, new, why[:500], who, _now()))
+                 (agent, version + 1, new, why[:500], who, now))
     return {"agent": agent, "version": version + 1, "length": len(new), "changed": True}
 
 
@@ -120,7 +118,7 @@ def get_rulebook(conn: sqlite3.Connection, who: str, frame: frames.GetRulebook) 
     return {"conversation": cid, "set": stored, "rulebook": directives.rulebook_in_force(stored)}
 
 
-def set_rulebook(conn: sqlite3.Connection, who: str, frame: frames.SetRulebook) -> dict:
+def set_rulebook(conn: sqlite3.Connection, who: str, frame: frames.SetRulebook, now: int) -> dict:
     ws, cid, kind, members, role = _conversation(conn, who, frame)
     if not who.startswith("human."):
         raise Refused("permission_denied", "a conversation's rulebook is set by its people; agents cannot")
@@ -136,10 +134,10 @@ def set_rulebook(conn: sqlite3.Connection, who: str, frame: frames.SetRulebook) 
                       "or null for all defaults")
     with Tx(conn):
         serialized(conn, "rulebook:" + cid)
-        return _merge_rulebook(conn, who, ws, cid, change)
+        return _merge_rulebook(conn, who, ws, cid, change, now)
 
 
-def _merge_rulebook(conn: sqlite3.Connection, who: str, ws: str, cid: str, change: dict | None) -> dict:
+def _merge_rulebook(conn: sqlite3.Connection, who: str, ws: str, cid: str, change: dict | None, now: int) -> dict:
     merged = {} if change is None else {**rulebook(conn, cid), **change}
     merged = {k: v for k, v in merged.items() if v is not None}
     problem = directives.rulebook_problem(merged)
@@ -149,7 +147,7 @@ def _merge_rulebook(conn: sqlite3.Connection, who: str, ws: str, cid: str, chang
         conn.execute("""INSERT INTO rulebooks (conversation, workspace, body, set_by, updated_at) VALUES (?,?,?,?,?)
                         ON CONFLICT (conversation) DO UPDATE SET body = excluded.body, set_by = excluded.set_by,
                         updated_at = excluded.updated_at""",
-                     (cid, ws, msgspec.json.encode(dict(sorted(merged.items()))).decode(), who, _now()))
+                     (cid, ws, msgspec.json.encode(dict(sorted(merged.items()))).decode(), who, now))
     else:
         conn.execute("DELETE FROM rulebooks WHERE conversation = ?", (cid,))
     return {"conversation": cid, "set": merged, "rulebook": directives.rulebook_in_force(merged)}
@@ -162,3 +160,4 @@ OPS = {
     "get_rulebook": (get_rulebook, False),
     "set_rulebook": (set_rulebook, True),
 }
+TIMED = frozenset({"set_persona", "set_rulebook"})  # the ops that take the time: `fn(conn, who, frame, now)`

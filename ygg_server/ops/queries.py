@@ -3,6 +3,9 @@
 Every query first checks that the asker is a member of the workspace and may see
 the conversation; anything else is answered exactly as for an id that does not
 exist (`not_found`), so one workspace learns nothing about another's ids.
+
+Each query of QUERIES is `fn(conn, pid, frame)`; those of `TIMED` take the time too, `fn(conn, pid, frame, now)`
+(`now` in microseconds, from the gateway's clock: the plan's history window ends there, a month is counted to it).
 """
 
 from __future__ import annotations
@@ -46,11 +49,11 @@ def monitors(conn: sqlite3.Connection, ws: str, pid: str) -> bool:
         return False
 
 
-def _history_floor(conn: sqlite3.Connection, ws: str) -> int:
-    """Seed 002: history past the plan's window is neither shown nor searchable."""
+def _history_floor(conn: sqlite3.Connection, ws: str, now: int) -> int:
+    """Seed 002: history past the plan's window (back from `now`) is neither shown nor searchable."""
     row = conn.execute("SELECT o.plan FROM workspaces w JOIN orgs o ON o.id = w.org WHERE w.id = ?", (ws,)).fetchone()
     days = plan_of(row[0]).history_days if row else 90
-    return time.time_ns() // 1000 - days * 86_400_000_000
+    return now - days * 86_400_000_000
 
 
 def _visible(conn: sqlite3.Connection, ws: str, pid: str, monitor: bool) -> list[str] | None:
@@ -82,7 +85,7 @@ def _limit(limit: Any) -> int:
     return max(1, min(int(limit or 50), MAX_PAGE))
 
 
-def history(conn, pid: str, f: frames.History) -> dict:
+def history(conn, pid: str, f: frames.History, now: int) -> dict:
     """A page of messages, newest first; `before` is the `cursor` of the previous page: the id of its last
     (oldest) message, so a cursor tells nothing about the server's other conversations (seq is server-wide)."""
     ws = f.workspace
@@ -91,7 +94,7 @@ def history(conn, pid: str, f: frames.History) -> dict:
     limit = _limit(f.limit)
     before = f.before
     sql = "SELECT seq, body FROM messages WHERE conversation = ? AND created_at >= ?"
-    args: list[Any] = [cid, _history_floor(conn, ws)]
+    args: list[Any] = [cid, _history_floor(conn, ws, now)]
     if isinstance(f.topic, str):
         sql += " AND topic = ?"
         args.append(f.topic)
@@ -129,7 +132,7 @@ def _woke(conn, seqs: list[int], ids: list[str]) -> dict[str, list[str]]:
     return woke
 
 
-def search_messages(conn, pid: str, f: frames.SearchMessages) -> dict:
+def search_messages(conn, pid: str, f: frames.SearchMessages, now: int) -> dict:
     ws = f.workspace
     _, monitor = _member(conn, ws, pid)
     if not receives(conn, ws, pid):
@@ -138,7 +141,7 @@ def search_messages(conn, pid: str, f: frames.SearchMessages) -> dict:
     if not isinstance(q, str) or not q.strip():
         return {"messages": []}
     phrase = '"' + q.replace('"', '""') + '"'
-    floor, limit = _history_floor(conn, ws), _limit(f.limit)
+    floor, limit = _history_floor(conn, ws, now), _limit(f.limit)
     # what the asker may read is chosen in the query, so a page is full whenever enough matches exist:
     # a monitor everything; anyone else General, groups, and the direct conversations it is in (_visible).
     # The index's matches are walked newest first (CROSS JOIN keeps it the outer loop), so a page stops
@@ -309,13 +312,13 @@ def balances(conn, pid: str, f: frames.Balances) -> dict:
             "agents": {a: loaders.balance(conn, ws, a) for a in agents}}
 
 
-def list_orgs(conn, pid: str, f: frames.ListOrgs) -> dict:
+def list_orgs(conn, pid: str, f: frames.ListOrgs, now: int) -> dict:
     """The organizations a person is in, with their role, plan and its limits (seed 002, "Plans and
     limits"; null: none), and a metered plan's messages counted this month (UTC)."""
     rows = conn.execute(
         """SELECT o.id, o.name, m.role, o.plan, o.licensed FROM org_members m JOIN orgs o ON o.id = m.org
            WHERE m.person = ? ORDER BY o.created_at, o.id""", (pid,)).fetchall()
-    month = time.strftime("%Y-%m", time.gmtime())
+    month = time.strftime("%Y-%m", time.gmtime(now // 1_000_000))
     out = []
     for oid, name, role, plan, licensed in rows:
         p = plan_of(plan, licensed)
@@ -390,3 +393,4 @@ QUERIES = {
     "list_members": list_members, "list_agents": list_agents, "list_conversations": list_conversations,
     "list_topics": list_topics, "topic": topic, "balances": balances,
 }
+TIMED = frozenset({"history", "search_messages", "list_orgs"})  # the queries that take the time

@@ -39,6 +39,7 @@ from typing import Any, Callable, Union
 
 import msgspec
 
+from ..clock import now_us
 from ..core import Conversation, Message, Topic
 from ..core.party import PartyView
 from ..gcpolicy import calm_gc
@@ -46,7 +47,7 @@ from ..protocol import ClientFrame
 from ..store.rows import Stored
 from .commands import Command
 from .loop import MAX_BATCH, Published, Writer
-from .runners import ThreadRunner, now_us
+from .runners import ThreadRunner
 
 log = logging.getLogger("ygg.writer")
 _LEN = struct.Struct("!I")

@@ -11,7 +11,6 @@ import asyncio
 import logging
 import queue
 import threading
-import time
 from typing import Any, Callable
 
 from .commands import Command
@@ -262,6 +261,3 @@ def _settle(items: list[tuple[Command, Any, BaseException | None]]) -> None:
         else:
             cmd.future.set_result(result)
 
-
-def now_us() -> int:
-    return time.time_ns() // 1000

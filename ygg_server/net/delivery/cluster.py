@@ -44,7 +44,7 @@ class ClusterDelivery:
 
     def bind(self, gateway) -> None:
         self.gw = gateway
-        self.claimer = Claimer(self.db, gateway.engine.clock, self._party_views)
+        self.claimer = Claimer(self.db, gateway.clock, self._party_views)
         self.db.timeouts(self.node_timeout, gateway.limits.presence_timeout)
         self.db.listen(self.news)
         self.db.lease_with(self.lease)
@@ -78,7 +78,7 @@ class ClusterDelivery:
             log.error("%s failed", t.get_coro().__qualname__, exc_info=t.exception())
 
     def _now(self) -> int:
-        return self.gw.engine.clock()
+        return self.gw.clock()
 
     # --- inboxes ---
 
