@@ -16,8 +16,7 @@ from .frames import CLIENT_OPS, ClientFrame, Frame
 from .ids import new_id
 from .posts import MAX_TEXT, to_post
 from . import results
-from .replies import (answer, encode, encode_utf8, error, for_agent, message_obj, refused, render, reply, roster_for,
-                      topic_obj)
+from .replies import encode, encode_utf8, error, for_agent, message_obj, refused, render, reply, roster_for, topic_obj
 from .results import ErrorCode
 from .times import from_iso, iso
 
@@ -25,6 +24,6 @@ PRESENCE_TIMEOUT = 180.0  # seconds: an agent silent this long (no frame, no pon
 
 __all__ = [
     "MAX_FRAME", "MAX_TEXT", "PRESENCE_TIMEOUT", "CLIENT_OPS", "BadFrame", "ClientFrame", "Frame", "decode",
-    "to_post", "new_id", "iso", "from_iso", "answer", "encode", "encode_utf8", "error", "refused", "render", "reply", "results",
+    "to_post", "new_id", "iso", "from_iso", "encode", "encode_utf8", "error", "refused", "render", "reply", "results",
     "message_obj", "for_agent", "roster_for", "topic_obj", "ErrorCode",
 ]

@@ -104,16 +104,6 @@ def reply(frame, out: dict) -> dict:
     return {"op": frame.op, "ref": frame.ref, **out}
 
 
-def answer(ref: Any, d) -> dict:
-    """A send's answer from its decision (`core.Decision`): `refused`, or `sent` with the message as
-    stored, who it reached and how, and its cost (both engines)."""
-    if d.refusal:
-        return refused(ref, d.refusal.reason, d.refusal.detail)
-    main = d.routed[0]
-    return {"op": "sent", "ref": ref, "message": message_obj(main.message), "deliveries": deliveries_obj(main.deliveries),
-            "cost": main.message.cost}
-
-
 # --- the writer's results as frames (protocol/results.py) ---
 
 def render(ref: Any, result: r.Result) -> dict:
