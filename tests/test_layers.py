@@ -46,6 +46,78 @@ def test_the_writer_imports_only_the_core_the_frames_and_the_store_port():
     assert wrong == {}
 
 
+REPLY_BUILDERS = ("answer", "refused", "error", "reply", "render", "replies")  # protocol's names that make frames
+
+
+def _reply_building(source: str, package: str) -> list[str]:
+    """Where code in `package` builds a wire reply: imports protocol.replies (or a reply builder from protocol),
+    calls protocol.answer/refused/error/... through any name bound to the protocol package, or writes a dict
+    with an `op` or `ref` key."""
+    found = []
+    aliases = set()  # names bound to ygg_server.protocol
+
+    def resolve(node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        base = package.split(".")[: len(package.split(".")) - node.level + 1]
+        return ".".join(base + ([node.module] if node.module else []))
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("ygg_server.protocol.replies"):
+                    found.append(f"import {a.name}")
+                elif a.name == "ygg_server.protocol" and a.asname:
+                    aliases.add(a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            mod = resolve(node)
+            for a in node.names:
+                if mod.startswith("ygg_server.protocol.replies"):
+                    found.append(f"from {mod} import {a.name}")
+                elif mod == "ygg_server.protocol" and a.name in REPLY_BUILDERS:
+                    found.append(f"from {mod} import {a.name}")
+                elif mod == "ygg_server" and a.name == "protocol":
+                    aliases.add(a.asname or a.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in aliases and node.attr in REPLY_BUILDERS:
+                found.append(f"{node.value.id}.{node.attr}")
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+            if keys & {"op", "ref"}:
+                found.append("a dict with " + " and ".join(repr(k) for k in sorted(keys & {"op", "ref"})))
+    return found
+
+
+def test_the_writer_answers_with_results_and_never_builds_a_wire_reply():
+    """Issue 16: "the writer never sees a raw dict and never builds wire replies": it answers each command with a
+    typed result (protocol/results.py); the gateway renders it (`replies.render`), once, at the edge."""
+    wrong = {}
+    for path in sorted((ROOT / "writer").glob("*.py")):
+        package = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts[:-1])
+        found = _reply_building(path.read_text(), package)
+        if found:
+            wrong[path.name] = found
+    assert wrong == {}
+
+
+def test_the_reply_check_is_read_right():
+    """(The check itself: each way of building a reply the writer used to have, and the others, is found.)"""
+    old = ("from .. import protocol\nfrom ..protocol import ErrorCode as E, frames\n"
+           "def _send(ref, d):\n    return protocol.answer(ref, d)\n"
+           "def _fund(ref):\n    return protocol.refused(ref, 'r', 'd')\n"
+           "def _profile(ref):\n    return protocol.error(ref, E.NOT_FOUND, 'no')\n"
+           "def _ack(ref, done):\n    return {'op': 'acked', 'ref': ref, 'ids': done}\n")
+    assert sorted(_reply_building(old, "ygg_server.writer")) == [
+        "a dict with 'op' and 'ref'", "protocol.answer", "protocol.error", "protocol.refused"]
+    assert sorted(_reply_building("from ..protocol import replies\nfrom ..protocol.replies import message_obj\n"
+                                  "import ygg_server.protocol as p\np.render(1, x)\n"
+                                  "from ygg_server.protocol import error\n", "ygg_server.writer")) == [
+        "from ygg_server.protocol import error", "from ygg_server.protocol import replies",
+        "from ygg_server.protocol.replies import message_obj", "p.render"]
+    assert _reply_building("from .. import protocol\nfrom ..protocol.results import Sent\nprotocol.to_post(f)\n"
+                           "Sent(m, ())\n{'message': 1}\n", "ygg_server.writer") == []
+
+
 def test_the_core_imports_nothing_outside_itself():
     wrong = {}
     for path in sorted((ROOT / "core").glob("*.py")):

@@ -1,8 +1,8 @@
 """How long a send's `client_id` is remembered, and forgetting (docs/protocol.md, "Sending": `client_id`).
 
-A send with a `client_id` stores its `sent` answer a second time, in `idempotency`, so the same send again
-(a reconnect, the TUI's outbox, the agent bridge's journal replayed after a restart) is answered from there
-and stored once. The TUI and the bridge put a `client_id` on every send, so the table would grow with every
+A send with a `client_id` keeps its answer (its `Sent` result, `protocol.results.keep`) in `idempotency`, so
+the same send again (a reconnect, the TUI's outbox, the agent bridge's journal replayed after a restart) is
+answered from there and stored once. The TUI and the bridge put a `client_id` on every send, so the table would grow with every
 message for good: rows older than WINDOW are deleted by a sweep, a small chunk at a time, oldest first, run by
 the writer inside its batches (SQLite: `SqliteStore.write`) or beside them by one node at a time (PostgreSQL:
 `PgStore._sweep`, on the pool).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
+from .protocol import results
 from .store import loaders
 
 # A week: the bridge replays its journal with the same client_ids however long it was down, so one stopped
@@ -55,5 +56,11 @@ def forget_workspace(conn, ws: str) -> None:
             conn.execute("DELETE FROM idempotency WHERE participant = ? AND client_id = ?", (author, cid))
 
 
-def _workspace(reply: bytes) -> str | None:
-    return msgspec.json.decode(bytes(reply)).get("message", {}).get("workspace")
+def _workspace(kept: bytes) -> str | None:
+    """The workspace of the message a kept answer replays: a `Sent` (`results.keep`), or in a row written before
+    answers were kept typed, the `sent` reply's JSON."""
+    sent = results.kept(kept)
+    if sent is not None:
+        return sent.message.workspace
+    reply = msgspec.json.decode(bytes(kept))
+    return reply.get("message", {}).get("workspace") if isinstance(reply, dict) else None

@@ -19,6 +19,7 @@ from ygg_server.protocol import frames
 from ygg_server.writer.commands import Command
 
 from tests.backends import PW, admin_connection
+from tests.writer import rendered
 
 pytestmark = pytest.mark.backends("sqlite", "postgres")
 
@@ -34,10 +35,10 @@ class World:
         if self.backend == "postgres":
             answers, later, _ = await self.runner.writer.run(batch)
             assert not later
-            return [answers.get(id(c)) for c in batch]
+            return [rendered(c, answers.get(id(c))) for c in batch]
         results, later, _ = self.runner.tick(batch)
         assert not later
-        return [error if error is not None else result for _, result, error in results]
+        return [error if error is not None else rendered(c, result) for c, result, error in results]
 
     def one(self, sql: str, *args):
         return self.conn.execute(sql, args).fetchone()

@@ -19,7 +19,7 @@ from ygg_server.writer.commands import Command
 from ygg_server.store import rows as codec, sqlite as db
 from ygg_server.protocol import frames
 
-from tests.writer import decide_fails_on
+from tests.writer import decide_fails_on, rendered
 
 from .conftest import migrated_before
 
@@ -49,7 +49,7 @@ async def run_batch(engine, *commands: tuple) -> tuple[list, list[Published]]:
     results, _, out = engine.tick(batch)
     if out is not None:
         published.append(out)
-    answers = [error if error is not None else result for _, result, error in results]
+    answers = [error if error is not None else rendered(cmd, result) for cmd, result, error in results]
     return answers, published
 
 

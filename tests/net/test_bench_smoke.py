@@ -36,3 +36,4 @@ def test_bench_frames_times_decoding_a_send_and_an_ack(capsys):
     assert bench.main(["frames", "--number", "50", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "decode send" in out and "to_post" in out and "decode ack" in out and "µs per frame" in out
+    assert "render sent" in out, "the writer's result as its reply, at the edge"

@@ -220,12 +220,13 @@ def test_a_command_crosses_to_the_writer_process_with_its_typed_frame():
 
 def test_a_batch_crosses_with_each_message_once_and_deliveries_pointing_at_it():
     from ygg_server.core import Message, MessageType
+    from ygg_server.protocol.results import Sent
     from ygg_server.writer import Published
     from ygg_server.store.rows import Stored
 
     m = Message("m1", "w", "c", "t", "a", MessageType.REQUEST, "hi", 1)
     out = Published(deliveries=[Stored(1, "x", True, "to", m), Stored(2, "y", False, None, m)], messages=[m])
-    frame = _pack(_to_wire([(7, {"op": "sent"}, None), (8, RuntimeError("boom"), None)], out))
+    frame = _pack(_to_wire([(7, Sent(m), None), (8, RuntimeError("boom"), None)], out))
     body = memoryview(frame)[4:]
     assert body[0] == ord("m"), "MessagePack, not a pickle"
     batch = _unpack(body, _batch_decoder)
@@ -234,7 +235,7 @@ def test_a_batch_crosses_with_each_message_once_and_deliveries_pointing_at_it():
     assert [(s.id, s.recipient, s.wake, s.reason) for s in back.deliveries] == [(1, "x", True, "to"), (2, "y", False, None)]
     assert back.deliveries[0].message is back.deliveries[1].message is back.messages[0]
     assert back.messages[0] == m
-    assert batch.answers[1][2] == "RuntimeError: boom"
+    assert batch.answers[0][2] == Sent(m) and batch.answers[1][2] == "RuntimeError: boom", "a result crosses typed"
 
 
 def _children(pid: int) -> list[int]:

@@ -14,6 +14,7 @@ from ygg_server.store.sqlite import writer_store as engine_module
 from ygg_server.compose import on_sqlite
 from ygg_server.clock import now_us
 from ygg_server.protocol import frames
+from ygg_server.protocol.results import Sent
 from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before
@@ -109,7 +110,7 @@ async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_
             r = await asyncio.wait_for(e.submit("send", alice, frames.Send(workspace=ws, topic="new",
                                                                 title=f"T{i}", type="inform",
                                                                 to=["researcher"], text=f"kept {i}")), 5)
-            assert r["op"] == "sent", r
+            assert type(r) is Sent, r
     finally:
         await asyncio.to_thread(e.stop)
     indexed, top = watermark(path)

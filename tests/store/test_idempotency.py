@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+import msgspec
 import pytest
 
 from ygg_server.ops import admin
-from ygg_server import idempotency
+from ygg_server import idempotency, protocol
 
 from tests.backends import PW, start_server, stop_server
 
@@ -127,3 +128,47 @@ async def test_one_postgresql_node_sweeps_at_a_time(clocked):
         await other.close()
     s.later(idempotency.EVERY_US + 1)
     await until(lambda: _only(s, []), "swept once the lock is free")
+
+
+def _old_row(answer: dict) -> bytes:
+    """A row as the writer kept it before it answered with typed results: the `sent` reply's JSON, without its ref."""
+    return msgspec.json.encode({k: v for k, v in answer.items() if k != "ref"})
+
+
+async def test_a_kept_answer_replays_the_first_answer_with_the_new_ref_and_duplicate_after_it(clocked):
+    """docs/protocol.md: "a repeated `client_id` from the same participant returns the first answer with
+    `"duplicate": true`": the same fields as the first, in the same order, then the new `ref` and `duplicate`
+    (what is kept now is the typed result, not the reply: the frame is the same)."""
+    s = clocked
+    alice = await s.person("alice")
+    first = await alice.request("send", workspace=s.ws, topic="new", title="Once", text="once", client_id="c")
+    dup = await alice.request("send", workspace=s.ws, topic="new", title="Once", text="once", client_id="c")
+    assert list(first) == ["op", "ref", "message", "deliveries", "cost"], first
+    assert list(dup) == ["op", "message", "deliveries", "cost", "ref", "duplicate"], dup
+    assert {**dup, "ref": first["ref"]} == {**first, "duplicate": True} and dup["ref"] != first["ref"]
+    (kept,) = [r for (r,) in s.conn.execute("SELECT reply FROM idempotency WHERE client_id = 'c'").fetchall()]
+    assert not bytes(kept).startswith(b"{"), "the typed result is kept, not the wire reply"
+
+
+async def test_rows_kept_as_wire_replies_before_still_replay_and_go_with_their_workspace(clocked):
+    """Rows written before answers were kept typed (the `sent` reply's JSON) replay as they did, and a deleted
+    workspace still takes those that replay its messages (idempotency.forget_workspace reads both forms)."""
+    s = clocked
+    alice = await s.person("alice")
+    now = time.time_ns() // 1000
+    old = {}
+    for ws, cid in ((s.ws, "old-team"), (s.lab, "old-lab")):
+        first = await alice.request("send", workspace=ws, topic="new", title="Old", text=cid)
+        old[cid] = first
+        s.conn.execute("INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?, ?, ?, ?)",
+                       (first["message"]["author"], cid, _old_row(first), now))
+    dup = await alice.request("send", workspace=s.ws, topic="new", title="Old", text="again", client_id="old-team")
+    assert protocol.encode(dup) == protocol.encode({**_row(old["old-team"]), "ref": dup["ref"], "duplicate": True})
+    await alice.send(workspace=s.lab, topic="new", title="New", text="typed", client_id="new-lab")
+    assert await rows(s) == ["new-lab", "old-lab", "old-team"]
+    await alice.call("delete_workspace", workspace=s.lab)
+    assert await rows(s) == ["old-team"], "both forms of the lab's rows went; the team's stayed"
+
+
+def _row(answer: dict) -> dict:
+    return msgspec.json.decode(_old_row(answer))

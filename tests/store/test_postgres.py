@@ -21,6 +21,7 @@ from ygg_server.ops import admin, queries
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
 from ygg_server.protocol import frames
+from ygg_server.protocol.results import Sent
 from ygg_server.store import loaders, postgres as pg, schema, sqlite as db
 
 from . import legacy
@@ -399,7 +400,7 @@ async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, w
         first = send(alice, "a1", topic=held)  # the three in one batch (no await in between)
         later = send(alice, "a2", topic="new", title="Later")
         free = send(bob, "b1", topic="new", title="Free")
-        assert (await asyncio.wait_for(free, 10))["op"] == "sent"
+        assert type(await asyncio.wait_for(free, 10)) is Sent
         if while_held is not None:
             while_held()
         await asyncio.sleep(0.3)
@@ -407,8 +408,8 @@ async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, w
     finally:
         await tx.rollback()
         await holder.close()
-    assert (await asyncio.wait_for(first, 10))["op"] == "sent"
-    assert (await asyncio.wait_for(later, 10))["op"] == "sent"
+    assert type(await asyncio.wait_for(first, 10)) is Sent
+    assert type(await asyncio.wait_for(later, 10)) is Sent
     return held
 
 

@@ -13,6 +13,7 @@ from ygg_server import compose
 from ygg_server.core import POOL
 from ygg_server.ops import admin
 from ygg_server.protocol import frames
+from ygg_server.protocol.results import Sent
 from ygg_server.store.port import EMPTY
 from ygg_server.writer import plan
 from ygg_server.writer.batch import Batch
@@ -112,7 +113,7 @@ async def test_an_error_inside_the_batch_rolls_everything_back(world):
     store.failed()
     assert conn.execute("SELECT count(*) FROM messages WHERE text = 'never'").fetchone()[0] == 0
     _, again = await _decide(store, cmds)
-    assert again.answers[0]["op"] == "sent", "what the failed batch moved in memory was dropped"
+    assert type(again.answers[0]) is Sent, "what the failed batch moved in memory was dropped"
 
 
 async def test_confirm_asks_for_the_batch_again_only_when_a_charged_pool_moved_meanwhile(world, backend):
@@ -125,7 +126,7 @@ async def test_confirm_asks_for_the_batch_again_only_when_a_charged_pool_moved_m
     async with store.batch() as tx:
         snap = await _load(tx, cmds)
         outcome = Batch(snap, now_us(), month_of(now_us())).run(cmds)
-        assert outcome.answers[0]["op"] == "sent" and outcome.pools_charged == {ws}, outcome.answers
+        assert type(outcome.answers[0]) is Sent and outcome.pools_charged == {ws}, outcome.answers
         other = admin_connection(backend, store.url if backend == "postgres" else store.path)
         if backend == "postgres":  # another node's funding commits between the load and the confirm
             admin.fund(other, None, 5, pool_ws=ws, now=now_us())

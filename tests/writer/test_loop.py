@@ -16,6 +16,7 @@ import pytest
 
 from ygg_server.core import Conversation, ConversationKind, Directory, Kind, Membership, Participant, Role, general_id
 from ygg_server.protocol import frames
+from ygg_server.protocol.results import Sent
 from ygg_server.store.port import Snapshot
 from ygg_server.writer import Writer
 from ygg_server.writer.commands import Command
@@ -100,7 +101,7 @@ def test_a_batch_is_planned_loaded_decided_confirmed_written_and_committed_in_th
     store = FakeStore()
     answers, later, out = run(store, send("human.alice", "hello"))
     assert store.calls == ["begin", "catalog", "load", "confirm", "write", "commit", "committed"]
-    assert [a["op"] for a in answers.values()] == ["sent"] and later == []
+    assert [type(a) for a in answers.values()] == [Sent] and later == []
     assert store.committed_rows == ["hello"] and store.keys.workspaces == {WS}
     assert out.topics, "what the batch publishes comes out after the commit"
 
@@ -109,7 +110,7 @@ def test_a_batch_the_store_could_not_serialize_is_decided_again_whole():
     store = FakeStore(conflicts=2)
     answers, _, _ = run(store, send("human.alice", "one"), send("human.alice", "two"))
     assert store.calls.count("rollback") == 2 and store.calls.count("failed") == 2 and store.calls[-1] == "committed"
-    assert store.committed_rows == ["one", "two"] and [a["op"] for a in answers.values()] == ["sent", "sent"]
+    assert store.committed_rows == ["one", "two"] and [type(a) for a in answers.values()] == [Sent, Sent]
 
 
 def test_what_a_store_confirms_moved_is_decided_again_before_anything_is_written():
@@ -124,7 +125,7 @@ def test_a_command_whose_deciding_raises_is_answered_with_its_error_and_the_rest
     cmds = [send("human.alice", "before"), send("human.alice", "boom"), send("human.alice", "after")]
     answers, _, _ = run(store, *cmds)
     assert isinstance(answers[id(cmds[1])], RuntimeError)
-    assert answers[id(cmds[0])]["op"] == answers[id(cmds[2])]["op"] == "sent"
+    assert type(answers[id(cmds[0])]) is type(answers[id(cmds[2])]) is Sent
     assert store.committed_rows == ["before", "after"]
     assert store.calls.count("rollback") == store.calls.count("failed") == 1, "the attempt and what it moved are dropped"
 

@@ -379,7 +379,7 @@ class Gateway(Handlers, Fanout):
             return await handler(conn, frame)
         if op in _WRITER_OPS:
             command, stable = _WRITER_OPS[op]
-            reply = await self.engine.submit(command, conn.participant, frame)
+            reply = replies.render(frame.ref, await self.engine.submit(command, conn.participant, frame))
         elif op in _OPS:
             fn, writes, stable = _OPS[op]
             args = (conn.participant, frame, self.clock()) if op in _TIMED else (conn.participant, frame)
@@ -426,7 +426,7 @@ class Gateway(Handlers, Fanout):
                 if not started.done():
                     break
                 try:
-                    reply = started.result()
+                    reply = replies.render(frame.ref, started.result())  # the writer's result as its reply
                 except (Exception, asyncio.CancelledError) as e:  # answered, so the ones after it are not held
                     reply = self._failed(frame, e if isinstance(e, Exception) else RuntimeError("cancelled"))
             elif isinstance(started, Exception):

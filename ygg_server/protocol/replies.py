@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 import msgspec
 
+from . import results as r
+from .results import ErrorCode
 from .times import iso
-from ..core import SYSTEM, Message
+from ..core import SYSTEM, Message, Profile
 from ..core.assign import explain
 from ..core.lifecycle import unfunded
 from ..core.party import PartyView, roster_obj
@@ -81,20 +82,13 @@ def deliveries_obj(deliveries) -> list[dict]:
     return [{"to": x.recipient, "wake": x.wake, "reason": x.reason} for x in deliveries]
 
 
+def profile_obj(p: Profile) -> dict:
+    """An agent's profile, as `set_profile` answers it."""
+    return {"title": p.title, "description": p.description, "capabilities": list(p.capabilities),
+            "generalist": p.generalist, "tools": list(p.tools), "cost": p.cost}
+
+
 # --- replies ---
-
-class ErrorCode(StrEnum):
-    """An `error` frame's code (docs/protocol.md): the frame could not be taken as it is (a `refused` is a rule's
-    answer, with a core.RefusalReason)."""
-
-    BAD_FRAME = "bad_frame"
-    BAD_NAME = "bad_name"
-    NOT_FOUND = "not_found"
-    FORBIDDEN = "forbidden"
-    UNAUTHENTICATED = "unauthenticated"
-    UNAVAILABLE = "unavailable"
-    INTERNAL = "internal"
-
 
 def error(ref: Any, code: ErrorCode, detail: str = "") -> dict:
     return {"op": "error", "ref": ref, "code": code, "detail": detail}
@@ -110,14 +104,44 @@ def reply(frame, out: dict) -> dict:
     return {"op": frame.op, "ref": frame.ref, **out}
 
 
-def answer(ref: Any, d) -> dict:
-    """A send's answer from its decision (`core.Decision`): `refused`, or `sent` with the message as
-    stored, who it reached and how, and its cost (both engines)."""
-    if d.refusal:
-        return refused(ref, d.refusal.reason, d.refusal.detail)
-    main = d.routed[0]
-    return {"op": "sent", "ref": ref, "message": message_obj(main.message), "deliveries": deliveries_obj(main.deliveries),
-            "cost": main.message.cost}
+# --- the writer's results as frames (protocol/results.py) ---
+
+def render(ref: Any, result: r.Result) -> dict:
+    """The frame answering a command the writer decided: its result, with the client frame's `ref` (the one place a
+    writer's result becomes a reply; wire forms as docs/protocol.md names them)."""
+    return _RENDER[type(result)](ref, result)
+
+
+def _sent(ref: Any, s: r.Sent) -> dict:
+    m = s.message
+    return {"op": "sent", "ref": ref, "message": message_obj(m), "deliveries": deliveries_obj(s.deliveries),
+            "cost": m.cost}
+
+
+def _duplicate(ref: Any, dup: r.Duplicate) -> dict:
+    """The first answer again, with this frame's ref and `duplicate: true` (after the other fields, as always)."""
+    s = r.kept(dup.kept)
+    if s is None:  # a row written before answers were kept typed: the `sent` reply's JSON, without its ref
+        return {**msgspec.json.decode(bytes(dup.kept)), "ref": ref, "duplicate": True}
+    m = s.message
+    return {"op": "sent", "message": message_obj(m), "deliveries": deliveries_obj(s.deliveries), "cost": m.cost,
+            "ref": ref, "duplicate": True}
+
+
+_RENDER = {
+    r.Sent: _sent,
+    r.Duplicate: _duplicate,
+    r.Refused: lambda ref, x: refused(ref, x.reason, x.detail),
+    r.Failed: lambda ref, x: error(ref, x.code, x.detail),
+    r.Funded: lambda ref, x: {"op": "funded", "ref": ref, "account": x.account, "balance": x.balance},
+    r.BudgetSet: lambda ref, x: {"op": "set_budget", "ref": ref, "topic": x.topic, "budget": x.budget},
+    r.PartyChanged: lambda ref, x: {"op": x.op, "ref": ref, "conversation": x.conversation, "members": x.members,
+                                    "lead": x.lead, "changed": x.changed},
+    r.ProfileSet: lambda ref, x: {"op": "set_profile", "ref": ref, "agent": x.agent, "profile": profile_obj(x.profile)},
+    r.SettingSet: lambda ref, x: {"op": "set_setting", "ref": ref, "workspace": x.workspace, "key": x.key,
+                                  "value": x.value},
+    r.Acked: lambda ref, x: {"op": "acked", "ref": ref, "ids": x.ids},
+}
 
 
 def session(ref: Any, token: str, expires_at: int, pid: str, handle: str, kind: str) -> dict:

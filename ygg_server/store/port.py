@@ -53,7 +53,7 @@ class Snapshot:
     settings: dict[str, dict] = field(default_factory=dict)
     orgs: dict[str, tuple | None] = field(default_factory=dict)  # workspace -> (org, plan, licensed)
     party_views: dict[str, Any] = field(default_factory=dict)  # conversation -> PartyView, until it changes
-    idem: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (participant, client_id) -> stored reply
+    idem: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (participant, client_id) -> kept answer
     busy: set[str] = field(default_factory=set)  # topics another node holds: their sends wait for the next batch
     fitness: dict[str, Fitness] = field(default_factory=dict)
     paused: dict[tuple[str, str], list[Topic]] = field(default_factory=dict)

@@ -1,9 +1,10 @@
 """Decide one batch against its snapshot, in arrival order (pure: no I/O).
 
 Each command is judged against the snapshot as the commands before it left it: every decision is
-folded into `snap.state` at once (core.state). The outcome holds each command's answer, the
-decisions to write, the other rows to write (acks, idempotency replies, profiles, settings,
-sessions) and what the gateway publishes after the COMMIT.
+folded into `snap.state` at once (core.state). The outcome holds each command's answer (a typed
+result, `protocol.results`: the gateway words it as a reply), the decisions to write, the other rows
+to write (acks, kept answers of idempotent sends, profiles, settings, sessions) and what the gateway
+publishes after the COMMIT.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.rules import MAX_HOPS_CEILING, party_limits
 from ..protocol import ErrorCode as E, frames, names
+from ..protocol.results import (Acked, BudgetSet, Duplicate, Failed, Funded, PartyChanged, ProfileSet, Refused, Result,
+                                Sent, SettingSet, keep)
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -37,10 +40,10 @@ class CommandFailed(Exception):
 
 @dataclass(slots=True)
 class Outcome:
-    answers: dict[int, Any] = field(default_factory=dict)  # command index -> its answer
+    answers: dict[int, Result | None] = field(default_factory=dict)  # command index -> its answer
     later: list[Command] = field(default_factory=list)  # left for the next batch (their topic is held elsewhere)
     decisions: list[tuple[Decision, int, str | None, str | None]] = field(default_factory=list)  # (d, now, org, month)
-    idem: list[tuple[str, str, bytes, int]] = field(default_factory=list)  # (participant, client_id, reply, now)
+    idem: list[tuple[str, str, bytes, int]] = field(default_factory=list)  # (participant, client_id, kept, now)
     acks: list[tuple[str, list[int], list[int]]] = field(default_factory=list)  # (participant, ids, ids retired)
     profiles: list[tuple[str, str]] = field(default_factory=list)  # (agent, profile json)
     settings: list[tuple[str, str]] = field(default_factory=list)  # (workspace, settings json)
@@ -77,7 +80,7 @@ class Batch:
     def __init__(self, snap: Snapshot, now: int, month: str, new_id: Callable[[], str] = protocol.new_id):
         self.snap, self.state, self.now, self.month, self.new_id = snap, snap.state, now, month, new_id
         self.out = Outcome()
-        self.idem: dict[tuple[str, str], bytes] = {}  # replies stored by this batch
+        self.idem: dict[tuple[str, str], bytes] = {}  # answers kept by this batch (results.keep)
         self.wakes: dict[str, int] = {}  # this batch's wakes of the agents in snap.fitness
 
     def run(self, cmds: list[Command]) -> Outcome:
@@ -152,21 +155,21 @@ class Batch:
 
     # --- the commands ---
 
-    def _send(self, author: str, frame: frames.Send) -> dict:
-        ref, client_id = frame.ref, frame.client_id
+    def _send(self, author: str, frame: frames.Send) -> Result:
+        client_id = frame.client_id
         if client_id is not None:
-            reply = self.idem.get((author, client_id)) or self.snap.idem.get((author, client_id))
-            if reply is not None:
-                return {**msgspec.json.decode(reply), "ref": ref, "duplicate": True}
+            kept = self.idem.get((author, client_id)) or self.snap.idem.get((author, client_id))
+            if kept is not None:
+                return Duplicate(kept)
         ws, conv_ref = frame.workspace, frame.conversation
         snap, state = self.snap, self.state
         directory = snap.directory(ws)
         if author not in directory.memberships:
-            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
         try:
             post = protocol.to_post(frame, message_id=self.new_id(), author=author, workspace=ws)
         except protocol.BadFrame as e:
-            return protocol.error(ref, E.BAD_FRAME, e.detail)
+            return Failed(E.BAD_FRAME, e.detail)
         known = state.conversations.get(ws, {})
         conv = directory.conversation(conv_ref, author, known)
         topic = state.topics.get(post.topic) if post.topic and post.topic != "new" else None
@@ -193,18 +196,21 @@ class Batch:
                                            fitness=fitness)
         d = decide(view, post, self.now)
         self.commit(d, ws, self.month)
-        reply = protocol.answer(ref, d)
-        if client_id is not None and reply["op"] == "sent":
-            body = msgspec.json.encode({k: v for k, v in reply.items() if k != "ref"})
-            self.idem[(author, client_id)] = body
-            self.out.idem.append((author, client_id, body, self.now))
-        return reply
+        if d.refusal:
+            return Refused(d.refusal.reason, d.refusal.detail)
+        main = d.routed[0]
+        sent = Sent(main.message, main.deliveries)
+        if client_id is not None:
+            kept = keep(sent)
+            self.idem[(author, client_id)] = kept
+            self.out.idem.append((author, client_id, kept, self.now))
+        return sent
 
-    def _fund(self, funder: str, frame: frames.Fund) -> dict:
-        ws, account, amount, ref = frame.workspace, frame.account, frame.amount, frame.ref
+    def _fund(self, funder: str, frame: frames.Fund) -> Result:
+        ws, account, amount = frame.workspace, frame.account, frame.amount
         directory = self.snap.directory(ws)
         if funder not in directory.memberships:
-            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
         account = funded_account(directory, account)
         topics = self.state.topics
         paused = [topics.get(t.id, t) for t in self.snap.paused.get((ws, account), ())]
@@ -218,33 +224,33 @@ class Batch:
         d = fund(view, funder, account, amount, tuple(t for t in paused if unfunded(t)), self.now, f"fund:{uuid.uuid4()}")
         self.commit(d, ws, None)
         if d.refusal:
-            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
-        return {"op": "funded", "ref": ref, "account": account, "balance": self.state.balance(ws, account)}
+            return Refused(d.refusal.reason, d.refusal.detail)
+        return Funded(account, self.state.balance(ws, account))
 
-    def _set_budget(self, who: str, frame: frames.SetBudget) -> dict:
+    def _set_budget(self, who: str, frame: frames.SetBudget) -> Result:
         """A topic's credit budget (seed 000: "the agent (or the topic's budget) is out of credits"):
         set by a person who is the workspace's owner or admin, or who is in the topic; null removes it."""
-        ws, topic_id, budget, ref = frame.workspace, frame.topic, frame.budget, frame.ref
+        ws, topic_id, budget = frame.workspace, frame.topic, frame.budget
         directory = self.snap.directory(ws)
         t = self.state.topics.get(topic_id)
         if who not in directory.memberships or t is None or t.workspace != ws:
-            return protocol.refused(ref, R.UNKNOWN_TOPIC, "no such topic")
+            return Refused(R.UNKNOWN_TOPIC, "no such topic")
         p = directory.participants[who]
         role = directory.memberships[who].role
         if p.kind != Kind.HUMAN or not (role in ("owner", "admin") or (role != "viewer" and who in t.members)):
-            return protocol.refused(ref, R.PERMISSION_DENIED, "a person in the topic, or an admin, sets its budget")
+            return Refused(R.PERMISSION_DENIED, "a person in the topic, or an admin, sets its budget")
         if budget is not None and (type(budget) is not int or not 0 <= budget <= 10**9):
-            return protocol.refused(ref, R.BAD_AMOUNT, "a budget is a whole number of credits, or null for none")
+            return Refused(R.BAD_AMOUNT, "a budget is a whole number of credits, or null for none")
         # raising it wakes each agent it had stopped there (core.funding.set_budget)
         self.commit(core_set_budget(t, budget, self.now, f"budget:{uuid.uuid4()}"), ws, None)
-        return {"op": "set_budget", "ref": ref, "topic": topic_id, "budget": budget}
+        return BudgetSet(topic_id, budget)
 
-    def _party(self, who: str, frame: frames.AddParticipant | frames.RemoveParticipant | frames.SetLead) -> dict:
+    def _party(self, who: str, frame: frames.AddParticipant | frames.RemoveParticipant | frames.SetLead) -> Result:
         """add_participant / remove_participant / set_lead (docs/rules.md, "Parties"): a core decision."""
-        op, ref, ws, conv_ref, target = frame.op, frame.ref, frame.workspace, frame.conversation, frame.target
+        op, ws, conv_ref, target = frame.op, frame.workspace, frame.conversation, frame.target
         directory = self.snap.directory(ws)
         if who not in directory.memberships:
-            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
         known = self.state.conversations.get(ws, {})
         conv = directory.conversation(conv_ref, who, known)
         if conv is not None and conv.id not in known:
@@ -256,47 +262,47 @@ class Batch:
             d = core_party.change_members(view, who, "add" if op == "add_participant" else "remove", target, self.now)
         self.commit(d, ws, None)
         if d.refusal:
-            return protocol.refused(ref, d.refusal.reason, d.refusal.detail)
+            return Refused(d.refusal.reason, d.refusal.detail)
         c = d.conversation or conv
-        return {"op": op, "ref": ref, "conversation": c.id, "members": sorted(c.members), "lead": c.lead,
-                "changed": d.conversation is not None}
+        return PartyChanged(op, c.id, sorted(c.members), c.lead, d.conversation is not None)
 
-    def _set_profile(self, who: str, frame: frames.SetProfile) -> dict:
+    def _set_profile(self, who: str, frame: frames.SetProfile) -> Result:
         """An agent's owner sets its profile: title, description, capabilities, tools, generalist, cost."""
-        ref = frame.ref
         row = self.snap.agents.get((who, frame.agent))
         if row is None:
-            return protocol.error(ref, E.NOT_FOUND, "no such agent of yours")
-        prof, given = profile(row[1]), frame.profile()
-        body = {"title": prof.title, "description": prof.description, "capabilities": list(prof.capabilities),
-                "generalist": prof.generalist, "tools": list(prof.tools), "cost": prof.cost, **given}
+            return Failed(E.NOT_FOUND, "no such agent of yours")
+        given = frame.profile()
         try:  # only what the frame sets (what was stored before these checks does not block another field's change)
-            body.update({k: check(body[k]) for k, check in _PROFILE_TEXT.items() if k in given})
+            given.update({k: check(given[k]) for k, check in _PROFILE_TEXT.items() if k in given})
         except names.BadName as e:
-            return protocol.error(ref, E.BAD_NAME, e.detail)
-        self.out.profiles.append((row[0], msgspec.json.encode(body).decode()))
+            return Failed(E.BAD_NAME, e.detail)
+        for k in ("capabilities", "tools"):
+            if k in given:
+                given[k] = tuple(given[k])
+        prof = msgspec.structs.replace(profile(row[1]), **given)
+        self.out.profiles.append((row[0], msgspec.json.encode(prof).decode()))
         self.out.catalog_changed = True  # every workspace the agent is in sees the new profile
-        return {"op": "set_profile", "ref": ref, "agent": row[0], "profile": body}
+        return ProfileSet(row[0], prof)
 
-    def _set_setting(self, who: str, frame: frames.SetSetting) -> dict:
+    def _set_setting(self, who: str, frame: frames.SetSetting) -> Result:
         """A workspace setting (owners and admins); effective from the next message decided."""
-        ref, ws, key, value = frame.ref, frame.workspace, frame.key, frame.value
+        ws, key, value = frame.workspace, frame.key, frame.value
         directory = self.snap.directory(ws)
         if who not in directory.memberships:
-            return protocol.refused(ref, R.UNKNOWN_WORKSPACE, "no such workspace")
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
         if directory.participants[who].kind != Kind.HUMAN or directory.memberships[who].role not in ("owner", "admin"):
-            return protocol.refused(ref, R.PERMISSION_DENIED, "owners and admins change workspace settings")
+            return Refused(R.PERMISSION_DENIED, "owners and admins change workspace settings")
         if key in _SETTINGS:
             lo, hi = _SETTINGS[key]
             if value is not None and (type(value) is not int or not lo <= value <= hi):
-                return protocol.refused(ref, R.BAD_AMOUNT, f"{key} is a whole number from {lo} to {hi}, or null")
+                return Refused(R.BAD_AMOUNT, f"{key} is a whole number from {lo} to {hi}, or null")
         elif key == "assign.weights":
             if value is not None and (not isinstance(value, dict) or not all(
                     k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
-                return protocol.refused(ref, R.BAD_AMOUNT, "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
-                                        + ") to numbers from 0 to 1000")
+                return Refused(R.BAD_AMOUNT, "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
+                               + ") to numbers from 0 to 1000")
         else:
-            return protocol.error(ref, E.BAD_FRAME, f"unknown setting {key!r}")
+            return Failed(E.BAD_FRAME, f"unknown setting {key!r}")
         s = dict(self.snap.settings.get(ws) or {})
         if value is None:
             s.pop(key, None)
@@ -304,13 +310,14 @@ class Batch:
             s[key] = value
         self.snap.settings[ws] = s
         self.out.settings.append((ws, msgspec.json.encode(s).decode()))
-        return {"op": "set_setting", "ref": ref, "workspace": ws, "key": key, "value": value}
+        return SettingSet(ws, key, value)
 
-    def _ack(self, participant: str, ids: list[int], ref: Any) -> dict:
-        """Retired with the batch's other acks in one statement, which fills in the answer's ids."""
+    def _ack(self, participant: str, ids: list[int], ref: Any = None) -> Acked:
+        """Retired with the batch's other acks in one statement, which fills in the answer's ids. (`ref`, the ack
+        frame's, is the gateway's to answer with: it is not part of the result.)"""
         done: list[int] = []
         self.out.acks.append((participant, ids, done))
-        return {"op": "acked", "ref": ref, "ids": done}
+        return Acked(done)
 
     def _session(self, token_hash: str, participant: str, expires: int, created: int, key: str | None = None) -> None:
         """A session's row (ops.auth.session_row: the token's digest, never the token), written only while `key`,

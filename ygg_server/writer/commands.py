@@ -1,14 +1,16 @@
-"""The commands the writer takes, as the gateway submits them: `kind` and its arguments.
+"""The commands the writer takes, as the gateway submits them: `kind` and its arguments, and what each is
+answered with (a typed result, `protocol.results`, which the gateway renders with the frame's ref; or the error
+the command ended with).
 
-    send         (author, frames.Send)
-    ack          (participant, ids, ref)
-    fund         (funder, frames.Fund)
-    set_budget   (who, frames.SetBudget)
-    party        (who, frames.AddParticipant | RemoveParticipant | SetLead)
-    set_profile  (who, frames.SetProfile)
-    set_setting  (who, frames.SetSetting)
-    session      (token_hash, participant, expires, created, key)   a session's row (ops.auth.session_row)
-    sync         ()                      answered once everything before it is committed
+    send         (author, frames.Send)                      Sent, Duplicate, Refused or Failed
+    ack          (participant, ids, ref)                    Acked (`ref` is not part of it: the gateway has it)
+    fund         (funder, frames.Fund)                      Funded or Refused
+    set_budget   (who, frames.SetBudget)                    BudgetSet or Refused
+    party        (who, frames.AddParticipant | RemoveParticipant | SetLead)   PartyChanged or Refused
+    set_profile  (who, frames.SetProfile)                   ProfileSet or Failed
+    set_setting  (who, frames.SetSetting)                   SettingSet, Refused or Failed
+    session      (token_hash, participant, expires, created, key)   None: a session's row (ops.auth.session_row)
+    sync         ()                                         None, once everything before it is committed
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ an integer wider than 64 bits in a client's `ref`):
         ["present", [ids], None]   who is connected now (as a new writer starts)
         ["present", [in], [out]]   who came and who went since (one connection at a time: not everyone again)
         ["events", bool]           whether anyone follows a workspace (else no topic or balance events)
-    child -> parent: one `_Batch` per batch, after its COMMIT: each command's answer
+    child -> parent: one `_Batch` per batch, after its COMMIT: each command's answer (its typed result,
+        `protocol.results`, decoding back into its Struct; or the error it ended with, in words)
         and what the batch publishes (each message once; deliveries point at it)
 
 Nothing changes in what is answered or when: a batch's callers hear only after
@@ -35,7 +36,7 @@ import signal
 import socket
 import struct
 from collections import deque
-from typing import Any, Callable, Union
+from typing import Callable, Union
 
 import msgspec
 
@@ -44,6 +45,7 @@ from ..core import Conversation, Message, Topic
 from ..core.party import PartyView
 from ..gcpolicy import calm_gc
 from ..protocol import ClientFrame
+from ..protocol.results import Answer
 from ..store.rows import Stored
 from .commands import Command
 from .loop import MAX_BATCH, Published, Writer
@@ -59,7 +61,7 @@ _RESULT, _FAILED, _BAD = 0, 1, 2
 class _Batch(msgspec.Struct, array_like=True, gc=False):
     """One committed batch as it crosses to the parent."""
 
-    answers: list[tuple[int, int, Any]]  # (seq, _RESULT, result) or (seq, _FAILED or _BAD, the error in words)
+    answers: list[tuple[int, int, Union[Answer, str]]]  # (seq, _RESULT, result) or (seq, _FAILED or _BAD, its words)
     messages: list[Message] = []  # every message stored (Published.messages), then any other delivered
     stored: int = 0  # how many of `messages` were stored in this batch
     deliveries: list[tuple[int, str, bool, str | None, int]] = []  # (id, recipient, wake, reason, message index)

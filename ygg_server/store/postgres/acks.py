@@ -14,6 +14,7 @@ import random
 import asyncpg
 
 from . import ACK_DELIVERIES, connect
+from ...protocol.results import Acked
 
 log = logging.getLogger("ygg.writer")
 MAX_ATTEMPTS = 12
@@ -60,18 +61,18 @@ class Acks:
                             c.future.set_exception(e)
                     continue
                 for c in cmds:
-                    participant, ids, ref = c.args
+                    participant, ids = c.args[:2]
                     mine = [i for i in ids if (i, participant) in acked]
                     acked.difference_update((i, participant) for i in mine)
                     if not c.future.done():
-                        c.future.set_result({"op": "acked", "ref": ref, "ids": mine})
+                        c.future.set_result(Acked(mine))  # (the gateway answers it with the frame's ref)
 
     async def _write(self, cmds: list) -> set[tuple[int, str]]:
         """One statement (rows locked in id order, as leases are renewed and returned); again on a
         deadlock or serialization failure, which roll back only this statement's transaction."""
         ids, who = [], []
         for c in cmds:
-            participant, list_ids, _ = c.args
+            participant, list_ids = c.args[:2]
             ids += list_ids
             who += [participant] * len(list_ids)
         for attempt in range(MAX_ATTEMPTS):

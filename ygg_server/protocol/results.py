@@ -1,0 +1,126 @@
+"""What the writer answers each command with: a typed result, never a wire frame (issue 16).
+
+The writer decides; the edge words the answer. Each command's answer is one of the Structs below (`Answer`),
+or None for `session` and `sync` (answered once committed, with nothing to say), or the error it ended
+with. `replies.render(ref, result)` turns a result into its frame, with the frame's `ref`, once, where the
+gateway answers. Results cross the writer process typed (`writer/process.py`: MessagePack, decoded back into
+these Structs), and carry no `ref` (a client's ref is any JSON value: it stays with the gateway).
+
+A send with a `client_id` keeps its `Sent` (`keep`: MessagePack of the Struct, not a wire reply) in the
+idempotency table; the same send again is answered `Duplicate` of those bytes, rendered at the edge with the
+new ref and `duplicate: true`. Rows written before results were kept typed hold the old `sent` reply's JSON
+(without its ref); `kept` tells them apart (a JSON object starts with `{`, MessagePack of a Struct never does)
+and `replies.render` replays them as they were replayed then.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Union
+
+import msgspec
+
+from ..core import Message, Profile, RefusalReason
+from ..core.decision import Delivery
+
+
+class ErrorCode(StrEnum):
+    """An `error` frame's code (docs/protocol.md): the frame could not be taken as it is (a `refused` is a rule's
+    answer, with a core.RefusalReason)."""
+
+    BAD_FRAME = "bad_frame"
+    BAD_NAME = "bad_name"
+    NOT_FOUND = "not_found"
+    FORBIDDEN = "forbidden"
+    UNAUTHENTICATED = "unauthenticated"
+    UNAVAILABLE = "unavailable"
+    INTERNAL = "internal"
+
+
+class _Result(msgspec.Struct, tag_field="result", frozen=True, gc=False):
+    """A command's answer (tagged, so a union of them decodes back into the right one)."""
+
+
+class Sent(_Result, tag="sent"):
+    """A send stored: the message as stored, who it reached and how (its cost is the message's)."""
+
+    message: Message
+    deliveries: tuple[Delivery, ...] = ()
+
+
+class Duplicate(_Result, tag="duplicate"):
+    """A send whose `client_id` was answered before: the first answer as kept (`keep`; or, in a row written before
+    results were kept typed, that `sent` reply's JSON), passed on unread."""
+
+    kept: bytes
+
+
+class Refused(_Result, tag="refused"):
+    """A rule's answer: the command changed nothing it asked for."""
+
+    reason: RefusalReason
+    detail: str = ""
+
+
+class Failed(_Result, tag="error"):
+    """The command could not be taken as it is (an `error` frame)."""
+
+    code: ErrorCode
+    detail: str = ""
+
+
+class Funded(_Result, tag="funded"):
+    account: str
+    balance: int | None
+
+
+class BudgetSet(_Result, tag="set_budget"):
+    topic: str
+    budget: int | None
+
+
+class PartyChanged(_Result, tag="party"):
+    """add_participant / remove_participant / set_lead (`op`): the conversation as it is now."""
+
+    op: str
+    conversation: str
+    members: list[str]
+    lead: str | None
+    changed: bool
+
+
+class ProfileSet(_Result, tag="set_profile"):
+    agent: str
+    profile: Profile
+
+
+class SettingSet(_Result, tag="set_setting"):
+    workspace: str
+    key: str
+    value: Any  # as the frame gave it, checked against the setting
+
+
+class Acked(_Result, tag="acked"):
+    """The ids the ack retired, in the order asked, each once (the store fills the list as it writes)."""
+
+    ids: list[int]
+
+
+Result = Union[Sent, Duplicate, Refused, Failed, Funded, BudgetSet, PartyChanged, ProfileSet, SettingSet, Acked]
+Answer = Union[Result, None]  # None: `session`, `sync`
+
+_keep = msgspec.msgpack.Encoder()
+_kept = msgspec.msgpack.Decoder(Sent)
+
+
+def keep(sent: Sent) -> bytes:
+    """A send's answer as the idempotency table keeps it."""
+    return _keep.encode(sent)
+
+
+def kept(blob: bytes) -> Sent | None:
+    """A kept answer back as its `Sent`; None: a row written before answers were kept typed (the old reply's JSON)."""
+    blob = bytes(blob)
+    if blob[:1] == b"{":
+        return None
+    return _kept.decode(blob)
