@@ -70,17 +70,18 @@ class ClaimInbox:
         self.claimer.want(self)
 
     def taker(self) -> str | None:
-        """The holder what is written next for this agent is leased to, if all its work is here (`drained`):
-        the connection already holding some in `ready` (they go out in order), else the roomiest. Not past a
-        page in memory (`inbox.PAGE`): beyond that the work waits in the database, claimed as room is made."""
+        """The holder what is written next for this agent is leased to, if all its work is here (`drained`): the
+        connection with the most room left once what waits for it in `ready` is counted, if any has room (else
+        the work waits unleased, claimed by whichever connection makes room or attaches first)."""
         if not self.drained:
             return None
-        for h, q in self.ready.items():
-            if q:
-                return h if len(q) < paging.PAGE else None
-        live = [s for s in self.sinks if not s.dropped]
-        best = max(live, key=lambda s: (s.prefetch - len(s.leased), -getattr(s, "given", 0)), default=None)
-        return best.holder if best is not None else None
+
+        def room(s: Conn) -> int:
+            return s.prefetch - len(s.leased) - len(self.ready.get(s.holder, ()))
+
+        best = max((s for s in self.sinks if not s.dropped), key=lambda s: (room(s), -getattr(s, "given", 0)),
+                   default=None)
+        return best.holder if best is not None and room(best) > 0 else None
 
     def _hand(self, sink: Conn) -> None:
         """Hand out from `ready` what `sink` has room for: each wake with the context before it that fits."""
