@@ -208,12 +208,12 @@ async def serve(args) -> int:
     from .net.conn import Limits
 
     if args.db:
-        engine = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
+        writer = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
                                     lease=args.lease_seconds)
     else:
-        engine = compose.on_sqlite(db.db_path(args.data_dir),
+        writer = compose.on_sqlite(db.db_path(args.data_dir),
                                   process=None if args.writer is None else args.writer == "process")
-    gw = compose.gateway(engine, Limits(origins=tuple(args.origin)))
+    gw = compose.gateway(writer, Limits(origins=tuple(args.origin)))
     await gw.start(args.host, args.port)
     calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()

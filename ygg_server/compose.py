@@ -37,13 +37,13 @@ def on_postgres(url: str, *, clock=now_us, **store_kw) -> TaskRunner:
     return TaskRunner(Writer(PgStore(url, clock=clock, **store_kw), clock))
 
 
-def gateway(engine, limits=None):
-    """The gateway over `engine` (made above): one node alone on SQLite, or one of several on PostgreSQL."""
+def gateway(writer, limits=None):
+    """The gateway over `writer` (made above): one node alone on SQLite, or one of several on PostgreSQL."""
     from .net.delivery import ClusterDelivery, LocalDelivery
     from .net.gateway import Gateway
 
-    if isinstance(engine, TaskRunner):
+    if isinstance(writer, TaskRunner):
         from .store.postgres.deliveries import PgDeliveries
 
-        return Gateway(engine, limits, ClusterDelivery(PgDeliveries(engine.store)))
-    return Gateway(engine, limits, LocalDelivery())
+        return Gateway(writer, limits, ClusterDelivery(PgDeliveries(writer.store)))
+    return Gateway(writer, limits, LocalDelivery())

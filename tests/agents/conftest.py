@@ -71,7 +71,7 @@ class Server:
 @pytest.fixture
 async def server(tmp_path):
     path = db.db_path(tmp_path)
-    offset = [0]  # the engine's clock runs ahead by this much: nudges and polls come on demand
+    offset = [0]  # the writer's clock runs ahead by this much: nudges and polls come on demand
     gw = gateway_for("sqlite", path, Limits(auth_timeout=2.0), clock=lambda: time.time_ns() // 1000 + offset[0])
     await gw.start("127.0.0.1", 0)
     s = Server(tmp_path, path, gw)

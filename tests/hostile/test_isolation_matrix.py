@@ -202,7 +202,7 @@ def b_rows(team) -> tuple:
 async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(teams, who, monkeypatch):
     """docs/protocol.md: "an id the asker may not see gets `{"op":"error","code":"not_found"}`, exactly as an id that does not exist"; "`unknown_conversation`, `unknown_topic`, `unknown_workspace` | no such thing (another workspace's ids get exactly this answer)"."""
     # the sends answered `sent` open four topics; as an agent that is one past the topic limit, which is not
-    # what this test is about (the engine counts the topics it opened itself since they are counted right)
+    # what this test is about (the writer counts the topics it opened itself since they are counted right)
     monkeypatch.setattr(decide_module, "TOPIC_LIMIT", 10)
     team = teams
     b = dict(team.b, handle="carol", group_name="cell")

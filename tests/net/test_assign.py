@@ -1,4 +1,4 @@
-"""Assignment scoring on loopback with the embedded engine (seed 003 §14; docs/rules.md, "Assignment scoring")."""
+"""Assignment scoring on loopback with the embedded writer (seed 003 §14; docs/rules.md, "Assignment scoring")."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """Commands of several kinds decided in one batch, on each store: each is judged after those before it.
 
 Each test hands the writer one batch directly (`Writer.run`), so the commands are known to share it; the
-database is then read through an admin connection. The old engines gave each funding, budget and setting
+database is then read through an admin connection. The two old writers gave each funding, budget and setting
 the rows the sends before it left (SQLite wrote what was pending before reading; PostgreSQL decided them in
 a transaction after the sends'); the one writer plans the rows before the batch is decided.
 """

@@ -1,4 +1,4 @@
-"""Ids and timestamps as the engine makes them for the wire (protocol.new_id, protocol.iso)."""
+"""Ids and timestamps as the writer makes them for the wire (protocol.new_id, protocol.iso)."""
 
 from __future__ import annotations
 

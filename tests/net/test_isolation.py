@@ -180,14 +180,14 @@ async def test_ids_that_do_not_exist_leave_nothing_behind(team):
     """PROTOCOL.md: "Refused: `{"op":"refused",...}`, nothing stored, nothing charged": nor kept in the server's memory."""
     alice = await team.person("alice")
     await alice.send(workspace=team.ws, topic="new", title="Warm", type="inform", to=["researcher"], text="x")
-    engine = team.gw.engine
-    before = len(engine.store.directories)
+    writer = team.gw.writer
+    before = len(writer.store.directories)
     for _ in range(200):
         r = await alice.send(workspace=ghost(), topic="new", title="T", to=["researcher"], text="x")
         assert r["reason"] == "unknown_workspace"
         r = await alice.request("fund", workspace=ghost(), pool=True, amount=1)
         assert r["reason"] == "unknown_workspace"
-    assert len(engine.store.directories) == before, "one cached directory per made-up workspace id"
+    assert len(writer.store.directories) == before, "one cached directory per made-up workspace id"
 
 
 async def test_a_workspace_named_after_another_ones_id_does_not_get_in_its_owners_way(two):

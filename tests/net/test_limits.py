@@ -229,13 +229,13 @@ async def test_the_months_count_shown_is_the_one_the_plan_limit_counts(team):
 async def test_history_past_the_plans_window_is_not_searchable(team):
     """Seed 002: "A message belongs to one workspace, and stays searchable for as long as the organization's plan keeps history" (Free: 7 days, Team: 90)."""
     alice = await team.person("alice")
-    engine = team.gw.engine
-    engine.clock = lambda: now_us() - 8 * DAY  # this message was written 8 days ago
+    writer = team.gw.writer
+    writer.clock = lambda: now_us() - 8 * DAY  # this message was written 8 days ago
     try:
         old = await alice.send(workspace=team.ws, topic="new", title="Old", type="inform", to=["researcher"],
                                text="the zeppelin plan")
     finally:
-        engine.clock = now_us
+        writer.clock = now_us
     assert old["op"] == "sent"
     new = await alice.send(workspace=team.ws, topic="new", title="New", type="inform", to=["researcher"],
                            text="the zeppelin budget")

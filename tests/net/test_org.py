@@ -432,9 +432,9 @@ async def test_the_monthly_count_resets_on_the_first_utc(team):
     alice = await team.person("alice")
     org = team.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]
     team.conn.execute("INSERT INTO usage (org, month, count) VALUES (?, '2026-10', 299)", (org,))
-    engine = team.gw.engine
+    writer = team.gw.writer
     last = int(datetime(2026, 10, 31, 23, 59, 59, 999_999, tzinfo=timezone.utc).timestamp() * 1e6)
-    engine.clock = lambda: last
+    writer.clock = lambda: last
     try:
         r = await alice.send(workspace=team.ws, topic="new", title="Oct", type="inform",
                              to=["researcher", "reviewer"], text="two recipients, one left")
@@ -444,12 +444,12 @@ async def test_the_monthly_count_resets_on_the_first_utc(team):
         r = await alice.send(workspace=team.ws, topic=r["message"]["topic"], type="inform", to=["researcher"],
                              text="301st")
         assert r["op"] == "refused" and r["reason"] == "plan_limit", r
-        engine.clock = lambda: last + 1  # 2026-11-01T00:00:00Z
+        writer.clock = lambda: last + 1  # 2026-11-01T00:00:00Z
         r = await alice.send(workspace=team.ws, topic="new", title="Nov", type="inform",
                              to=["researcher", "reviewer"], text="a new month")
         assert r["op"] == "sent", r
     finally:
-        engine.clock = __import__("ygg_server.clock", fromlist=["now_us"]).now_us
+        writer.clock = __import__("ygg_server.clock", fromlist=["now_us"]).now_us
     counts = dict(team.conn.execute("SELECT month, count FROM usage WHERE org = ?", (org,)).fetchall())
     assert counts == {"2026-10": 300, "2026-11": 2}
 

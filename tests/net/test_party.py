@@ -111,7 +111,7 @@ async def test_removing_the_last_participant_is_refused_and_hops_are_a_setting(s
 
 async def test_a_request_to_a_capability_is_assigned_and_explained_on_any_store(server):
     """Seed 003 §14: "The highest score gets the task." (On either store: declarations and weights; presence,
-    load, trust and response time are scored by the embedded engine, tests/net/test_assign.py.)"""
+    load, trust and response time are scored by the embedded writer, tests/net/test_assign.py.)"""
     ws, cid, alice, keys = await setup_party(server)
     r = await alice.request("set_profile", agent="pike", title="Translator", capabilities=["translation"])
     assert r["op"] == "set_profile", r

@@ -1,4 +1,4 @@
-"""What agents are shown of a party, on loopback with the embedded engine (seed 004; docs/rules.md, "What agents see")."""
+"""What agents are shown of a party, on loopback with the embedded writer (seed 004; docs/rules.md, "What agents see")."""
 
 import pytest
 

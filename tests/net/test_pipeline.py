@@ -1,4 +1,4 @@
-"""A connection's frames are pipelined: `send` and `ack` go to the engine as soon as they are read, and
+"""A connection's frames are pipelined: `send` and `ack` go to the writer as soon as they are read, and
 every answer comes back in the order the frames were sent (net/gateway.py, `Gateway._frame`)."""
 
 from __future__ import annotations
@@ -67,16 +67,16 @@ async def test_frames_sent_without_waiting_are_decided_and_answered_in_order(tea
 async def test_reading_pauses_when_too_many_frames_await_their_commit(team, monkeypatch):
     monkeypatch.setattr(gateway, "MAX_INFLIGHT", 3)
     ws = await raw_agent(team, "researcher")
-    engine = team.gw.engine
+    writer = team.gw.writer
     submitted = []
-    real = engine.submit
+    real = writer.submit
 
     def held(kind, *args):  # answers held back until released: the connection's frames stay in flight
         fut = asyncio.get_running_loop().create_future()
         submitted.append((fut, real(kind, *args)))
         return fut
 
-    monkeypatch.setattr(engine, "submit", held)
+    monkeypatch.setattr(writer, "submit", held)
     try:
         for i in range(6):
             await ws.send(json.dumps({"op": "ack", "ref": i, "ids": [10**9 + i]}))

@@ -241,15 +241,15 @@ async def test_presence_online_offline_and_silent_agents(tmp_path):
 
         assert await online() == {ids["alice"]: True, ids["bob"]: False, ids["researcher"]: True,
                                   ids["reviewer"]: False}
-        assert ids["researcher"] in s.gw.engine.present
+        assert ids["researcher"] in s.gw.writer.present
         await asyncio.sleep(1.2)  # the agent says nothing
         now = await online()
         assert now[ids["researcher"]] is False and now[ids["alice"]] is True, "people stay online while connected"
-        assert ids["researcher"] not in s.gw.engine.present, "the engine scores it offline too (assignment)"
+        assert ids["researcher"] not in s.gw.writer.present, "the writer scores it offline too (assignment)"
         await researcher.call("ping")  # heard from again
         assert (await online())[ids["researcher"]] is True
         await asyncio.sleep(0.4)
-        assert ids["researcher"] in s.gw.engine.present
+        assert ids["researcher"] in s.gw.writer.present
         await researcher.close()
         assert (await online())[ids["researcher"]] is False
         err = await alice.request("presence", workspace="no-such-workspace")

@@ -49,13 +49,13 @@ async def test_a_message_is_found_once_sent_whether_indexed_yet_or_not(team, mon
     monkeypatch.setattr(engine_module, "INDEX_WAIT_NS", 10**15)
     alice = await team.person("alice")
     await wait_indexed(team.path)  # what the start left, indexed at the first flush
-    engine = team.gw.engine
-    engine.clock = lambda: now_us() - 8 * DAY  # written 8 days ago
+    writer = team.gw.writer
+    writer.clock = lambda: now_us() - 8 * DAY  # written 8 days ago
     try:
         old = await alice.send(workspace=team.ws, topic="new", title="Old", type="inform", to=["researcher"],
                                text="Crème brûlée, the old recipe")
     finally:
-        engine.clock = now_us
+        writer.clock = now_us
     topic = (await alice.send(workspace=team.ws, topic="new", title="T", type="inform", to=["researcher"],
                               text="the first CREME BRULEE"))["message"]
     ids = [topic["id"]]
@@ -92,8 +92,8 @@ async def test_a_message_is_found_once_sent_whether_indexed_yet_or_not(team, mon
 
 async def test_an_engine_indexes_at_start_what_a_stopped_one_left_unindexed(tmp_path, monkeypatch):
     """docs/architecture.md: "and once at start, it indexes all messages above the index's watermark" ... "so the
-    index and its watermark commit together and a crash loses neither": what a stopped (or killed) engine left
-    unindexed is searchable meanwhile and indexed by the next engine's first flush."""
+    index and its watermark commit together and a crash loses neither": what a stopped (or killed) writer left
+    unindexed is searchable meanwhile and indexed by the next writer's first flush."""
     path = db.db_path(tmp_path)
     conn = db.connect(path)
     admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())

@@ -123,7 +123,7 @@ SQLITE: list[str] = [
     """
     ALTER TABLE orgs ADD COLUMN licensed INTEGER;
     """,
-    # 7: the search index is fed in chunks by the engine (store/sqlite.index_messages), not row by row by a
+    # 7: the search index is fed in chunks by the writer (store/sqlite.index_messages), not row by row by a
     # trigger; meta's fts_seq is its watermark: the messages up to that seq are indexed, and search reads the
     # ones above it too (store/sqlite.search_tail). Search no longer scans a workspace's messages by seq.
     """

@@ -33,7 +33,7 @@ async def until(pred, what: str, timeout: float = 15.0):
 
 @pytest.fixture
 async def clocked(backend, database):
-    """A server whose engine's clock the test moves on (`s.later(us)`); alice owns workspaces team and lab."""
+    """A server whose writer's clock the test moves on (`s.later(us)`); alice owns workspaces team and lab."""
     offset = [0]
     s = await start_server(backend, database, clock=lambda: time.time_ns() // 1000 + offset[0])
     s.later = lambda us: offset.__setitem__(0, offset[0] + us)
@@ -121,7 +121,7 @@ async def test_one_postgresql_node_sweeps_at_a_time(clocked):
         s.conn.execute("INSERT INTO idempotency (participant, client_id, reply, created_at) VALUES (?, ?, ?, 0)",
                        ("human.x", "c", b"{}"))
         s.later(idempotency.EVERY_US + 1)
-        await asyncio.sleep(2.5)  # (the engine looks once a timer_interval, a second)
+        await asyncio.sleep(2.5)  # (the writer looks once a timer_interval, a second)
         assert await rows(s) == ["c"], "left to the node holding the lock"
         await tx.rollback()
     finally:

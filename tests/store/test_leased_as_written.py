@@ -71,7 +71,7 @@ async def test_a_connection_gone_before_the_commit_gives_the_leases_back(team):
     await _drained(gw, pid)
     holder = gw.inboxes[pid].taker()
     assert holder == gw.conns[pid][0].holder, "(the first connection takes what is written next)"
-    write, store = gw.engine.store.write, gw.engine.store
+    write, store = gw.writer.store.write, gw.writer.store
     closed = asyncio.Event()
 
     async def write_after_close(outcome):

@@ -65,7 +65,7 @@ def test_prepared_statements_are_switched_off_by_flag_or_url():
 async def test_a_node_without_prepared_statements_serves(pg_url):
     s = await start_server("postgres", pg_url + "&prepared=false")
     try:
-        assert s.gw.engine.store.prepared is False
+        assert s.gw.writer.store.prepared is False
         s.admin(admin.add_person, "alice", PW)
         ws = s.admin(admin.add_workspace, "team", "alice")["id"]
         key = s.admin(admin.add_agent, "helper", "alice")["api_key"]
@@ -389,10 +389,10 @@ async def _sends_while_another_node_holds_a_topic(server, pg_url, before=None, w
     tx = holder.transaction()
     await tx.start()
     await holder.execute("SELECT 1 FROM topics WHERE id = $1 FOR UPDATE", held)  # as another node's batch would
-    engine = server.gw.engine
+    writer = server.gw.writer
 
     def send(who, ref, **f):
-        return engine.submit("send", who, frames.Send(ref=ref, workspace=ws, to=["helper"], text=ref, **f))
+        return writer.submit("send", who, frames.Send(ref=ref, workspace=ws, to=["helper"], text=ref, **f))
 
     try:
         if before is not None:
@@ -551,7 +551,7 @@ async def test_a_batch_split_after_a_failure_keeps_an_authors_sends_in_order(ser
     participant's sends are still decided in the order they came". So too when a batch failed and is
     decided again one send at a time: a send left for a topic another node holds keeps its author's later
     sends behind it (each was decided alone, and the later one went first)."""
-    store = server.gw.engine.store
+    store = server.gw.writer.store
     write, failed = store.write, []
 
     async def fail_once(outcome):
@@ -783,7 +783,7 @@ async def test_a_workspace_deleted_while_a_batch_writes_in_it_leaves_nothing_beh
 
     sent = [await before(one)]
     other, watcher = pg.connect_sync(pg_url), pg.connect_sync(pg_url)
-    store = server.gw.engine.store
+    store = server.gw.writer.store
     write = store.write
     loaded, release = asyncio.Event(), asyncio.Event()
 

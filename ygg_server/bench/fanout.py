@@ -35,10 +35,10 @@ def _conn(gw: Gateway, pid: str, ws: str) -> Conn:
 def _measure(n: int, rounds: int) -> tuple[float, float]:
     """(µs per published batch, per presence change) with `n` other connections open."""
     with tempfile.TemporaryDirectory() as tmp:
-        engine = on_sqlite(db.db_path(Path(tmp)))
+        writer = on_sqlite(db.db_path(Path(tmp)))
         try:
-            gw = Gateway(engine, Limits(outgoing=10**9))
-            engine.events = True
+            gw = Gateway(writer, Limits(outgoing=10**9))
+            writer.events = True
             for i in range(n + 1):
                 c = _conn(gw, f"human.{i}", "busy" if i == n else f"ws{i}")
                 gw.following.set(c, set(c.workspaces), set(c.workspaces))
@@ -58,7 +58,7 @@ def _measure(n: int, rounds: int) -> tuple[float, float]:
                 gw.delivery.presence(comer, True)
             per_presence = (time.process_time() - start) / rounds * 1e6
         finally:
-            engine.stop()
+            writer.stop()
     return per_batch, per_presence
 
 

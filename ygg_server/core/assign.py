@@ -62,7 +62,7 @@ def _declaring(d: Directory, capability: str, exclude: frozenset[str]):
 
 
 def asked(d: Directory, to: tuple[str, ...]) -> list[str]:
-    """The agents a send's `capability:` recipients could go to (what the engines load fitness for), by id."""
+    """The agents a send's `capability:` recipients could go to (what the writer loads fitness for), by id."""
     caps = [r[len(PREFIX):] for r in to if r.startswith(PREFIX)]
     return sorted({a for c in caps for a in eligible(d, c)})
 

@@ -90,7 +90,7 @@ def _refill(t: Topic, refilled: list[str], now: int, cause: str) -> tuple[Topic,
 
 
 def set_budget(topic: Topic, budget: int | None, now: int, cause: str) -> Decision:
-    """A topic's budget set by a person (the engines check who may): seed 000's "(or the topic's
+    """A topic's budget set by a person (the writer checks who may): seed 000's "(or the topic's
     budget) is out of credits" refilled. Raising it (or removing it, None) wakes each agent that
     the budget had stopped there, alone, to resend, and reopens a topic paused for credits."""
     t = replace(topic, budget=budget)

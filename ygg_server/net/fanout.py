@@ -50,7 +50,7 @@ class Fanout:
 
     def _party_moves(self, parties: dict) -> None:
         """A party can change without an op: a conversation grows to everyone addressed in it (core `_grown`).
-        The engine hands over a new PartyView then; the directives' cached blocks about it are dropped.
+        The writer hands over a new PartyView then; the directives' cached blocks about it are dropped.
         An unchanged party keeps the object known before, so comparing it later (a connection's roster, sent
         once per party) is `is`, not a walk over every entry."""
         changed = False
@@ -104,7 +104,7 @@ class Fanout:
         conversation, its members only (monitors always)."""
         conv = out.conversations.get(t.conversation)
         if conv is None:  # (the writer's memory, where it shares this process; a writer process hands it over)
-            conv = getattr(self.engine, "conversations", {}).get(t.workspace, {}).get(t.conversation)
+            conv = getattr(self.writer, "conversations", {}).get(t.workspace, {}).get(t.conversation)
         if conv is not None and conv.kind in ("general", "group"):
             return None
         return frozenset(t.members) | (conv.members if conv is not None else frozenset())

@@ -52,17 +52,17 @@ EXPIRED = "the session expired: connect and authenticate again (auth on the open
 
 
 class Gateway(Handlers, Fanout):
-    def __init__(self, engine, limits: Limits | None = None, delivery: Delivery | None = None):
-        self.engine = engine
-        self.clock: Callable[[], int] = engine.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
+    def __init__(self, writer, limits: Limits | None = None, delivery: Delivery | None = None):
+        self.writer = writer
+        self.clock: Callable[[], int] = writer.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
         self.inboxes: dict[str, Inbox | Feed] = {}  # an agent's, a person's
         self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
         self.following = Following()  # who follows and monitors which workspace here
-        self._reader = engine.connect()  # beside the writer's: reads, and management ops (each its own)
+        self._reader = writer.connect()  # beside the writer's: reads, and management ops (each its own)
         self._reader_lock = asyncio.Lock()
-        self._admin = engine.connect()  # management ops write here; the writer notices (another process wrote)
+        self._admin = writer.connect()  # management ops write here; the writer notices (another process wrote)
         self._admin_lock = asyncio.Lock()
         # held by the thread using each connection: a cancelled await releases the asyncio lock, not the thread
         self._guards = {id(self._reader): threading.Lock(), id(self._admin): threading.Lock()}
@@ -79,8 +79,8 @@ class Gateway(Handlers, Fanout):
     # --- serving ---
 
     async def start(self, host: str = "127.0.0.1", port: int = 8765):
-        await self.engine.open()
-        self.engine.start(asyncio.get_running_loop(), self.publish)
+        await self.writer.open()
+        self.writer.start(asyncio.get_running_loop(), self.publish)
         await self.delivery.start()
         origins = [None, *self.limits.origins]
         self._server = await serve(
@@ -103,7 +103,7 @@ class Gateway(Handlers, Fanout):
             self._server.close()
             await self._server.wait_closed()  # every connection detached (on PostgreSQL: their leases returned)
         await self.delivery.close()
-        await self.engine.aclose()
+        await self.writer.aclose()
         for conn in (self._reader, self._admin):  # not while a thread still uses it
             await asyncio.to_thread(_guarded, self._guards[id(conn)], lambda c: c.close(), conn)
 
@@ -246,7 +246,7 @@ class Gateway(Handlers, Fanout):
         if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.api_key) if kind == Kind.AGENT else None
             token, row = auth.session_row(pid, self.clock(), expires, secrets.token_urlsafe(32))
-            await self.engine.submit("session", *row, key)
+            await self.writer.submit("session", *row, key)
             expires = row[2]
             if renew and await self.read(auth.session_participant, token, self.clock()) is None:
                 conn.push(protocol.error(ref, E.UNAUTHENTICATED, await self.read(auth.ended, pid)))
@@ -335,8 +335,8 @@ class Gateway(Handlers, Fanout):
     # --- frames ---
 
     async def _frame(self, conn: Conn, raw: str | bytes) -> None:
-        """Answer one frame. `send` and `ack` are pipelined: submitted to the engine as soon as they are read
-        (so the engine decides a connection's frames in the order it sent them) and answered, in that order,
+        """Answer one frame. `send` and `ack` are pipelined: submitted to the writer as soon as they are read
+        (so the writer decides a connection's frames in the order it sent them) and answered, in that order,
         when their batch has committed; the next frame is read meanwhile. Any other frame first waits until
         every earlier answer went out, so it sees (and is answered after) all the connection sent before."""
         try:
@@ -379,7 +379,7 @@ class Gateway(Handlers, Fanout):
             return await handler(conn, frame)
         if op in _WRITER_OPS:
             command, stable = _WRITER_OPS[op]
-            reply = replies.render(frame.ref, await self.engine.submit(command, conn.participant, frame))
+            reply = replies.render(frame.ref, await self.writer.submit(command, conn.participant, frame))
         elif op in _OPS:
             fn, writes, stable = _OPS[op]
             args = (conn.participant, frame, self.clock()) if op in _TIMED else (conn.participant, frame)
@@ -411,7 +411,7 @@ class Gateway(Handlers, Fanout):
         return protocol.error(ref, E.INTERNAL, "the server failed on this frame; nothing was changed")
 
     def _start(self, fn: Callable, conn: Conn, frame: protocol.Frame) -> Any:
-        """Run the synchronous part of a pipelined frame: a future (the engine's answer), a reply, or the error."""
+        """Run the synchronous part of a pipelined frame: a future (the writer's answer), a reply, or the error."""
         try:
             return fn(self, conn, frame)
         except Exception as e:

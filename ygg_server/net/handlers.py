@@ -27,13 +27,13 @@ class Handlers:
         return replies.whoami(frame.ref, conn.participant, conn.handle, conn.kind)
 
     def _send(self, conn, frame: frames.Send) -> asyncio.Future:
-        return self.engine.submit("send", conn.participant, frame)
+        return self.writer.submit("send", conn.participant, frame)
 
     def _ack(self, conn, frame: frames.Ack) -> asyncio.Future:
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(frame.ids) if inbox else []
         extra = [i for i in frame.ids if i not in retired]  # unknown here: still let the store check them
-        return self.engine.submit("ack", conn.participant, retired + extra, frame.ref)
+        return self.writer.submit("ack", conn.participant, retired + extra, frame.ref)
 
     async def _op_subscribe(self, conn, frame: frames.Subscribe) -> dict | None:
         ws, monitor = frame.workspace, frame.monitor
@@ -49,9 +49,9 @@ class Handlers:
         await self._refresh_access([conn.participant])
         if ws not in conn.follows:
             raise NotFound if ws not in conn.workspaces else Forbidden
-        if not self.engine.events:  # the first follower: every batch after this answer carries the events
-            self.engine.events = True
-            self._events_on = self.engine.submit("sync")
+        if not self.writer.events:  # the first follower: every batch after this answer carries the events
+            self.writer.events = True
+            self._events_on = self.writer.submit("sync")
         if self._events_on is not None and not self._events_on.done():  # (a follower after it waits for it too)
             await asyncio.shield(self._events_on)
         return replies.subscribed(frame.ref, ws, ws in conn.monitors)
@@ -64,8 +64,8 @@ class Handlers:
 
     def _events_wanted(self) -> None:
         """Topic and balance events cost the writer process to hand over: only while someone follows."""
-        if self.engine.events and not self.following:
-            self.engine.events = False
+        if self.writer.events and not self.following:
+            self.writer.events = False
 
     async def _op_my_agents(self, conn, frame: frames.MyAgents) -> dict:
         """A person's own agents, each with whether it is online."""

@@ -8,7 +8,7 @@ persona, the conversation's rulebook and the topic's title. They are cached, and
 the cache is dropped whenever something they come from may have changed: a
 persona, rulebook, profile, party or membership op through this gateway, a party
 that changed without an op (a conversation grown to someone addressed in it: the
-engine publishes a new PartyView, Gateway._party_moves), or a rescan (another
+writer publishes a new PartyView, Gateway._party_moves), or a rescan (another
 process or node wrote the database). On PostgreSQL, a party changed through
 another node shows in the claim that carries the next wake here (the claim reads
 the conversation as committed; `ClusterDelivery._party_views` drops the cache then).

@@ -2,7 +2,7 @@
 
 Socket ops (docs/protocol.md, "Directives"), each `fn(conn, participant, frame) -> dict` (or `Refused`)
 on a sqlite3-shaped connection (SQLite, or PostgreSQL's adapter); the writes run on
-the gateway's management connection, so the engine and every node see them at once.
+the gateway's management connection, so the writer and every node see them at once.
 Each write reads and writes its document in one transaction, serialized per document
 (`store.transactions.serialized`), so writes through several nodes at once neither fail nor lose a merge.
 

@@ -153,7 +153,7 @@ def search_messages(conn, pid: str, f: frames.SearchMessages, now: int) -> dict:
            ORDER BY f.rowid DESC LIMIT ?"""
     args = [phrase, ws, floor, monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', limit]
     if isinstance(conn, sqlite3.Connection):
-        # the newest messages may not be indexed yet (the engine indexes in chunks): they are matched in a
+        # the newest messages may not be indexed yet (the writer indexes in chunks): they are matched in a
         # table of this connection's (store/sqlite.search_tail), all newer than the indexed ones, so they come first
         from ..store import sqlite  # (here: PostgreSQL's path never loads the SQLite store)
 

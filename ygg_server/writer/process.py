@@ -385,8 +385,8 @@ def _child(path, make_store: Callable, sock: socket.socket) -> None:
     logging.basicConfig(level=os.environ.get("YGG_LOG_LEVEL", "WARNING"),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the server's to handle: it closes our socket
-    engine = ThreadRunner(Writer(make_store(path, now_us), now_us))
-    store = engine.store
+    writer = ThreadRunner(Writer(make_store(path, now_us), now_us))
+    store = writer.store
     calm_gc()
     sock.setblocking(True)
     reader = _Reader(sock)
@@ -394,17 +394,17 @@ def _child(path, make_store: Callable, sock: socket.socket) -> None:
     try:
         while True:
             wait = 0.0 if todo else store.idle_seconds()
-            if not reader.read(wait, engine, todo):
+            if not reader.read(wait, writer, todo):
                 break
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
-            answers, _, out = engine.tick(batch)  # (SQLite leaves no command for later)
+            answers, _, out = writer.tick(batch)  # (SQLite leaves no command for later)
             if answers or out is not None:  # (an idle tick that only looked at the timers says nothing)
                 _answer(sock, [(cmd.future, result, error) for cmd, result, error in answers], out,  # future: seq
-                        engine.events)
+                        writer.events)
         # the parent closed its end: finish what it sent, then stop
         while todo:
             batch = [todo.popleft() for _ in range(min(len(todo), MAX_BATCH))]
-            engine.tick(batch)
+            writer.tick(batch)
     except (BrokenPipeError, ConnectionResetError):
         pass
     finally:
@@ -416,7 +416,7 @@ class _Reader:
         self.sock = sock
         self.buf = bytearray()
 
-    def read(self, wait: float, engine: ThreadRunner, todo: deque) -> bool:
+    def read(self, wait: float, writer: ThreadRunner, todo: deque) -> bool:
         """Take in what has arrived (waiting up to `wait` s for the first bytes); False once the parent is gone."""
         ready, _, _ = select.select([self.sock], [], [], wait)
         if not ready:
@@ -427,25 +427,25 @@ class _Reader:
             except BlockingIOError:
                 break
             if not data:
-                self._take(engine, todo)
+                self._take(writer, todo)
                 return False
             self.buf += data
-        self._take(engine, todo)
+        self._take(writer, todo)
         return True
 
-    def _take(self, engine: ThreadRunner, todo: deque) -> None:
+    def _take(self, writer: ThreadRunner, todo: deque) -> None:
         def take(items: list[_Item]) -> None:
             for item in items:
                 if isinstance(item, _Cmd):
                     todo.append(Command(item.kind, tuple(item.args), item.seq, None))
                 elif isinstance(item, _Present):
                     if item.went is None:  # everyone, as a new writer starts
-                        engine.present = set(item.came)
+                        writer.present = set(item.came)
                     else:
-                        engine.present.difference_update(item.went)
-                        engine.present.update(item.came)
+                        writer.present.difference_update(item.went)
+                        writer.present.update(item.came)
                 else:
-                    engine.events = item.on
+                    writer.events = item.on
 
         _frames(self.buf, _items_decoder, take)
 

@@ -198,7 +198,7 @@ class ClusterDelivery:
         if topics:
             out.topics = await self.db.topics([t for _, t in topics])
             # who may see each (Fanout._readers): its conversation, read here when this node has not seen it
-            seen = gw.engine.conversations
+            seen = gw.writer.conversations
             followed = gw.following.followed()
             unseen = sorted({t.conversation for t in out.topics if t.workspace in followed
                              and t.conversation not in seen.get(t.workspace, {})})
@@ -266,9 +266,10 @@ class ClusterDelivery:
                 if h is not None:
                     holders.append(h)
                 seen[pid] = max(seen.get(pid, 0), now - int((mono - c.last_seen) * 1e6))
-        await self.db.beat(now, holders, seen, self.node_timeout)
-        for inbox in list(self.gw.inboxes.values()):
-            if isinstance(inbox, ClaimInbox) and inbox.roomiest() is not None:
-                self.claimer.want(inbox)  # leases of a vanished node ran out: claim them
+        agents = [pid for pid, ib in self.gw.inboxes.items() if isinstance(ib, ClaimInbox)]
+        for pid in await self.db.beat(now, holders, seen, self.node_timeout, agents):
+            inbox = self.gw.inboxes.get(pid)
+            if isinstance(inbox, ClaimInbox):
+                inbox.offer()  # leases of a vanished holder ran out: claim them
         if await self.db.relisten():
             await self.gw.rescan()  # announcements may have been missed while the listener was down

@@ -62,7 +62,7 @@ class LocalDelivery:
         await inbox.rescan()  # what is owed, read again from its first page
 
     def presence(self, conn, online: bool) -> None:
-        self.gw.engine.seen(conn.participant, online)  # (the writer scores who is online)
+        self.gw.writer.seen(conn.participant, online)  # (the writer scores who is online)
         self.gw.tell_presence(conn.participant, conn.workspaces, online)
 
     def joined(self, pid: str, workspaces: frozenset[str]) -> None:
@@ -77,7 +77,7 @@ class LocalDelivery:
         horizon = time.monotonic() - self.gw.limits.presence_timeout
         for pid, conns in self.gw.conns.items():
             if conns and conns[0].kind == Kind.AGENT:
-                self.gw.engine.seen(pid, any(c.last_seen >= horizon for c in conns))
+                self.gw.writer.seen(pid, any(c.last_seen >= horizon for c in conns))
 
     def rescanned(self) -> None:
         pass

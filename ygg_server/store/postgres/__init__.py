@@ -14,7 +14,7 @@ text ids (random UUIDs, `human.<hex>`, `agent.<hex>`), timestamps as integer mic
 - `meta`: the schema version and the `config` version, bumped by every write that is not a
   decision (the admin commands, the socket's management ops), so nodes drop what they cache.
 
-Connections: `connect()` (async, for the engine, claims and listeners) and `SyncConnection`
+Connections: `connect()` (async, for the writer, claims and listeners) and `SyncConnection`
 (a blocking adapter with the sqlite3 surface, so `admin.py`, `queries.py` and `auth.py` run
 unchanged on PostgreSQL). Prepared statements can be switched off for transaction poolers
 (pgbouncer in transaction mode): `prepared=false` in the URL, or `--no-prepared`; asyncpg then
@@ -270,13 +270,13 @@ UPDATE deliveries d SET acked_at = $1 FROM a WHERE d.id = a.id RETURNING d.id, d
 
 _OVERRIDES_RAW = {
     # loaders.credit_paused: the paused topics a funding may un-pause are locked, in id order
-    # (the engine's lock order: topics, then wallets)
+    # (the writer's lock order: topics, then wallets)
     "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = ?":
         "SELECT state FROM topics WHERE waits_funds IS NOT NULL AND workspace = $1 ORDER BY id FOR UPDATE",
     "SELECT state FROM topics WHERE waits_funds IS NOT NULL":
         "SELECT state FROM topics WHERE waits_funds IS NOT NULL ORDER BY id FOR UPDATE",
     # loaders.usage: a month's messages of an organization are its shared row plus every node's row
-    # (`usage_nodes`, where each node counts an unmetered plan's), as the engine's limit check adds them
+    # (`usage_nodes`, where each node counts an unmetered plan's), as the writer's limit check adds them
     """SELECT count FROM usage WHERE org = ? AND month = ?""":
         """SELECT coalesce((SELECT count FROM usage WHERE org = $1 AND month = $2), 0)::bigint
            + (SELECT coalesce(sum(count), 0)::bigint FROM usage_nodes WHERE org = $1 AND month = $2)""",

@@ -19,6 +19,11 @@ UNLEASED = """SELECT DISTINCT recipient FROM deliveries WHERE recipient = ANY($1
               AND (lease_until IS NULL OR lease_until < $2)"""
 
 
+# Which of $1 have unacked deliveries under a lease that ran out by $2 (its holder vanished).
+EXPIRED = """SELECT DISTINCT recipient FROM deliveries WHERE recipient = ANY($1::text[]) AND acked_at IS NULL
+             AND leased_by IS NOT NULL AND lease_until < $2"""
+
+
 class PgDeliveries:
     """The delivery side of one node's database: its pool, its node id, its listener (the writer store's)."""
 
@@ -149,9 +154,11 @@ class PgDeliveries:
         async with self.store.pool.acquire() as c:
             return await present_elsewhere(c, ids, self.node, now, node_timeout, presence_timeout)
 
-    async def beat(self, now: int, holders: list[str], seen: dict[str, int], node_timeout: float) -> None:
+    async def beat(self, now: int, holders: list[str], seen: dict[str, int], node_timeout: float,
+                   agents: list[str]) -> set[str]:
         """This node lives, its holders' leases hold, its participants were last heard at `seen`; the rows of
-        nodes silent for `node_timeout` go."""
+        nodes silent for `node_timeout` go. Returns those of `agents` (served here) with unacked work whose lease
+        ran out: a vanished holder's, to be claimed again."""
         async with self.store.pool.acquire() as c:
             await c.execute("UPDATE nodes SET heartbeat_at = $2 WHERE id = $1", self.node, now)
             if holders:
@@ -164,6 +171,10 @@ class PgDeliveries:
             gone = now - int(node_timeout * 1e6)
             await c.execute("DELETE FROM presence WHERE node IN (SELECT id FROM nodes WHERE heartbeat_at < $1)", gone)
             await c.execute("DELETE FROM nodes WHERE heartbeat_at < $1", now - 86_400_000_000)
+            if not agents:
+                return set()
+            rows = await c.fetch(EXPIRED, agents, now)
+        return {r[0] for r in rows}
 
     async def sign_off(self) -> None:
         """This node stops: its presence rows and its row go."""

@@ -40,7 +40,7 @@ SQLITE_STEPS: dict[int, str] = {
     6: """
     ALTER TABLE orgs ADD COLUMN licensed INTEGER;
     """,
-    # 7: the search index is fed in chunks by the engine (store/sqlite.index_messages), not row by row by a
+    # 7: the search index is fed in chunks by the writer (store/sqlite.index_messages), not row by row by a
     # trigger; meta's fts_seq is its watermark: the messages up to that seq are indexed, and search reads the
     # ones above it too (store/sqlite.search_tail). Search no longer scans a workspace's messages by seq.
     7: """

@@ -2,7 +2,7 @@
 
 What only SQLite has: its connection and pragmas, WAL checkpoints on a thread of their own, its
 migrations (PRAGMA user_version), the FTS5 search index fed in chunks, and acks in one statement.
-Everything here is synchronous and takes a connection: the engine calls it from its writer thread,
+Everything here is synchronous and takes a connection: the writer calls it from its writer thread,
 the admin CLI from the command line, queries from a reader thread. What both stores share is beside
 this package: `rows.py` (codecs), `loaders.py` (reads), `writes.py` (a Decision's rows),
 `transactions.py`, `schema/`.

@@ -31,10 +31,10 @@ pytestmark = pytest.mark.backends("process")
 
 
 async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one_carries_on(team):
-    engine = team.gw.engine
-    assert isinstance(engine, WriterProcess)
+    writer = team.gw.writer
+    assert isinstance(writer, WriterProcess)
     alice = await team.person("alice")
-    first = engine._proc
+    first = writer._proc
     answers: list[dict] = []
 
     async def send(i: int) -> dict:  # the raw answer: Client.send turns `unavailable` into a ConnectionError
@@ -50,10 +50,10 @@ async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one
     lost = [i for i, a in enumerate(answers) if a["op"] == "error"]
     assert all(answers[i]["code"] == "unavailable" for i in lost), [answers[i] for i in lost]
     for _ in range(200):  # a new writer starts after a short backoff
-        if engine._proc is not first and engine._proc.is_alive():
+        if writer._proc is not first and writer._proc.is_alive():
             break
         await asyncio.sleep(0.05)
-    assert engine._proc is not first and engine._proc.is_alive(), "a new writer started"
+    assert writer._proc is not first and writer._proc.is_alive(), "a new writer started"
     again = await asyncio.wait_for(asyncio.gather(*(send(i) for i in lost)), 30)
     assert all(a["op"] == "sent" for a in again), again
     stored = dict(team.conn.execute("SELECT text, count(*) FROM messages WHERE text LIKE 'm%' GROUP BY text"))
@@ -64,7 +64,7 @@ async def test_the_writer_killed_mid_stream_loses_nothing_answered_and_a_new_one
 
 
 async def test_after_the_writer_is_killed_sends_are_answered_and_delivered_by_the_new_one(team):
-    engine = team.gw.engine
+    writer = team.gw.writer
     researcher = await team.client(api_key=team.keys["researcher"])
     alice = await team.person("alice")
     r = await alice.send(workspace=team.ws, topic="new", title="Before", type="request", to=["researcher"],
@@ -73,10 +73,10 @@ async def test_after_the_writer_is_killed_sends_are_answered_and_delivered_by_th
     got = await asyncio.wait_for(researcher.next_delivery(), 10)
     assert got["message"]["text"] == "before the crash"
     assert (await researcher.ack([got["id"]]))["ids"] == [got["id"]]
-    old = engine._proc
+    old = writer._proc
     os.kill(old.pid, signal.SIGKILL)
     for _ in range(100):
-        if engine._proc is not old:
+        if writer._proc is not old:
             break
         await asyncio.sleep(0.05)
     r = await alice.send(workspace=team.ws, topic=r["message"]["topic"], type="request", to=["researcher"],
@@ -90,8 +90,8 @@ async def test_an_error_while_publishing_a_batch_does_not_drop_the_writer(team):
     """ygg_server/writer/process.py: "Nothing changes in what is answered or when" with the writer in its own process:
     on a thread, an error in what the gateway does with a committed batch is logged, and the writer carries on;
     so it does here (it used to close the socket to the writer: everything in flight answered `unavailable`)."""
-    engine = team.gw.engine
-    first, publish, failed = engine._proc, engine._publish, []
+    writer = team.gw.writer
+    first, publish, failed = writer._proc, writer._publish, []
 
     def once(out):
         if not failed:
@@ -99,14 +99,14 @@ async def test_an_error_while_publishing_a_batch_does_not_drop_the_writer(team):
             raise RuntimeError("a bug while publishing")
         publish(out)
 
-    engine._publish = once
+    writer._publish = once
     alice = await team.person("alice")
     sent = [await alice.send(workspace=team.ws, topic="new", title=f"T{i}", type="inform", to=["researcher"],
                              text=f"m{i}") for i in range(3)]
     assert [s["op"] for s in sent] == ["sent"] * 3, sent
     assert failed, "the first batch's publish failed"
     await asyncio.sleep(0.3)
-    assert engine._proc is first and first.is_alive(), "the same writer carries on"
+    assert writer._proc is first and first.is_alive(), "the same writer carries on"
 
 
 async def test_a_second_follower_is_answered_only_once_the_writer_hands_over_events(team):
@@ -114,9 +114,9 @@ async def test_a_second_follower_is_answered_only_once_the_writer_hands_over_eve
     follows, and a subscribe is answered once "every batch after this answer carries the events". So for a
     second follower arriving while the first one's sync is on its way: it waits for that sync too (it was
     answered at once, and could miss a topic event the writer decided without them)."""
-    engine = team.gw.engine
+    writer = team.gw.writer
     loop = asyncio.get_running_loop()
-    gate, submit = asyncio.Event(), engine.submit
+    gate, submit = asyncio.Event(), writer.submit
 
     def held_sync(kind, *args):
         fut = submit(kind, *args)
@@ -131,7 +131,7 @@ async def test_a_second_follower_is_answered_only_once_the_writer_hands_over_eve
         asyncio.ensure_future(release())
         return held
 
-    engine.submit = held_sync
+    writer.submit = held_sync
     alice, bob = await team.person("alice"), await team.person("bob")
     first = asyncio.ensure_future(alice.subscribe(team.ws))
     await asyncio.sleep(0.2)
@@ -140,7 +140,7 @@ async def test_a_second_follower_is_answered_only_once_the_writer_hands_over_eve
     assert not done, "neither follower is answered before the writer has the events turned on"
     gate.set()
     await asyncio.wait_for(asyncio.gather(first, second), 10)
-    assert engine.events
+    assert writer.events
 
 
 async def test_who_is_connected_crosses_as_who_came_and_went(server):
@@ -150,13 +150,13 @@ async def test_who_is_connected_crosses_as_who_came_and_went(server):
     writer seconds), and the writer still scores presence as the gateway sees it (seed 003 §14: "The highest score gets the task")."""
     from .test_party import setup_party
 
-    engine = server.gw.engine
+    writer = server.gw.writer
     crowd = frozenset(f"agent.{i:032x}" for i in range(5000))
-    engine.present = engine.present | crowd
-    engine.seen("agent.one-more", True)  # as the gateway says it
-    assert len(_pack([engine._outbox[-1]])) < 200, "one connection's coming crosses alone"
-    assert "agent.one-more" in engine.present
-    engine.present = engine.present - crowd - {"agent.one-more"}
+    writer.present = writer.present | crowd
+    writer.seen("agent.one-more", True)  # as the gateway says it
+    assert len(_pack([writer._outbox[-1]])) < 200, "one connection's coming crosses alone"
+    assert "agent.one-more" in writer.present
+    writer.present = writer.present - crowd - {"agent.one-more"}
     ws, cid, alice, keys = await setup_party(server)
     for name in ("pike", "nova"):
         assert (await alice.request("set_profile", agent=name, title="Translator",
@@ -291,15 +291,15 @@ def test_a_command_that_fails_on_bad_input_is_answered_as_on_a_thread():
 
 
 async def test_closing_answers_what_waits_for_a_writer_being_restarted(team):
-    engine = team.gw.engine
-    old = engine._proc
+    writer = team.gw.writer
+    old = writer._proc
     os.kill(old.pid, signal.SIGKILL)
     for _ in range(200):
-        if engine._transport is None:
+        if writer._transport is None:
             break
         await asyncio.sleep(0.01)
-    fut = engine.submit("sync")  # waits in the outbox for the new child (unless it came already)
-    await asyncio.wait_for(engine.aclose(), 30)
+    fut = writer.submit("sync")  # waits in the outbox for the new child (unless it came already)
+    await asyncio.wait_for(writer.aclose(), 30)
     try:
         await asyncio.wait_for(fut, 5)  # answered, never left waiting
     except Exception as e:
@@ -312,8 +312,8 @@ async def test_a_send_answered_unavailable_is_sent_again_with_its_client_id_by_t
     resend on; without a client_id it is the answer, since a resend could store it twice."""
     from ygg_server.writer.process import WriterGone
 
-    engine, alice = team.gw.engine, await team.person("alice")
-    real, failures = engine.submit, []
+    writer, alice = team.gw.writer, await team.person("alice")
+    real, failures = writer.submit, []
 
     def flaky(kind, *args):
         fut = real(kind, *args)
@@ -324,7 +324,7 @@ async def test_a_send_answered_unavailable_is_sent_again_with_its_client_id_by_t
             return lost
         return fut
 
-    monkeypatch.setattr(engine, "submit", flaky)
+    monkeypatch.setattr(writer, "submit", flaky)
     bare = await alice.send(workspace=team.ws, topic="new", title="Bare", type="inform", to=["researcher"], text="b")
     assert (bare["op"], bare["code"]) == ("error", "unavailable"), bare
     fields = dict(workspace=team.ws, topic="new", title="Kept", type="inform", to=["researcher"], text="k",
@@ -343,7 +343,7 @@ async def test_a_frame_too_deep_to_cross_is_refused_alone_and_the_others_of_its_
     writer raised, so every command of that turn (anyone's) was never sent nor answered, and each of those
     connections' later answers waited behind it for good. (On 3.11 the gateway's deeper stack refuses such a
     frame first; here it is submitted as the gateway would.) Now it alone is refused, as bad input."""
-    engine = team.gw.engine
+    writer = team.gw.writer
     loop, deep = asyncio.get_running_loop(), asyncio.get_running_loop().create_future()
 
     def deeper() -> None:  # one level more than the outbox's frame holds, found where the outbox is written
@@ -359,8 +359,8 @@ async def test_a_frame_too_deep_to_cross_is_refused_alone_and_the_others_of_its_
 
     loop.call_soon(deeper)
     frame = await deep
-    bad = engine.submit("send", team.alice, frame)  # the same turn of the loop: one write to the writer
-    sync = engine.submit("sync")
+    bad = writer.submit("send", team.alice, frame)  # the same turn of the loop: one write to the writer
+    sync = writer.submit("sync")
     assert await asyncio.wait_for(sync, 10) is None, "the other command of the turn is answered"
     with pytest.raises(ValueError, match="nested too deep"):
         await asyncio.wait_for(bad, 10)
@@ -372,8 +372,8 @@ async def test_a_writer_that_cannot_be_started_again_is_tried_again_and_what_wai
     Starting one can fail too (too many open files, no memory): that raised in the loop's callback, and nothing
     tried again, so every command from then on waited in the outbox for good, never answered. Now a failed
     start is a writer lost at once: what waits is answered `unavailable`, and a start is tried after the backoff."""
-    engine = team.gw.engine
-    spawn, failed = engine._spawn, []
+    writer = team.gw.writer
+    spawn, failed = writer._spawn, []
 
     def once() -> None:
         if not failed:
@@ -381,18 +381,18 @@ async def test_a_writer_that_cannot_be_started_again_is_tried_again_and_what_wai
             raise OSError(24, "Too many open files")
         spawn()
 
-    monkeypatch.setattr(engine, "_spawn", once)
-    old = engine._proc
+    monkeypatch.setattr(writer, "_spawn", once)
+    old = writer._proc
     os.kill(old.pid, signal.SIGKILL)
     for _ in range(200):
         if failed:
             break
         await asyncio.sleep(0.02)
     assert failed, "a start was tried"
-    waiting = engine.submit("sync")
+    waiting = writer.submit("sync")
     try:
         await asyncio.wait_for(waiting, 10)  # answered: by the next writer, or as lost with the failed start
     except Exception as e:
         assert type(e).__name__ == "WriterGone", e
-    assert await asyncio.wait_for(engine.submit("sync"), 10) is None, "a writer runs again"
-    assert engine._proc is not old and engine._proc.is_alive()
+    assert await asyncio.wait_for(writer.submit("sync"), 10) is None, "a writer runs again"
+    assert writer._proc is not old and writer._proc.is_alive()
