@@ -7,8 +7,7 @@ default) or `runners.TaskRunner` (PostgreSQL, a task on the event loop). `ygg_se
 puts a store and a runner together.
 """
 
-from ..clock import now_us  # (the one clock, named here too for the PostgreSQL gateway's old import)
 from .loop import Published, Writer
 from .runners import TaskRunner, ThreadRunner
 
-__all__ = ["Published", "Writer", "ThreadRunner", "TaskRunner", "now_us"]
+__all__ = ["Published", "Writer", "ThreadRunner", "TaskRunner"]
