@@ -11,14 +11,11 @@ main screen's `_ask`, `_ref` and `_members_changed`, `screens/manage.py`).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from functools import partial
 
-from ygg_server.client import Refused
-
-from ..words import refused_in_words
 from .dialogs import Field, FormScreen
+from .manage import FIXABLE, in_form
 
 NEWLINE = " ⏎ "  # how a description's line breaks are written in its one-line field
 WHOLE = {  # a form field's key: (the setting, its label)
@@ -74,12 +71,8 @@ async def _apply(main, title: str, fields: list[Field], submit: str, why: str, c
                 await main.app.session.call(op, **args)
                 done += 1
             return got
-        except ValueError as e:
-            error = str(e)
-        except Refused as e:
-            error = f"✗ refused ({e.reason}): {refused_in_words(e)}"
-        except (ConnectionError, asyncio.TimeoutError):
-            error = "✗ The connection dropped before the server answered: look whether it was done, then try again."
+        except FIXABLE as e:
+            error = in_form(e)
         if done:
             error += f" (The {done} change{'s' if done > 1 else ''} before it {'were' if done > 1 else 'was'} saved.)"
 
