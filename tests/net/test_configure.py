@@ -73,6 +73,23 @@ async def test_pins_move_an_agent_between_its_owner_s_workspaces(team):
     assert (await alice.request("set_pins", agent="reviewer"))["code"] == "bad_frame"  # required: null unpins
 
 
+async def test_followers_are_told_an_agent_pinned_away_left_and_came_back(team):
+    """docs/protocol.md, "Live events": a `members` event tells the connections following a workspace that its
+    members changed, within a second; so for an agent a pin takes out of it, or brings back."""
+    from .test_events import _event
+
+    alice = await team.person("alice")
+    await alice.request("subscribe", workspace=team.ws)
+    lab = (await alice.request("create_workspace", name="lab"))["id"]
+    reviewer = next(a["id"] for a in (await alice.request("my_agents"))["agents"] if a["name"] == "reviewer")
+    await alice.request("set_pins", agent="reviewer", workspaces=[lab])
+    ev = await _event(alice, "members", timeout=3)
+    assert ev["workspace"] == team.ws and ev["left"] == [reviewer], ev
+    await alice.request("set_pins", agent="reviewer", workspaces=None)
+    ev = await _event(alice, "members", timeout=3)
+    assert ev["workspace"] == team.ws and ev["joined"] == [reviewer], ev
+
+
 async def test_an_agent_unpinned_from_a_workspace_is_woken_there_no_more(team):
     """A pin decides where the agent is: a send to it in a workspace it left is `unknown_recipient`."""
     alice = await team.person("alice")
