@@ -3,7 +3,7 @@ admin CLI": profiles, a party's participants and Lead, workspace settings, pins)
 
 from __future__ import annotations
 
-from .test_admin_cli import PW, cli
+from .test_admin_cli import PW, cli, served  # noqa: F401 (a fixture)
 
 
 async def test_profiles_settings_pins_and_parties_from_the_command_line(tmp_path):
@@ -45,3 +45,29 @@ async def test_profiles_settings_pins_and_parties_from_the_command_line(tmp_path
     # General is everyone's: no party to change (a party's own conversation: tests/net/test_configure.py)
     no = await cli(d, "add-participant", "team", "general", "pike", ok=False)
     assert no["error"] == "unknown_conversation"
+
+
+async def test_a_party_s_participants_and_lead_from_the_command_line_reach_a_running_server(served):
+    """Seed 004: "A Party with a Lead sends it every message nobody else is addressed in"; the operator sets the
+    Lead (as the workspace's owner) while the server runs, and the next message goes to it."""
+    d = served.dir
+    await cli(d, "add-person", "alice", "--password", PW)
+    team = (await cli(d, "add-workspace", "team", "--owner", "alice"))["id"]
+    await cli(d, "add-agent", "pike", "--owner", "alice")
+    nova = (await cli(d, "add-agent", "nova", "--owner", "alice"))["id"]
+    await cli(d, "fund", "pike", "100")
+    await cli(d, "fund", "nova", "100")
+    alice = await served.person("alice", PW)
+    first = await alice.send(workspace=team, conversation="dm:pike", topic="new", title="Hi", type="inform",
+                             to=["pike"], text="hello")
+    cid = first["message"]["conversation"]
+    added = await cli(d, "add-participant", "team", cid, "nova")
+    assert added["changed"] and nova in added["members"]
+    assert (await cli(d, "set-lead", "team", cid, "nova"))["lead"] == nova
+    assert (await cli(d, "set-lead", "team", cid, "alice", ok=False))["error"] == "unknown_recipient"  # an agent only
+    sent = await alice.send(workspace=team, conversation=cid, topic=first["message"]["topic"], type="request",
+                            text="who takes this?")
+    assert sent["op"] == "sent" and [x["to"] for x in sent["deliveries"] if x["wake"]] == [nova], sent
+    assert (await cli(d, "set-lead", "team", cid, "none"))["lead"] is None
+    removed = await cli(d, "remove-participant", "team", cid, "nova")
+    assert removed["changed"] and nova not in removed["members"]
