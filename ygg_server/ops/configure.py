@@ -68,8 +68,8 @@ def set_profile(conn: sqlite3.Connection, agent_ref: str, changes: dict[str, Any
 # --- workspace settings ---
 
 def get_settings(conn: sqlite3.Connection, who: str, f: frames.GetSettings) -> dict:
-    """A workspace's settings: those its owners and admins set, and every one in force (defaults filled in). Its
-    people read them (the rules they are decided by); another workspace's are not found."""
+    """A workspace's settings: those its owners and admins set, and every one in force (defaults filled in). Anyone
+    in it reads them (its agents too: the rules they are decided by); another workspace's are not found."""
     if admin.role_in(conn, f.workspace, who) is None:
         raise NotFound
     stored = loaders.settings(conn, f.workspace)
