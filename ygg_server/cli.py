@@ -14,6 +14,7 @@ from .clock import now_us
 from .ops import admin
 from .gcpolicy import calm_gc
 from .store import sqlite as db
+from .configure_cli import CONFIGURE, configure_arguments, run_configure
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
     x.add_argument("agent")
 
+    configure_arguments(asub)
+
     b = sub.add_parser("bench", help="benchmarks: see `ygg-server bench --help`")
     b.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -192,6 +195,8 @@ def run_admin(args) -> int:
             out = admin.set_plan(conn, args.org, args.plan, args.licensed)
         elif act == "rotate-key":
             out = admin.rotate_key(conn, args.agent)
+        elif act in CONFIGURE:
+            out = run_configure(conn, args, now)
         else:
             out = admin.revoke_agent(conn, args.agent)
     except admin.AdminError as e:

@@ -4,6 +4,7 @@
     ygg                                                       the url/handle in the config, or a sign-in screen
     ygg --local                                               an embedded server + the demo agents, signed in
     ygg --local --headless 60                                 the same without a screen: print until a topic closes
+    ygg serve --url ws://host:8765/ [--port 8000]             the same app in a browser, each visitor signing in
 
 `run_tui(...)` is what a launcher calls (e.g. with the token of an embedded server's owner).
 """
@@ -37,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-demo", action="store_true", help="with --local: no demo agents")
     p.add_argument("--headless", type=float, metavar="SECONDS",
                    help="with --local: no TUI; print the workspace's topics until one closes or SECONDS pass")
+    p.add_argument("--web", action="store_true", help=argparse.SUPPRESS)  # one visitor of `ygg serve` (web.py)
     return p
 
 
@@ -59,7 +61,16 @@ def run_local(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        from .web import serve
+
+        return serve(argv[1:])
     args = parser().parse_args(argv)
+    if args.web:
+        from .web import run_web
+
+        return run_web(args.url or Config().url)
     if args.local:
         return run_local(args)
     password = args.password or os.environ.get("YGG_PASSWORD")

@@ -2,7 +2,8 @@
 fund, search, the operator view, the needs_human queue, themes, help; and managing (seed 002): new
 organizations, workspaces and agents, inviting people, restricting, agents' permissions, leaving, joining
 an open workspace of one's organization again, deleting,
-an agent's key (a new one, or revoked), a topic's budget, a workspace's groups."""
+an agent's key (a new one, or revoked), a topic's budget, a workspace's groups; configuring (`screens/configure.py`):
+agents' profiles and pins, a workspace's settings, a party's participants and Lead."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 from textual.fuzzy import Matcher
 from textual.markup import escape  # help is read as markup: names in it are shown as they are
+
+from .screens import configure
 
 
 def _managing(store, main, w) -> list[tuple[str, object, str]]:
@@ -106,6 +109,7 @@ class YggCommands(Provider):
             ("Fund an agent or the pool", main.action_fund, "f"),
             ("Keys and help", main.action_help, "?"),
         ]
+        out += configure.commands(store, main)  # profiles, pins, settings, a party's participants and Lead
         for name in sorted(app.available_themes):
             out.append((f"Theme: {name}", partial(app.set_theme, name), "saved in your config"))
         return out

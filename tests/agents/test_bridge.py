@@ -325,3 +325,51 @@ async def test_a_models_long_title_is_clipped_to_one_line_within_the_servers_bou
     (t,) = await until(opened)
     assert len(t["title"]) == TITLE and t["title"].startswith("Follow-up on the question about topics, and more")
     assert t["title"].endswith("…") and "\n" not in t["title"]
+
+
+class HandingOver(Backend):
+    """A model-like backend: asked something, it hands it over to researcher with the `handoff` tool, then answers
+    with what came back."""
+
+    name = "handing-over"
+    native_tools = True
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        ev = inp.event
+        if ev["why"] == "request" and not inp.steps:
+            return TurnOutput(tool_calls=[ToolCall(name="handoff", id="h", arguments={
+                "to": "researcher", "text": "This is a handbook question: what is a persona?"})])
+        if ev["why"] == "response":
+            return TurnOutput(text="From researcher: " + ev["message"]["text"][:200])
+        return TurnOutput(text=None)
+
+
+async def test_the_bridge_hands_off_to_one_colleague_with_its_handoff_tool(server):
+    """Issue 20: "the bridge exposes handoff to its backends as a tool" (its directive says: "hand over (a request
+    with handoff, to one colleague, saying what you need)"). docs/rules.md: a send with "handoff": true is a request
+    to exactly one agent, stored with handoff: true."""
+    from ygg_server.agents.tools import DEFAULT_TOOLS, select
+
+    assert "handoff" in DEFAULT_TOOLS and select(["handoff"])[0].parameters["required"] == ["to", "text"]
+    server.agent("lead")
+    server.agent("researcher")
+    lead = Bridge(server.config("lead", tools=["handoff"]), backend=HandingOver())
+    await server.run(lead)
+    await server.run(Bridge(server.config("researcher")))
+    alice = await server.person("alice")
+    q = await ask(alice, server.ws, "lead", "What is a persona?")
+
+    async def answered():  # (as after a send_message in place: the lead's answer to what came back)
+        msgs = await history(alice, server.ws, q["topic"])
+        return msgs if any(m["text"].startswith("From researcher:") for m in msgs) else None
+
+    msgs = await until(answered)
+    (handed,) = [m for m in msgs if m.get("handoff")]
+    assert handed["type"] == "request" and handed["topic"] == q["topic"]
+    researcher = next(a["id"] for a in (await alice.call("list_agents", workspace=server.ws))["agents"]
+                      if a["name"] == "researcher")
+    assert handed["to"] == [researcher]
+    (back,) = [m for m in msgs if m["author"] == researcher and m["type"] == "response"]
+    assert back["in_reply_to"] == handed["id"]
+    (final,) = [m for m in msgs if m["text"].startswith("From researcher:")]
+    assert alice.me["id"] in final["to"]

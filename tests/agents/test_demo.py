@@ -54,3 +54,22 @@ async def test_demo_team_handles_a_request_that_needs_a_person(server):
         assert all(b.connected.is_set() for b in again.bridges.values())
     finally:
         await again.stop()
+
+
+async def test_the_demo_agents_have_profiles_that_capability_assignment_finds(server):
+    """Issue 20: agents' profiles "(job title, description, capabilities, cost: so `capability:` assignment finds the
+    shipped demo agents)"; seed 003 §14: "The highest score gets the task"."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        wanted = {"capability:research": "researcher", "capability:review": "reviewer",
+                  "capability:delegation": "lead"}
+        for to, name in wanted.items():
+            sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title=to,
+                                    type="request", to=[to], text="who takes this?")
+            assert sent["op"] == "sent", sent
+            assert sent["message"]["assignment"]["chosen"] == demo.agents[name]["id"], (to, sent["message"]["assignment"])
+        prof = await alice.call("get_profile", agent="researcher")
+        assert prof["profile"]["title"] == "Researcher" and "research" in prof["profile"]["capabilities"]
+    finally:
+        await demo.stop()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import now_us
-from ..ops import admin
+from ..ops import admin, configure
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
 from .config import AgentConfig, BackendConfig
@@ -35,33 +35,44 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
                 "comes back.",
         "persona": "Calm and organised. Says who is doing what, never does a colleague's part, and closes what "
                    "it opens.",
+        "capabilities": ["coordination", "planning", "delegation"], "generalist": True, "cost": 2,
         "personality": "lead", "fund": 200,
-        "tools": ["send_message", "persona_read", "persona_write", "remember"],
+        "tools": ["send_message", "handoff", "persona_read", "persona_write", "remember"],
     },
     "researcher": {
         "title": "Researcher",
         "role": "Answers questions from the Ygg handbook, quoting it.",
         "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
+        "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
-        "tools": ["search_corpus", "persona_read", "persona_write", "remember"],
+        "tools": ["search_corpus", "handoff", "persona_read", "persona_write", "remember"],
     },
     "reviewer": {
         "title": "Reviewer",
         "role": "Reviews plans and changes; anything risky goes to a person first.",
         "persona": "Careful and brief. Flags risk plainly and asks a person before approving anything that "
                    "deploys, deletes, pays or touches secrets.",
+        "capabilities": ["review", "risk", "approval"], "generalist": False, "cost": 1,
         "personality": "reviewer", "fund": 200,
-        "tools": ["send_message", "persona_read", "persona_write", "remember"],
+        "tools": ["send_message", "handoff", "persona_read", "persona_write", "remember"],
     },
     "eager": {
         "title": "Helper",
         "role": "An enthusiastic helper that keeps everyone posted.",
         "persona": "Enthusiastic, thorough to a fault, and chatty: posts a status for every step and answers "
                    "at length.",
+        "capabilities": ["status", "summaries"], "generalist": False, "cost": 1,
         "personality": "eager", "fund": 5,
         "tools": ["send_message", "search_corpus", "persona_read", "persona_write"],
     },
 }
+
+
+def profile_of(spec: dict[str, Any]) -> dict[str, Any]:
+    """The profile the directives, the party roster and `capability:` assignment read (seed 003 §14)."""
+    return {"title": spec.get("title", ""), "description": spec.get("role", ""),
+            "capabilities": list(spec.get("capabilities", ())), "generalist": bool(spec.get("generalist")),
+            "tools": list(spec.get("tools", ())), "cost": int(spec.get("cost", 0))}
 
 
 @dataclass
@@ -92,9 +103,8 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
             keys[name] = {"id": made["id"], "api_key": made["api_key"], "workspace": ws}
             if spec.get("fund"):
                 admin.fund(conn, made["id"], int(spec["fund"]), now=now_us())
-            # the profile the server's directives and the party roster show (job title, one line)
-            profile = {"title": spec.get("title", ""), "description": spec.get("role", "")}
-            conn.execute("UPDATE agents SET profile = ? WHERE id = ?", (json.dumps(profile), made["id"]))
+        for name, spec in agents.items():  # every start: a data dir made by an older version gets them too
+            configure.set_profile(conn, keys[name]["id"], profile_of(spec))
     finally:
         conn.close()
     keys_path.parent.mkdir(parents=True, exist_ok=True)

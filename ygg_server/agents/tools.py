@@ -28,6 +28,11 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
              "topic": _S, "title": _S, "conversation": _S, "in_reply_to": _S,
              "waiting_for": {"type": "array", "items": _S}},
              "required": ["text"]}),
+    Tool(name="handoff",
+         description=("Hand this question over to one colleague whose work it is more than yours (a request with "
+                      "handoff, in this topic): say what you need from them. Their answer comes back to you; do "
+                      "not hand something straight back unless you added to it."),
+         parameters={"type": "object", "properties": {"to": _S, "text": _S}, "required": ["to", "text"]}),
     Tool(name="search_corpus", description="Search the agent's reference notes (the Ygg handbook by default).",
          parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
     Tool(name="search_history", description="Search this workspace's messages you may see.",
@@ -36,7 +41,7 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
          parameters={"type": "object", "properties": {"note": _S}, "required": ["note"]}),
 )}
 
-DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "remember")
+DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "remember")
 
 
 def select(names) -> tuple[Tool, ...]:

@@ -206,14 +206,21 @@ class TurnRunner:
                 return ok("noted")
             if call.name == "send_message":
                 return await self._send_tool(a, target, client_id, why, ok, err)
+            if call.name == "handoff":  # seed 004: a request with handoff, to exactly one colleague
+                to = a.get("to")
+                if not isinstance(to, str) or not to.strip():
+                    return err("handoff needs one colleague's name in `to`")
+                return await self._send_tool({"to": [to.strip()], "text": a.get("text"), "type": "request"},
+                                             target, client_id, why, ok, err, handoff=True)
         except Refused as e:
             return err(str(e))
         return err(f"{call.name} is not available")
 
-    async def _send_tool(self, a: dict, target: dict, client_id: str, why: str, ok, err) -> ToolResult:
+    async def _send_tool(self, a: dict, target: dict, client_id: str, why: str, ok, err,
+                         handoff: bool = False) -> ToolResult:
         text = a.get("text")
         if not isinstance(text, str) or not text.strip():
-            return err("send_message needs a text")
+            return err(("handoff" if handoff else "send_message") + " needs a text")
         mtype = a.get("type") if a.get("type") in ("request", "response", "inform") else "request"
         fields: dict[str, Any] = {
             "workspace": target["workspace"],
@@ -234,6 +241,8 @@ class TurnRunner:
                 fields[k] = clip(a[k], TITLE) if k == "title" else a[k]  # (a model's title: one line, in bounds)
         if fields["topic"] == "new" and "title" not in fields:
             fields["title"] = clip(text, 60)
+        if handoff:
+            fields["handoff"] = True
         parent = target if why in ("request", "person") and target.get("id") in self.state.owed else None
         reply = await self._send(fields, client_id, parent=parent)
         if reply.get("op") == "sent":

@@ -23,7 +23,7 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import access, actions, auth, guidance, queries
+from ..ops import access, actions, auth, configure, guidance, queries
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import protocol
 from ..core import Kind
@@ -487,5 +487,6 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
 # ops of `ops`: op -> (fn(conn, participant, frame) -> dict, whether it writes, whether the directives may change)
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
-        **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()}}
-_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+        **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
+        **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()}}
+_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)

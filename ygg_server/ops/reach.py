@@ -238,3 +238,10 @@ def unpin(conn: sqlite3.Connection, ws: str) -> None:
                                     (f'%"{ws}"%',)).fetchall():  # (a coarse filter: the ids are compared below)
         kept = [w for w in msgspec.json.decode(pinned) if w != ws]
         conn.execute("UPDATE agents SET pinned = ? WHERE id = ?", (msgspec.json.encode(kept).decode(), aid))
+
+
+def leave_agent(conn: sqlite3.Connection, ws: str, aid: str) -> None:
+    """Agent `aid` no longer in `ws` (unpinned from it): what the workspace's admins decided for it is kept for its
+    coming back, as when a person leaves."""
+    _remember(conn, ws, [aid])
+    conn.execute("DELETE FROM memberships WHERE workspace = ? AND participant = ?", (ws, aid))

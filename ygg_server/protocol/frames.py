@@ -321,6 +321,19 @@ class SetSetting(InWorkspace, tag="set_setting"):
     value: Any = None  # checked against the setting (`bad_amount`); null: back to its default
 
 
+class GetProfile(Frame, tag="get_profile"):
+    agent: str
+
+
+class GetSettings(InWorkspace, tag="get_settings"):
+    pass
+
+
+class SetPins(Frame, tag="set_pins"):
+    agent: str
+    workspaces: Annotated[list[str], Meta(max_length=1000)] | None  # required: null unpins
+
+
 # --- directives ---
 
 class GetPersona(Frame, tag="get_persona"):
@@ -347,7 +360,7 @@ ClientFrame = Union[
     ExplainAssignment, Subscribe, Unsubscribe, CreateOrg, CreateWorkspace, AddMember, AddOrgMember, LeaveOrg,
     LeaveWorkspace, JoinWorkspace, DeleteWorkspace, SetRestricted, SetPermissions, AddAgent, RevokeAgent, RotateKey,
     AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting, GetPersona,
-    SetPersona, GetRulebook, SetRulebook,
+    SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)
@@ -380,4 +393,5 @@ HINTS = {
     "role": "role is owner, admin, member or viewer",
     "capability": "capability is a capability agents declare",
     "key": "key is a setting's name",
+    "workspaces": "workspaces is a list of workspace ids, or null to unpin",
 }

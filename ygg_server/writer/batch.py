@@ -20,8 +20,8 @@ from ..core import POOL, Decision, Kind, RefusalReason as R, Topic, View, decide
 from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
-from ..core.rules import MAX_HOPS_CEILING, party_limits
-from ..protocol import ErrorCode as E, frames, names
+from ..core.rules import party_limits
+from ..protocol import ErrorCode as E, configurable, frames, names
 from ..protocol.results import (Acked, BudgetSet, Duplicate, Failed, Funded, PartyChanged, ProfileSet, Refused, Result,
                                 Sent, SettingSet, keep)
 from ..store.port import Snapshot
@@ -58,20 +58,6 @@ class Outcome:
     deliveries: list = field(default_factory=list)
     messages: list = field(default_factory=list)
     leased: dict[int, str] = field(default_factory=dict)  # delivery id -> the holder it was leased to as written
-
-
-# set_profile's text, read by other agents and people (rosters, lists, `capability:` sends): checked as names are
-_PROFILE_TEXT = {
-    "title": lambda v: names.clean_or_blank("job_title", v),
-    "description": lambda v: names.clean_text("description", v),
-    "capabilities": lambda v: names.clean_each("capability", "capabilities", v),
-    "tools": lambda v: names.clean_each("tool", "tools", v),
-}
-_SETTINGS = {  # key: (lowest, highest) for whole-number settings
-    "party.maxHops": (0, MAX_HOPS_CEILING),
-    "party.throttleDirect": (1, MAX_HOPS_CEILING),
-    "party.throttleGroup": (1, MAX_HOPS_CEILING),
-}
 
 
 class Batch:
@@ -271,14 +257,10 @@ class Batch:
         row = self.snap.agents.get((who, frame.agent))
         if row is None:
             return Failed(E.NOT_FOUND, "no such agent of yours")
-        given = frame.profile()
         try:  # only what the frame sets (what was stored before these checks does not block another field's change)
-            given.update({k: check(given[k]) for k, check in _PROFILE_TEXT.items() if k in given})
+            given = configurable.check_profile(frame.profile())
         except names.BadName as e:
             return Failed(E.BAD_NAME, e.detail)
-        for k in ("capabilities", "tools"):
-            if k in given:
-                given[k] = tuple(given[k])
         prof = msgspec.structs.replace(profile(row[1]), **given)
         self.out.profiles.append((row[0], msgspec.json.encode(prof).decode()))
         self.out.catalog_changed = True  # every workspace the agent is in sees the new profile
@@ -292,17 +274,12 @@ class Batch:
             return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
         if directory.participants[who].kind != Kind.HUMAN or directory.memberships[who].role not in ("owner", "admin"):
             return Refused(R.PERMISSION_DENIED, "owners and admins change workspace settings")
-        if key in _SETTINGS:
-            lo, hi = _SETTINGS[key]
-            if value is not None and (type(value) is not int or not lo <= value <= hi):
-                return Refused(R.BAD_AMOUNT, f"{key} is a whole number from {lo} to {hi}, or null")
-        elif key == "assign.weights":
-            if value is not None and (not isinstance(value, dict) or not all(
-                    k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
-                return Refused(R.BAD_AMOUNT, "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS)
-                               + ") to numbers from 0 to 1000")
-        else:
+        try:
+            problem = configurable.setting_problem(key, value)
+        except configurable.UnknownSetting:
             return Failed(E.BAD_FRAME, f"unknown setting {key!r}")
+        if problem:
+            return Refused(R.BAD_AMOUNT, problem)
         s = dict(self.snap.settings.get(ws) or {})
         if value is None:
             s.pop(key, None)

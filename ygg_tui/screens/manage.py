@@ -22,6 +22,19 @@ LISTS = {"can_message": "Can message (empty: anyone)", "takes_from": "Takes mess
 WHO = "e.g. reviewer, scout@bob, @bob, group:ops"
 
 
+FIXABLE = (ValueError, Refused, ConnectionError, asyncio.TimeoutError)  # a form comes back, saying why (`in_form`)
+
+
+def in_form(e: Exception) -> str:
+    """Why a form's answer was not taken, as the form that comes back says it: a value to fix (ValueError), a
+    refusal in words, or a connection lost before the answer."""
+    if isinstance(e, Refused):
+        return f"✗ refused ({e.reason}): {refused_in_words(e)}"
+    if isinstance(e, (ConnectionError, asyncio.TimeoutError)):
+        return "✗ The connection dropped before the server answered: look whether it was done, then try again."
+    return str(e)
+
+
 def handle(raw: str) -> str:
     return "@" + raw.strip().removeprefix("@")
 
@@ -59,12 +72,8 @@ class ManageActions:
             try:
                 name, args = op(got)
                 return got, await self.app.session.call(name, **args)
-            except ValueError as e:
-                error = str(e)
-            except Refused as e:
-                error = f"✗ refused ({e.reason}): {refused_in_words(e)}"
-            except (ConnectionError, asyncio.TimeoutError):
-                error = "✗ The connection dropped before the server answered: look whether it was done, then try again."
+            except FIXABLE as e:
+                error = in_form(e)
 
     async def _sure(self, title: str, why: str, yes: str) -> bool:
         return await self.app.push_screen_wait(ConfirmScreen(title, why, yes))
