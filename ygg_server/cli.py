@@ -10,7 +10,9 @@ import logging
 import signal
 import sys
 
+from .about import version_line
 from .clock import now_us
+from .startup import StartupError, bind_error, need, reporting, usable_data_dir
 from .ops import admin
 from .gcpolicy import calm_gc
 from .store import sqlite as db
@@ -18,6 +20,7 @@ from .store import sqlite as db
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ygg-server", description="The Ygg server and its operator commands.")
+    p.add_argument("--version", action="version", version=version_line("ygg-server"))
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the server")
@@ -112,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("rest", nargs=argparse.REMAINDER)
 
     args = p.parse_args(argv)
+    return reporting("ygg-server", lambda: _run(p, args))
+
+
+def _run(p: argparse.ArgumentParser, args) -> int:
     if args.command in ("serve", "admin") and not (args.data_dir or args.db):
         p.error("--data-dir DIR or --db postgresql://… is required")
     if args.command in ("serve", "admin") and args.db and not _is_pg(args.db):
@@ -144,11 +151,12 @@ def _is_pg(url: str) -> bool:
 
 def run_admin(args) -> int:
     if args.db:
+        need("asyncpg")
         from .store import postgres as pg
 
         conn = pg.connect_sync(args.db, False if args.no_prepared else None)
     else:
-        conn = db.connect(db.db_path(args.data_dir))
+        conn = db.connect(db.db_path(usable_data_dir(args.data_dir)))
     try:
         act, now = args.action, now_us()  # (the one clock: what a command makes is stamped with it)
         if act == "add-person":
@@ -208,13 +216,19 @@ async def serve(args) -> int:
     from .net.conn import Limits
 
     if args.db:
+        need("asyncpg")
         writer = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
                                     lease=args.lease_seconds)
     else:
-        writer = compose.on_sqlite(db.db_path(args.data_dir),
-                                  process=None if args.writer is None else args.writer == "process")
+        path = db.db_path(usable_data_dir(args.data_dir))
+        db.connect(path).close()  # migrated here (a newer one refused) before the writer opens it
+        writer = compose.on_sqlite(path, process=None if args.writer is None else args.writer == "process")
     gw = compose.gateway(writer, Limits(origins=tuple(args.origin)))
-    await gw.start(args.host, args.port)
+    try:
+        await gw.start(args.host, args.port)
+    except OSError as e:
+        await gw.close()
+        raise bind_error(args.host, args.port, e) from None
     calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

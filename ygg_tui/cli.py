@@ -14,6 +14,8 @@ import argparse
 import os
 import sys
 
+from ygg_server.about import version_line
+
 from .app import make_app
 from .config import Config
 
@@ -27,6 +29,7 @@ def run_tui(url: str | None = None, token: str | None = None, handle: str | None
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ygg", description="Ygg: people and agents, side by side, in the terminal.")
+    p.add_argument("--version", action="version", version=version_line("ygg"))
     p.add_argument("--url", help="the server, ws://HOST:PORT/ (default: from the config)")
     p.add_argument("--handle", help="your handle")
     p.add_argument("--password", help="your password (or YGG_PASSWORD; without it a stored session is used)")
