@@ -67,14 +67,14 @@ def check(path: str | os.PathLike) -> int:
     return version
 
 
-def restore(src: str | os.PathLike, path: str | os.PathLike) -> dict:
+def restore(src: str | os.PathLike, path: str | os.PathLike, now_us: int) -> dict:
     """`ygg-server admin restore FILE`: put the backup `src` in place of the database at `path` (no server may be
     running on it: the caller holds the data dir's lock). The database it replaces is kept beside it first."""
     version = check(src)
     path = Path(path)
     kept = None
     if path.exists():
-        kept = path.with_name(f"{path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}.bak")
+        kept = path.with_name(f"{path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now_us // 1_000_000))}.bak")
         cur = sqlite3.connect(path)
         try:
             copy(cur, kept)
