@@ -15,6 +15,7 @@ from .clock import now_us
 from .startup import StartupError, bind_error, need, reporting, usable_data_dir
 from .ops import admin
 from .gcpolicy import calm_gc
+from .lockfile import DataDirLock
 from .store import sqlite as db
 
 
@@ -215,12 +216,14 @@ async def serve(args) -> int:
     from . import compose
     from .net.conn import Limits
 
+    lock = None
     if args.db:
         need("asyncpg")
         writer = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
                                     lease=args.lease_seconds)
     else:
-        path = db.db_path(usable_data_dir(args.data_dir))
+        lock = hold_data_dir(usable_data_dir(args.data_dir))
+        path = db.db_path(args.data_dir)
         db.connect(path).close()  # migrated here (a newer one refused) before the writer opens it
         writer = compose.on_sqlite(path, process=None if args.writer is None else args.writer == "process")
     gw = compose.gateway(writer, Limits(origins=tuple(args.origin)))
@@ -234,10 +237,25 @@ async def serve(args) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(json.dumps({"listening": f"ws://{args.host}:{gw.port}/"}), flush=True)
+    url = f"ws://{args.host}:{gw.port}/"
+    if lock is not None:
+        lock.publish(url)
+    print(json.dumps({"listening": url}), flush=True)
     await stop.wait()
     await gw.close()
+    if lock is not None:
+        lock.release()
     return 0
+
+
+def hold_data_dir(data_dir) -> DataDirLock:
+    """The data dir's lock (lockfile.py), or a one-line error naming the server that holds it."""
+    lock = DataDirLock(data_dir)
+    if not lock.acquire():
+        held = lock.holder() or {}
+        raise StartupError(f"the data dir {data_dir} is in use by the server at {held.get('url') or '(starting)'} "
+                           f"(pid {held.get('pid')}): connect to that one, or stop it first")
+    return lock
 
 
 if __name__ == "__main__":

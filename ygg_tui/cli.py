@@ -62,7 +62,13 @@ def run_local(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ygg_server.startup import reporting
+
     args = parser().parse_args(argv)
+    return reporting("ygg", lambda: _main(args))
+
+
+def _main(args) -> int:
     if args.local:
         return run_local(args)
     password = args.password or os.environ.get("YGG_PASSWORD")
