@@ -14,6 +14,7 @@ from .about import version_line
 from .clock import now_us
 from .startup import StartupError, bind_error, need, reporting, usable_data_dir
 from .ops import admin
+from . import maintenance
 from .gcpolicy import calm_gc
 from .lockfile import DataDirLock
 from .store import sqlite as db
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
     x.add_argument("agent")
 
+    maintenance.add_parsers(asub)
+
     b = sub.add_parser("bench", help="benchmarks: see `ygg-server bench --help`")
     b.add_argument("rest", nargs=argparse.REMAINDER)
 
@@ -151,6 +154,14 @@ def _is_pg(url: str) -> bool:
 
 
 def run_admin(args) -> int:
+    if args.action in maintenance.VERBS:  # on the database as a whole, before anything connects (and migrates)
+        try:
+            out = maintenance.run(args)
+        except maintenance.MaintenanceError as e:
+            print(json.dumps({"error": e.code, "detail": e.detail}))
+            return 1
+        print(json.dumps(out))
+        return 0
     if args.db:
         need("asyncpg")
         from .store import postgres as pg

@@ -57,6 +57,14 @@ def refuse_newer(version: int, where: str = "") -> None:
         raise NewerSchema(version, where)
 
 
+def describe(version: int) -> dict:
+    """A database's schema `version` against this code's (`migrate --status`): current, behind (and the versions
+    a migration brings it through) or newer."""
+    state = "current" if version == latest() else "newer" if version > latest() else "behind"
+    steps = [n for n, _ in pending(SQLITE, version)] if state == "behind" else []
+    return {"schema": version, "latest": latest(), "state": state, "pending": steps}
+
+
 def create(dialect: str) -> list[str]:
     """The statements that make an empty database's schema on `dialect`, as it is now."""
     return ([t.sql(dialect) for t in TABLES if has(t, dialect)]
@@ -80,5 +88,5 @@ def pending(dialect: str, version: int) -> list[tuple[int, list[str]]]:
     return out
 
 
-__all__ = ["BASELINE", "DIALECTS", "POSTGRES", "SQLITE", "STEPS", "NewerSchema", "Step", "create", "latest", "pending",
+__all__ = ["BASELINE", "DIALECTS", "POSTGRES", "SQLITE", "STEPS", "NewerSchema", "Step", "create", "describe", "latest", "pending",
            "refuse_newer"]

@@ -107,17 +107,11 @@ def before_migration(conn: sqlite3.Connection, version: int) -> str | None:
 def status(path: str | os.PathLike) -> dict:
     """`migrate --status`: the database's schema version against this code's, without changing anything."""
     if not Path(path).exists():
-        return {"schema": 0, "latest": schema.latest(), "state": "missing", "pending": []}
+        return {**schema.describe(0), "state": "missing"}
     c = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
     try:
         (version,) = c.execute("PRAGMA user_version").fetchone()
     finally:
         c.close()
-    return describe(version)
+    return schema.describe(version)
 
-
-def describe(version: int) -> dict:
-    latest = schema.latest()
-    state = "current" if version == latest else "newer" if version > latest else "behind"
-    pending = [n for n, _ in schema.pending(schema.SQLITE, version)] if state == "behind" else []
-    return {"schema": version, "latest": latest, "state": state, "pending": pending}

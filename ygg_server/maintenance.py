@@ -1,0 +1,82 @@
+"""The admin CLI's maintenance verbs, which work on the database as a whole rather than through `ops`:
+`backup FILE`, `restore FILE` and `migrate [--status]` (SQLite: store/sqlite/backup.py; PostgreSQL: pg_dump,
+store/postgres/backup.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .clock import now_us
+from .lockfile import DataDirLock
+from .startup import need
+from .store import sqlite as db
+
+VERBS = ("backup", "restore", "migrate")
+
+
+class MaintenanceError(Exception):
+    def __init__(self, code: str, detail: str):
+        super().__init__(detail)
+        self.code, self.detail = code, detail
+
+
+def add_parsers(asub) -> None:
+    x = asub.add_parser("backup", help="a consistent copy of the database, made while the server runs "
+                                       "(SQLite: its online backup API; PostgreSQL: pg_dump)")
+    x.add_argument("file")
+    x = asub.add_parser("restore", help="put a backup in place of the database (stop the server first); "
+                                        "SQLite keeps the database it replaces beside it")
+    x.add_argument("file")
+    x = asub.add_parser("migrate", help="bring the database to this version's schema (a server does at start, "
+                                        "after keeping a copy: <database>.schema-N.bak)")
+    x.add_argument("--status", action="store_true", help="only say the schema's version against this code's")
+
+
+def run(args: argparse.Namespace) -> dict:
+    try:
+        return _run(args)
+    except OSError as e:
+        raise MaintenanceError("io", f"{e.filename or ''}: {e.strerror or e}") from None
+
+
+def _run(args: argparse.Namespace) -> dict:
+    act = args.action
+    if args.db:
+        need("asyncpg")
+        from .store.postgres import backup as pg_backup
+
+        try:
+            if act == "backup":
+                return pg_backup.dump(args.db, args.file)
+            if act == "restore":
+                return pg_backup.restore(args.db, args.file)
+            if args.status:
+                return pg_backup.status(args.db)
+            from .store import postgres as pg
+
+            pg.connect_sync(args.db).close()
+            return pg_backup.status(args.db)
+        except pg_backup.DumpError as e:
+            raise MaintenanceError("backup_failed", str(e)) from None
+    from .store.sqlite import backup
+
+    path = db.db_path(args.data_dir)
+    try:
+        if act == "backup":
+            return backup.backup(path, args.file)
+        if act == "restore":
+            lock = DataDirLock(args.data_dir)
+            if not lock.acquire():
+                held = lock.holder() or {}
+                raise MaintenanceError("in_use", f"a server runs on {args.data_dir} ({held.get('url') or 'starting'}, "
+                                                 f"pid {held.get('pid')}): stop it first")
+            try:
+                return backup.restore(args.file, path, now_us())
+            finally:
+                lock.release()
+        if args.status:
+            return backup.status(path)
+        db.connect(path).close()
+        return backup.status(path)
+    except backup.BackupError as e:
+        raise MaintenanceError("backup_failed", str(e)) from None
