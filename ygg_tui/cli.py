@@ -4,6 +4,7 @@
     ygg                                                       the url/handle in the config, or a sign-in screen
     ygg --local                                               an embedded server + the demo agents, signed in
     ygg --local --headless 60                                 the same without a screen: print until a topic closes
+    ygg export WORKSPACE [CONVERSATION] [-o FILE]             what you read, as FILE.md and FILE.jsonl
 
 `run_tui(...)` is what a launcher calls (e.g. with the token of an embedded server's owner).
 """
@@ -61,9 +62,56 @@ def run_local(args) -> int:
         stack.stop()
 
 
+def export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ygg export", description="Export a conversation or a workspace you read, as "
+                                "Markdown (FILE.md) and JSON lines (FILE.jsonl).")
+    p.add_argument("workspace", help="its name or id")
+    p.add_argument("conversation", nargs="?", help="general, dm:<participant>, group:<name> or an id (default: all)")
+    p.add_argument("-o", "--output", help="the files' path without suffix (default: named after what is exported)")
+    for flag in ("--url", "--handle", "--password", "--token"):
+        p.add_argument(flag)
+    return p
+
+
+def run_export(args) -> int:
+    import asyncio
+    import json
+    from pathlib import Path
+
+    from ygg_server.client import Client
+    from ygg_server.export import gather, stem_for, write
+
+    cfg = Config.load()
+    url, handle = args.url or cfg.url, args.handle or cfg.handle
+    password = args.password or os.environ.get("YGG_PASSWORD")
+    token = args.token or (None if password else cfg.token_for(url, handle))
+
+    async def go():
+        async with Client(url, handle=handle, password=password, token=token) as me:
+            return await gather(me.call, args.workspace, args.conversation)
+
+    from ygg_server.client import Refused
+    from ygg_server.startup import StartupError
+
+    try:
+        g = asyncio.run(go())
+    except (Refused, LookupError) as e:
+        raise StartupError(f"nothing exported: {e}") from None
+    except OSError as e:
+        raise StartupError(f"nothing exported: cannot reach {url} ({e}): check --url") from None
+    paths = write(g, Path(args.output) if args.output else Path.cwd() / stem_for(g))
+    print(json.dumps({"exported": [str(p) for p in paths],
+                      "messages": sum(len(c["messages"]) for c in g["conversations"])}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from ygg_server.startup import reporting
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["export"]:
+        args = export_parser().parse_args(argv[1:])
+        return reporting("ygg export", lambda: run_export(args))
     args = parser().parse_args(argv)
     return reporting("ygg", lambda: _main(args))
 
