@@ -14,7 +14,9 @@ from .about import version_line
 from .clock import now_us
 from .startup import StartupError, bind_error, need, reporting, usable_data_dir
 from .ops import admin
-from . import maintenance
+from . import logs, maintenance
+from .net.proxy import networks
+from .settings import add_limit_flags, apply_serve_section, limits_from, load_file
 from .gcpolicy import calm_gc
 from .lockfile import DataDirLock
 from .store import sqlite as db
@@ -34,8 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--node-id", default=None, help="PostgreSQL: this node's id (default: random)")
     s.add_argument("--lease-seconds", type=float, default=30.0,
                    help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
-    s.add_argument("--origin", action="append", default=[], help="a browser Origin to allow (repeatable)")
+    s.add_argument("--config", default=None, help="a TOML file: [serve] options and [limits] (flags win)")
+    s.add_argument("--tls-cert", default=None, help="serve wss:// with this certificate chain (PEM)")
+    s.add_argument("--tls-key", default=None, help="… and this private key (PEM)")
     s.add_argument("--log-level", default="WARNING")
+    s.add_argument("--log-file", default=None, help="append the log here (default: stderr)")
+    s.add_argument("--log-json", action="store_true", help="one JSON object a line")
+    add_limit_flags(s)
     s.add_argument("--writer", choices=("process", "thread"), default=None,
                    help="SQLite: run the single writer in its own process (default; or $YGG_WRITER) or on a thread")
 
@@ -119,16 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("rest", nargs=argparse.REMAINDER)
 
     args = p.parse_args(argv)
-    return reporting("ygg-server", lambda: _run(p, args))
+    return reporting("ygg-server", lambda: _run(p, s, args))
 
 
-def _run(p: argparse.ArgumentParser, args) -> int:
+def _run(p: argparse.ArgumentParser, s: argparse.ArgumentParser, args) -> int:
+    if args.command == "serve":
+        _settle_serve(s, args)
     if args.command in ("serve", "admin") and not (args.data_dir or args.db):
         p.error("--data-dir DIR or --db postgresql://… is required")
     if args.command in ("serve", "admin") and args.db and not _is_pg(args.db):
         p.error("--db takes a postgresql:// URL")
     if args.command == "serve":
-        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logs.setup(args.log_level, args.log_file, args.log_json)
         os.environ["YGG_LOG_LEVEL"] = args.log_level.upper()  # the writer process's too
         return asyncio.run(serve(args))
     if args.command == "bench":
@@ -142,6 +151,35 @@ _WORKSPACE = ("an id, a name only one workspace has, or ORG/WORKSPACE (the organ
               "handle, then the workspace's name: a name is unique only within its organization)")
 _LICENSED = ("team: the messages a month licensed (seed 002: agents one per 100 of them, at least 50); "
              "left out, not metered")
+
+
+def _settle_serve(s: argparse.ArgumentParser, args) -> None:
+    """serve's options from --config and the flags (settings.py): args.limits, args.ssl."""
+    file = load_file(args.config)
+    apply_serve_section(s, args, file, args.config or "")
+    args.limits = limits_from(args, file, args.config or "--config")
+    try:
+        networks(args.limits.trusted_proxies + args.limits.metrics_from)
+    except ValueError as e:
+        raise StartupError(str(e)) from None
+    if args.limits.metrics:
+        need("prometheus_client")
+    args.ssl = tls_context(args.tls_cert, args.tls_key)
+
+
+def tls_context(cert: str | None, key: str | None):
+    if not cert and not key:
+        return None
+    if not (cert and key):
+        raise StartupError("TLS needs both --tls-cert and --tls-key")
+    import ssl
+
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as e:
+        raise StartupError(f"cannot load the TLS certificate {cert} with key {key} ({e}): check both files") from None
+    return ctx
 
 
 def _pg_arguments(p: argparse.ArgumentParser) -> None:
@@ -225,7 +263,6 @@ def run_admin(args) -> int:
 
 async def serve(args) -> int:
     from . import compose
-    from .net.conn import Limits
 
     lock = None
     if args.db:
@@ -237,9 +274,9 @@ async def serve(args) -> int:
         path = db.db_path(args.data_dir)
         db.connect(path).close()  # migrated here (a newer one refused) before the writer opens it
         writer = compose.on_sqlite(path, process=None if args.writer is None else args.writer == "process")
-    gw = compose.gateway(writer, Limits(origins=tuple(args.origin)))
+    gw = compose.gateway(writer, args.limits)
     try:
-        await gw.start(args.host, args.port)
+        await gw.start(args.host, args.port, ssl=args.ssl)
     except OSError as e:
         await gw.close()
         raise bind_error(args.host, args.port, e) from None
@@ -248,7 +285,7 @@ async def serve(args) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    url = f"ws://{args.host}:{gw.port}/"
+    url = f"{'wss' if args.ssl else 'ws'}://{args.host}:{gw.port}/"
     if lock is not None:
         lock.publish(url)
     print(json.dumps({"listening": url}), flush=True)
