@@ -300,9 +300,8 @@ def hold_data_dir(data_dir) -> DataDirLock:
     """The data dir's lock (lockfile.py), or a one-line error naming the server that holds it."""
     lock = DataDirLock(data_dir)
     if not lock.acquire():
-        held = lock.holder() or {}
-        raise StartupError(f"the data dir {data_dir} is in use by the server at {held.get('url') or '(starting)'} "
-                           f"(pid {held.get('pid')}): connect to that one, or stop it first")
+        raise StartupError(f"the data dir {data_dir} is in use by {lock.held_by()}: connect to that one, or stop it "
+                           "first")
     return lock
 
 

@@ -73,6 +73,11 @@ class DataDirLock:
                 return held["url"] if held else None
             time.sleep(0.1)
 
+    def held_by(self) -> str:
+        """Who holds it, in words: "the server at URL (pid N)"."""
+        held = self.holder() or {}
+        return f"the server at {held.get('url') or '(starting)'} (pid {held.get('pid')})"
+
     def _write(self, what: dict) -> None:
         data = json.dumps(what).encode()
         os.ftruncate(self._fd, 0)

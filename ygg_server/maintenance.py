@@ -67,9 +67,7 @@ def _run(args: argparse.Namespace) -> dict:
         if act == "restore":
             lock = DataDirLock(args.data_dir)
             if not lock.acquire():
-                held = lock.holder() or {}
-                raise MaintenanceError("in_use", f"a server runs on {args.data_dir} ({held.get('url') or 'starting'}, "
-                                                 f"pid {held.get('pid')}): stop it first")
+                raise MaintenanceError("in_use", f"{lock.held_by()} runs on {args.data_dir}: stop it first")
             try:
                 return backup.restore(args.file, path, now_us())
             finally:
