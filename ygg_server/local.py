@@ -28,7 +28,7 @@ from . import compose
 from .net.gateway import Gateway
 from .store import sqlite as db
 from .lockfile import DataDirLock
-from .startup import StartupError
+from .startup import StartupError, usable_data_dir
 from .store.transactions import Tx
 
 KICKOFF = [  # (conversation, agent, title, text)
@@ -64,7 +64,7 @@ class LocalStack:
 
     def _setup(self) -> bool:
         """Create the owner and the Demo workspace once; return True on the first start."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        usable_data_dir(self.dir, "YGG_DATA_DIR")  # (or one line saying what to do: startup.py)
         owner_file = self.dir / "owner.json"
         conn = db.connect(db.db_path(self.dir))
         try:

@@ -35,10 +35,11 @@ def need(module: str):
                            f"pip install 'ygg[{extra}]'") from e
 
 
-def usable_data_dir(path: str | os.PathLike) -> Path:
-    """The data dir, made if missing (0700); an error naming it when this user cannot read and write it."""
+def usable_data_dir(path: str | os.PathLike, choose: str = "--data-dir") -> Path:
+    """The data dir, made if missing (0700); an error naming it when this user cannot read and write it
+    (`choose`: how another is chosen)."""
     d = Path(path).expanduser()
-    fix = "fix its owner or permissions, or choose another with --data-dir"
+    fix = f"fix its owner or permissions, or choose another with {choose}"
     try:
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
     except FileExistsError:

@@ -104,3 +104,12 @@ def test_ygg_local_started_twice_prints_one_address(tmp_path):
             first.wait(20)
         except subprocess.TimeoutExpired:
             first.kill()
+
+
+def test_ygg_local_on_an_unusable_data_dir_says_so_in_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out = subprocess.run([sys.executable, "-m", "ygg_tui.cli", "--local", "--no-demo", "--headless", "1"],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "YGG_DATA_DIR": str(blocker)})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "YGG_DATA_DIR" in out.stderr and str(blocker) in out.stderr
