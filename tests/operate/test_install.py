@@ -100,3 +100,24 @@ def test_a_missing_optional_dependency_is_named_with_its_extra(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     line = _one_line_error(out)
     assert "pip install 'ygg[postgres]'" in line and "asyncpg" in line
+
+
+def test_a_postgres_database_newer_than_the_code_is_refused_in_one_line(pg_url):
+    import asyncio
+
+    import asyncpg
+
+    from ygg_server.store import postgres as pg
+
+    pg.connect_sync(pg_url).close()  # made at the latest version
+
+    async def bump():
+        c = await asyncpg.connect(pg.parse_dsn(pg_url)[0])
+        try:
+            await c.execute("UPDATE meta SET value = $1 WHERE key = 'schema'", schema.latest() + 2)
+        finally:
+            await c.close()
+
+    asyncio.run(bump())
+    line = _one_line_error(_run("ygg_server.cli", "serve", "--db", pg_url, "--port", "0"))
+    assert str(schema.latest() + 2) in line and "upgrade" in line
