@@ -5,17 +5,27 @@ store/postgres/backup.py)."""
 from __future__ import annotations
 
 import argparse
+from enum import StrEnum
 
 from .clock import now_us
 from .lockfile import DataDirLock
 from .startup import need
 from .store import sqlite as db
+from .store.schema import NewerSchema
 
 VERBS = ("backup", "restore", "migrate")
 
 
+class Failure(StrEnum):
+    """Why a maintenance verb did nothing (its JSON answer's `error`)."""
+
+    IN_USE = "in_use"  # a server holds the data dir (restore)
+    BACKUP_FAILED = "backup_failed"  # not a whole Ygg database, a newer one, pg_dump/pg_restore failed or missing
+    IO = "io"  # a file could not be read or written
+
+
 class MaintenanceError(Exception):
-    def __init__(self, code: str, detail: str):
+    def __init__(self, code: Failure, detail: str):
         super().__init__(detail)
         self.code, self.detail = code, detail
 
@@ -36,7 +46,7 @@ def run(args: argparse.Namespace) -> dict:
     try:
         return _run(args)
     except OSError as e:
-        raise MaintenanceError("io", f"{e.filename or ''}: {e.strerror or e}") from None
+        raise MaintenanceError(Failure.IO, f"{e.filename or ''}: {e.strerror or e}") from None
 
 
 def _run(args: argparse.Namespace) -> dict:
@@ -57,7 +67,7 @@ def _run(args: argparse.Namespace) -> dict:
             pg.connect_sync(args.db).close()
             return pg_backup.status(args.db)
         except pg_backup.DumpError as e:
-            raise MaintenanceError("backup_failed", str(e)) from None
+            raise MaintenanceError(Failure.BACKUP_FAILED, str(e)) from None
     from .store.sqlite import backup
 
     path = db.db_path(args.data_dir)
@@ -67,9 +77,11 @@ def _run(args: argparse.Namespace) -> dict:
         if act == "restore":
             lock = DataDirLock(args.data_dir)
             if not lock.acquire():
-                raise MaintenanceError("in_use", f"{lock.held_by()} runs on {args.data_dir}: stop it first")
+                raise MaintenanceError(Failure.IN_USE, f"{lock.held_by()} runs on {args.data_dir}: stop it first")
             try:
                 return backup.restore(args.file, path, now_us())
+            except NewerSchema as e:
+                raise MaintenanceError(Failure.BACKUP_FAILED, f"{e}: upgrade Ygg to restore it") from None
             finally:
                 lock.release()
         if args.status:
@@ -77,4 +89,4 @@ def _run(args: argparse.Namespace) -> dict:
         db.connect(path).close()
         return backup.status(path)
     except backup.BackupError as e:
-        raise MaintenanceError("backup_failed", str(e)) from None
+        raise MaintenanceError(Failure.BACKUP_FAILED, str(e)) from None

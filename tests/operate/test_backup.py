@@ -110,6 +110,13 @@ def test_restore_refuses_what_is_not_a_ygg_database_and_changes_nothing(tmp_path
     sqlite3.connect(empty).execute("CREATE TABLE x (y)").connection.close()
     code, out = admin("--data-dir", str(tmp_path), "restore", str(empty))
     assert code == 1 and "not a whole Ygg database" in out["detail"]
+    newer = tmp_path / "newer.db"
+    assert admin("--data-dir", str(tmp_path), "backup", str(newer))[0] == 0
+    c = sqlite3.connect(newer)
+    c.execute(f"PRAGMA user_version={schema.latest() + 1}")
+    c.close()
+    code, out = admin("--data-dir", str(tmp_path), "restore", str(newer))
+    assert code == 1 and out["error"] == "backup_failed" and "upgrade" in out["detail"], out
     assert admin("--data-dir", str(tmp_path), "add-person", "alice", "--password", PW)[1]["error"]  # still there
 
 
