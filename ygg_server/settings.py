@@ -43,7 +43,7 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
         default = getattr(defaults, name)
         if typing.get_origin(kind) is tuple:
             g.add_argument(f"--{FLAG_NAMES[name]}", dest=f"limit_{name}", action="append", default=None,
-                           help=HELP.get(name))
+                           metavar="URL" if name == "origins" else "CIDR", help=HELP.get(name))
         elif kind is bool:
             g.add_argument(f"--{name.replace('_', '-')}", dest=f"limit_{name}", default=None,
                            action=argparse.BooleanOptionalAction, help=HELP.get(name))

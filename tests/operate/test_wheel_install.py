@@ -93,6 +93,11 @@ def test_the_installed_wheel_starts_each_command(installed, tmp_path):
                                   env={**env, "HELPER_KEY": agent["api_key"]}, cwd=cwd)
         _line(bridge, bridge.stderr, "helper connected as")
 
+        local = subprocess.run([str(installed / "ygg"), "--local", "--no-demo", "--headless", "0.5"],
+                               capture_output=True, text=True, env={**env, "YGG_DATA_DIR": str(tmp_path / "local")},
+                               cwd=cwd, timeout=120)
+        assert json.loads(local.stdout.splitlines()[0])["url"].startswith("ws://127.0.0.1:"), local.stderr[-2000:]
+
         tui = subprocess.run([str(installed / "python"), "-c", TUI_PROBE, str(tmp_path / "tui"), url],
                              capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
         assert tui.returncode == 0, tui.stderr[-2000:]
