@@ -6,7 +6,6 @@ import argparse
 import os
 import asyncio
 import json
-import logging
 import signal
 import sys
 

@@ -86,7 +86,9 @@ def _settled(argv: list[str]):
 
 
 def test_every_limit_is_a_flag_and_a_config_key_and_flags_win(tmp_path, monkeypatch):
-    monkeypatch.setattr(logging, "basicConfig", lambda **kw: None)
+    from ygg_server import logs
+
+    monkeypatch.setattr(logs, "setup", lambda *a, **kw: None)  # (the test process's logging stays pytest's)
     cfg = tmp_path / "ygg.toml"
     cfg.write_text('[serve]\nport = 9999\ndata_dir = "%s"\n[limits]\nmax_frame = 4096\nauth_timeout = 3.5\n'
                    'outgoing = 7\ntrusted_proxies = ["10.0.0.0/8"]\nmetrics = true\n' % tmp_path)
