@@ -14,7 +14,7 @@ from ygg_server import about
 from ygg_server.store import schema
 from ygg_server.store import sqlite as db
 
-from tests.operate.wheel import built_wheel
+from tests.operate.wheel import ROOT, built_wheel
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -26,6 +26,13 @@ def test_the_wheel_carries_the_themes_the_stylesheet_and_the_handbook(tmp_path):
     for needed in ("ygg_tui/theme_files/ygg-dark.toml", "ygg_tui/theme_files/ygg-light.toml",
                    "ygg_tui/theme_files/ygg-mono.toml", "ygg_tui/ygg.tcss", "ygg_server/agents/data/handbook.md"):
         assert needed in names, needed
+    # and every data file the packages hold (a new one not named in pyproject.toml's package data fails here)
+    for package in ("ygg_server", "ygg_tui"):
+        for path in (ROOT / package).rglob("*"):
+            rel = path.relative_to(ROOT).as_posix()
+            if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in rel \
+                    and path.name != "README.md":
+                assert rel in names, f"{rel} is not in the wheel: add it to [tool.setuptools.package-data]"
 
 
 def test_the_bundled_themes_come_from_the_package_not_the_repository():
