@@ -65,3 +65,14 @@ async def test_a_person_exports_the_open_conversation_from_the_palette(team):
     rows = [json.loads(line) for line in (exports / "team-General.jsonl").read_text().splitlines()]
     assert [r["text"] for r in rows] == ["first line\nsecond line", "more **words**"]
     assert "### Launch plan" in (exports / "team-General.md").read_text()
+
+
+async def test_an_export_pages_through_the_whole_history(team, monkeypatch):
+    from ygg_server import export
+
+    monkeypatch.setattr(export, "PAGE", 2)  # five messages: three pages
+    alice = await team.person("alice")
+    await seed_topic(team, alice, "Long", [f"line {i}" for i in range(5)])
+    g = await export.gather(alice.call, "team", "general")
+    assert [m["text"] for m in g["conversations"][0]["messages"]] == [f"line {i}" for i in range(5)]
+    assert not g["whole"] and export.stem_for(g) == "team-General"
