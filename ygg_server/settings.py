@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import tomllib
+import types
 import typing
 
 from .net.conn import Limits
@@ -32,8 +33,20 @@ HELP = {"trusted_proxies": "a reverse proxy (address or CIDR) whose X-Forwarded-
 
 
 def _types() -> dict[str, type]:
+    """Each field's type, `X | None` read as X (a flag left out keeps the default, None or not)."""
     hints = typing.get_type_hints(Limits)
-    return {f.name: hints[f.name] for f in dataclasses.fields(Limits)}
+    out = {}
+    for f in dataclasses.fields(Limits):
+        kind = hints[f.name]
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
+            kind = args[0]
+        out[f.name] = kind
+    return out
+
+
+def flag(name: str) -> str:
+    return FLAG_NAMES.get(name, name.replace("_", "-"))
 
 
 def add_limit_flags(p: argparse.ArgumentParser) -> None:
@@ -42,13 +55,13 @@ def add_limit_flags(p: argparse.ArgumentParser) -> None:
     for name, kind in _types().items():
         default = getattr(defaults, name)
         if typing.get_origin(kind) is tuple:
-            g.add_argument(f"--{FLAG_NAMES[name]}", dest=f"limit_{name}", action="append", default=None,
+            g.add_argument(f"--{flag(name)}", dest=f"limit_{name}", action="append", default=None,
                            metavar="URL" if name == "origins" else "CIDR", help=HELP.get(name))
         elif kind is bool:
-            g.add_argument(f"--{name.replace('_', '-')}", dest=f"limit_{name}", default=None,
+            g.add_argument(f"--{flag(name)}", dest=f"limit_{name}", default=None,
                            action=argparse.BooleanOptionalAction, help=HELP.get(name))
         else:
-            g.add_argument(f"--{name.replace('_', '-')}", dest=f"limit_{name}", type=kind, default=None,
+            g.add_argument(f"--{flag(name)}", dest=f"limit_{name}", type=kind, default=None,
                            metavar="N", help=HELP.get(name, f"default {default}"))
 
 

@@ -99,10 +99,10 @@ def test_every_limit_is_a_flag_and_a_config_key_and_flags_win(tmp_path, monkeypa
     assert lim.trusted_proxies == ("127.0.0.1",)
     help_text = subprocess.run([sys.executable, "-m", "ygg_server.cli", "serve", "--help"], capture_output=True,
                                text=True).stdout
-    from ygg_server.settings import FLAG_NAMES
+    from ygg_server.settings import flag
 
     for f in dataclasses.fields(Limits):  # a limit added to Limits is a flag at once
-        assert f"--{FLAG_NAMES.get(f.name, f.name.replace('_', '-'))}" in help_text, f.name
+        assert f"--{flag(f.name)}" in help_text, f.name
 
 
 @pytest.mark.parametrize("toml, said", [
@@ -204,3 +204,24 @@ def test_clients_warn_before_credentials_go_over_ws_to_another_host(caplog):
     with caplog.at_level(logging.WARNING, logger="ygg.client"):
         asyncio.run(attempt())
     assert any("192.0.2.1" in r.getMessage() and "not encrypted" in r.getMessage() for r in caplog.records)
+
+
+def test_a_limit_added_later_is_a_flag_and_a_key_whatever_its_type(monkeypatch):
+    """(Another branch adds limits to Limits: an optional number, a list, a switch become flags as they are.)"""
+    import argparse
+
+    from ygg_server import settings
+
+    @dataclasses.dataclass
+    class More(Limits):
+        outgoing_bytes: int | None = None
+        send_deadline: float = 30.0
+        blocked: tuple[str, ...] = ()
+        strict: bool = False
+
+    monkeypatch.setattr(settings, "Limits", More)
+    p = argparse.ArgumentParser()
+    settings.add_limit_flags(p)
+    args = p.parse_args(["--outgoing-bytes", "1000", "--blocked", "10.0.0.0/8", "--strict"])
+    lim = settings.limits_from(args, {"limits": {"send_deadline": 5}}, "test.toml")
+    assert (lim.outgoing_bytes, lim.send_deadline, lim.blocked, lim.strict) == (1000, 5.0, ("10.0.0.0/8",), True)
