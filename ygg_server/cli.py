@@ -33,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--db", default=None, help="postgresql://… (default: embedded SQLite in the data dir)")
     _pg_arguments(s)
     s.add_argument("--node-id", default=None, help="PostgreSQL: this node's id (default: random)")
+    s.add_argument("--backup-dir", default=None,
+                   help="PostgreSQL: where the pg_dump taken before a schema migration goes (default: the user's "
+                        "data dir's backups/); SQLite keeps its copy beside the database")
+    s.add_argument("--no-backup", action="store_true", help="PostgreSQL: migrate without that copy (you made one)")
     s.add_argument("--lease-seconds", type=float, default=30.0,
                    help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
     s.add_argument("--config", default=None, help="a TOML file: [serve] options and [limits] (flags win)")
@@ -266,6 +270,8 @@ async def serve(args) -> int:
     lock = None
     if args.db:
         need("asyncpg")
+        if not args.no_backup:
+            await asyncio.to_thread(copy_before_migration, args)
         writer = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
                                     lease=args.lease_seconds)
     else:
@@ -293,6 +299,27 @@ async def serve(args) -> int:
     if lock is not None:
         lock.release()
     return 0
+
+
+def copy_before_migration(args) -> None:
+    """PostgreSQL: a pg_dump before the nodes migrate an earlier schema (SQLite's copy: store/sqlite/backup.py)."""
+    import time
+
+    import platformdirs
+
+    from .store.postgres import backup as pg_backup
+
+    where = args.backup_dir or os.path.join(platformdirs.user_data_dir("ygg"), "backups")
+    try:
+        kept = pg_backup.before_migration(args.db, where, time.strftime("%Y%m%dT%H%M%S", time.gmtime(now_us() / 1e6)))
+    except (pg_backup.DumpError, OSError) as e:
+        raise StartupError(f"the schema is to be migrated and a copy is made first, which failed ({e}): install "
+                           "postgresql-client, choose --backup-dir, or make one yourself (ygg-server admin backup) "
+                           "and pass --no-backup") from None
+    if kept:
+        import logging
+
+        logging.getLogger("ygg").warning("migrating the schema: the database as it was is kept in %s", kept)
 
 
 def hold_data_dir(data_dir) -> DataDirLock:

@@ -169,3 +169,32 @@ async def test_postgres_backs_up_with_pg_dump_and_restores_with_pg_restore(pg_ur
     finally:
         conn.close()
     assert set(ids) <= got
+
+
+def test_a_node_keeps_a_pg_dump_before_it_migrates_an_earlier_postgres_schema(pg_url, tmp_path):
+    if not shutil.which("pg_dump"):
+        pytest.skip("pg_dump is not installed (Debian: postgresql-client)")
+    from ygg_server.store import postgres as pg
+
+    async def at_legacy():
+        c = await pg.connect(pg.parse_dsn(pg_url)[0])
+        try:
+            await legacy.postgres_at(c, len(legacy.POSTGRES))
+        finally:
+            await c.close()
+
+    asyncio.run(at_legacy())
+    code, out = admin("--db", pg_url, "migrate", "--status")
+    assert out["state"] == "behind", out
+    node = subprocess.Popen([sys.executable, "-m", "ygg_server.cli", "serve", "--db", pg_url, "--port", "0",
+                             "--backup-dir", str(tmp_path / "kept")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert "listening" in node.stdout.readline(), node.stderr.read()
+    finally:
+        node.terminate()
+        node.wait(20)
+    (kept,) = (tmp_path / "kept").glob(f"ygg-schema-{len(legacy.POSTGRES)}-*.dump")
+    listed = subprocess.run(["pg_restore", "--list", str(kept)], capture_output=True, text=True)
+    assert listed.returncode == 0 and "TABLE" in listed.stdout
+    assert admin("--db", pg_url, "migrate", "--status")[1]["state"] == "current"

@@ -71,3 +71,17 @@ def status(url: str) -> dict:
             await conn.close()
 
     return schema.describe(asyncio.run(read()))
+
+
+def before_migration(url: str, directory: str, stamp: str) -> str | None:
+    """Before the nodes migrate a PostgreSQL schema from an earlier version: a pg_dump of it in `directory`
+    (`ygg-schema-<version>-<stamp>.dump`); None when nothing is to be migrated (current, or a new database)."""
+    state = status(url)
+    if state["state"] != "behind" or state["schema"] == 0:
+        return None
+    import os
+
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    dest = os.path.join(directory, f"ygg-schema-{state['schema']}-{stamp}.dump")
+    dump(url, dest)
+    return dest
