@@ -6,19 +6,25 @@ import argparse
 import os
 import asyncio
 import json
-import logging
 import signal
 import sys
 
+from .about import version_line
 from .clock import now_us
+from .startup import StartupError, bind_error, need, reporting, usable_data_dir
 from .ops import admin
+from . import logs, maintenance
+from .net.proxy import networks
+from .settings import add_limit_flags, apply_serve_section, limits_from, load_file
 from .gcpolicy import calm_gc
+from .lockfile import DataDirLock
 from .store import sqlite as db
 from .configure_cli import CONFIGURE, configure_arguments, run_configure
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ygg-server", description="The Ygg server and its operator commands.")
+    p.add_argument("--version", action="version", version=version_line("ygg-server"))
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the server")
@@ -28,10 +34,19 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--db", default=None, help="postgresql://… (default: embedded SQLite in the data dir)")
     _pg_arguments(s)
     s.add_argument("--node-id", default=None, help="PostgreSQL: this node's id (default: random)")
+    s.add_argument("--backup-dir", default=None,
+                   help="PostgreSQL: where the pg_dump taken before a schema migration goes (default: the user's "
+                        "data dir's backups/); SQLite keeps its copy beside the database")
+    s.add_argument("--no-backup", action="store_true", help="PostgreSQL: migrate without that copy (you made one)")
     s.add_argument("--lease-seconds", type=float, default=30.0,
                    help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
-    s.add_argument("--origin", action="append", default=[], help="a browser Origin to allow (repeatable)")
+    s.add_argument("--config", default=None, help="a TOML file: [serve] options and [limits] (flags win)")
+    s.add_argument("--tls-cert", default=None, help="serve wss:// with this certificate chain (PEM)")
+    s.add_argument("--tls-key", default=None, help="… and this private key (PEM)")
     s.add_argument("--log-level", default="WARNING")
+    s.add_argument("--log-file", default=None, help="append the log here (default: stderr)")
+    s.add_argument("--log-json", action="store_true", help="one JSON object a line")
+    add_limit_flags(s)
     s.add_argument("--writer", choices=("process", "thread"), default=None,
                    help="SQLite: run the single writer in its own process (default; or $YGG_WRITER) or on a thread")
 
@@ -110,17 +125,24 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("agent")
 
     configure_arguments(asub)
+    maintenance.add_parsers(asub)
 
     b = sub.add_parser("bench", help="benchmarks: see `ygg-server bench --help`")
     b.add_argument("rest", nargs=argparse.REMAINDER)
 
     args = p.parse_args(argv)
+    return reporting("ygg-server", lambda: _run(p, s, args))
+
+
+def _run(p: argparse.ArgumentParser, s: argparse.ArgumentParser, args) -> int:
+    if args.command == "serve":
+        _settle_serve(s, args)
     if args.command in ("serve", "admin") and not (args.data_dir or args.db):
         p.error("--data-dir DIR or --db postgresql://… is required")
     if args.command in ("serve", "admin") and args.db and not _is_pg(args.db):
         p.error("--db takes a postgresql:// URL")
     if args.command == "serve":
-        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logs.setup(args.log_level, args.log_file, args.log_json)
         os.environ["YGG_LOG_LEVEL"] = args.log_level.upper()  # the writer process's too
         return asyncio.run(serve(args))
     if args.command == "bench":
@@ -136,6 +158,35 @@ _LICENSED = ("team: the messages a month licensed (seed 002: agents one per 100 
              "left out, not metered")
 
 
+def _settle_serve(s: argparse.ArgumentParser, args) -> None:
+    """serve's options from --config and the flags (settings.py): args.limits, args.ssl."""
+    file = load_file(args.config)
+    apply_serve_section(s, args, file, args.config or "")
+    args.limits = limits_from(args, file, args.config or "--config")
+    try:
+        networks(args.limits.trusted_proxies + args.limits.metrics_from)
+    except ValueError as e:
+        raise StartupError(str(e)) from None
+    if args.limits.metrics:
+        need("prometheus_client")
+    args.ssl = tls_context(args.tls_cert, args.tls_key)
+
+
+def tls_context(cert: str | None, key: str | None):
+    if not cert and not key:
+        return None
+    if not (cert and key):
+        raise StartupError("TLS needs both --tls-cert and --tls-key")
+    import ssl
+
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as e:
+        raise StartupError(f"cannot load the TLS certificate {cert} with key {key} ({e}): check both files") from None
+    return ctx
+
+
 def _pg_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prepared", action="store_true",
                    help="PostgreSQL: no prepared statements, for transaction poolers (or ?prepared=false in the URL)")
@@ -146,12 +197,21 @@ def _is_pg(url: str) -> bool:
 
 
 def run_admin(args) -> int:
+    if args.action in maintenance.VERBS:  # on the database as a whole, before anything connects (and migrates)
+        try:
+            out = maintenance.run(args)
+        except maintenance.MaintenanceError as e:
+            print(json.dumps({"error": e.code, "detail": e.detail}))
+            return 1
+        print(json.dumps(out))
+        return 0
     if args.db:
+        need("asyncpg")
         from .store import postgres as pg
 
         conn = pg.connect_sync(args.db, False if args.no_prepared else None)
     else:
-        conn = db.connect(db.db_path(args.data_dir))
+        conn = db.connect(db.db_path(usable_data_dir(args.data_dir)))
     try:
         act, now = args.action, now_us()  # (the one clock: what a command makes is stamped with it)
         if act == "add-person":
@@ -210,25 +270,69 @@ def run_admin(args) -> int:
 
 async def serve(args) -> int:
     from . import compose
-    from .net.conn import Limits
 
+    lock = None
     if args.db:
+        need("asyncpg")
+        if not args.no_backup:
+            await asyncio.to_thread(copy_before_migration, args)
         writer = compose.on_postgres(args.db, prepared=False if args.no_prepared else None, node=args.node_id,
                                     lease=args.lease_seconds)
     else:
-        writer = compose.on_sqlite(db.db_path(args.data_dir),
-                                  process=None if args.writer is None else args.writer == "process")
-    gw = compose.gateway(writer, Limits(origins=tuple(args.origin)))
-    await gw.start(args.host, args.port)
+        lock = hold_data_dir(usable_data_dir(args.data_dir))
+        path = db.db_path(args.data_dir)
+        db.connect(path).close()  # migrated here (a newer one refused) before the writer opens it
+        writer = compose.on_sqlite(path, process=None if args.writer is None else args.writer == "process")
+    gw = compose.gateway(writer, args.limits)
+    try:
+        await gw.start(args.host, args.port, ssl=args.ssl)
+    except OSError as e:
+        await gw.close()
+        raise bind_error(args.host, args.port, e) from None
     calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(json.dumps({"listening": f"ws://{args.host}:{gw.port}/"}), flush=True)
+    url = f"{'wss' if args.ssl else 'ws'}://{args.host}:{gw.port}/"
+    if lock is not None:
+        lock.publish(url)
+    print(json.dumps({"listening": url}), flush=True)
     await stop.wait()
     await gw.close()
+    if lock is not None:
+        lock.release()
     return 0
+
+
+def copy_before_migration(args) -> None:
+    """PostgreSQL: a pg_dump before the nodes migrate an earlier schema (SQLite's copy: store/sqlite/backup.py)."""
+    import time
+
+    import platformdirs
+
+    from .store.postgres import backup as pg_backup
+
+    where = args.backup_dir or os.path.join(platformdirs.user_data_dir("ygg"), "backups")
+    try:
+        kept = pg_backup.before_migration(args.db, where, time.strftime("%Y%m%dT%H%M%S", time.gmtime(now_us() / 1e6)))
+    except (pg_backup.DumpError, OSError) as e:
+        raise StartupError(f"the schema is to be migrated and a copy is made first, which failed ({e}): install "
+                           "postgresql-client, choose --backup-dir, or make one yourself (ygg-server admin backup) "
+                           "and pass --no-backup") from None
+    if kept:
+        import logging
+
+        logging.getLogger("ygg").warning("migrating the schema: the database as it was is kept in %s", kept)
+
+
+def hold_data_dir(data_dir) -> DataDirLock:
+    """The data dir's lock (lockfile.py), or a one-line error naming the server that holds it."""
+    lock = DataDirLock(data_dir)
+    if not lock.acquire():
+        raise StartupError(f"the data dir {data_dir} is in use by {lock.held_by()}: connect to that one, or stop it "
+                           "first")
+    return lock
 
 
 if __name__ == "__main__":

@@ -54,11 +54,31 @@ class Refused(Exception):
         self.reason = frame.get("reason") or frame.get("code")
 
 
+def plaintext_warning(url: str) -> str | None:
+    """What to say before credentials go over ws:// to a host that is not this machine (None: nothing)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "ws":
+        return None
+    host = (parts.hostname or "").lower()
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        if host == "localhost" or host.endswith(".localhost"):
+            return None
+    return (f"{url} is not encrypted (ws://): the password, key or session token sent to {host} can be read on "
+            "the way; use wss:// (a server behind TLS: docs/deploy.md)")
+
+
 class Client:
     def __init__(self, url: str, *, api_key: str | None = None, handle: str | None = None,
                  password: str | None = None, token: str | None = None, prefetch: int | None = None,
-                 reconnect: bool = True, timeout: float = 30.0):
+                 reconnect: bool = True, timeout: float = 30.0, ssl=None):
         self.url = url
+        self.ssl = ssl  # a client SSLContext for wss:// (None: the system's trusted certificates)
         self.api_key, self.handle, self.password, self.token = api_key, handle, password, token
         self.prefetch = prefetch
         self.reconnect = reconnect
@@ -90,6 +110,9 @@ class Client:
         await self.close()
 
     async def connect(self) -> dict:
+        warning = plaintext_warning(self.url)
+        if warning:  # (a password, an API key or a session token is about to go out)
+            log.warning("%s", warning)
         self._first = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._run())
         return await asyncio.wait_for(asyncio.shield(self._first), self.timeout)
@@ -116,7 +139,8 @@ class Client:
         delay = 0.1
         while not self.closed:
             try:
-                async with connect(self.url, max_size=2**24, open_timeout=self.timeout, logger=ws_log) as ws:
+                async with connect(self.url, max_size=2**24, open_timeout=self.timeout, logger=ws_log,
+                                   **({"ssl": self.ssl} if self.ssl is not None else {})) as ws:
                     self._ws = ws
                     self._forget_unacked()
                     session = await self._hello(ws)

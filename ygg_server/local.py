@@ -2,7 +2,8 @@
 offline demo agents, and the owner signed in automatically.
 
 `LocalStack` runs the server and the agents on an event loop in a background thread, so the TUI
-can own the main thread. The first start creates the owner (your login name), a "Demo" workspace
+can own the main thread. One server per data dir: a second start while one runs joins it (`joined`: the
+lock file names its address, `lockfile.py`) rather than starting another on the same database. The first start creates the owner (your login name), a "Demo" workspace
 and the demo agents, and opens a few topics so there is something to watch at once.
 """
 
@@ -26,6 +27,8 @@ from .client import Client
 from . import compose
 from .net.gateway import Gateway
 from .store import sqlite as db
+from .lockfile import DataDirLock
+from .startup import StartupError, usable_data_dir
 from .store.transactions import Tx
 
 KICKOFF = [  # (conversation, agent, title, text)
@@ -56,10 +59,12 @@ class LocalStack:
         self._thread = threading.Thread(target=self._loop.run_forever, name="ygg-local", daemon=True)
         self._gateway: Gateway | None = None
         self._demo = None
+        self.lock = DataDirLock(self.dir)
+        self.joined = False  # another process serves this data dir: this one only signs in to it
 
     def _setup(self) -> bool:
         """Create the owner and the Demo workspace once; return True on the first start."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        usable_data_dir(self.dir, "YGG_DATA_DIR")  # (or one line saying what to do: startup.py)
         owner_file = self.dir / "owner.json"
         conn = db.connect(db.db_path(self.dir))
         try:
@@ -82,13 +87,26 @@ class LocalStack:
     def start(self, demo: bool = True) -> "LocalStack":
         first = self._setup()
         self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(demo, first), self._loop).result(timeout=60)
+        if not self.lock.acquire():
+            url = self.lock.address()
+            if url:
+                self.url, self.joined = url, True
+                return self
+            if url == "" or not self.lock.acquire():  # (None: the holder went away meanwhile: take it over)
+                raise StartupError(f"the data dir {self.dir} is held by another process that has not said where it "
+                                   f"listens ({self.lock.path}): stop it, or choose another YGG_DATA_DIR")
+        try:
+            asyncio.run_coroutine_threadsafe(self._start(demo, first), self._loop).result(timeout=60)
+        except BaseException:
+            self.lock.release()
+            raise
         return self
 
     async def _start(self, demo: bool, first: bool) -> None:
         self._gateway = Gateway(compose.on_sqlite(db.db_path(self.dir), process=None))  # as `serve` runs it
         await self._gateway.start("127.0.0.1", self.port)
         self.url = f"ws://127.0.0.1:{self._gateway.port}/"
+        self.lock.publish(self.url)
         if demo:
             from .agents.demo import start_demo
 
@@ -118,6 +136,7 @@ class LocalStack:
         try:
             self.run(_stop(), timeout=30)
         finally:
+            self.lock.release()
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
 

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from ygg_server.client import Client, Refused
+from ygg_server.client import Client, Refused, plaintext_warning
 
 from .commands import YggCommands
 from .config import Config
@@ -95,6 +95,9 @@ class YggApp(App):
 
     @work(exclusive=True, group="signin")
     async def sign_in(self, url: str, handle: str | None, password: str | None, token: str | None) -> None:
+        warning = plaintext_warning(url)
+        if warning:
+            self.notify(warning, severity="warning", title="not encrypted", timeout=15)
         client = Client(url, token=token, handle=handle, password=password, timeout=10.0)
         client.reconnect = False  # the first time, an unreachable server is said at once
         try:

@@ -5,6 +5,7 @@
     ygg --local                                               an embedded server + the demo agents, signed in
     ygg --local --headless 60                                 the same without a screen: print until a topic closes
     ygg serve --url ws://host:8765/ [--port 8000]             the same app in a browser, each visitor signing in
+    ygg export WORKSPACE [CONVERSATION] [-o FILE]             what you read, as FILE.md and FILE.jsonl
 
 `run_tui(...)` is what a launcher calls (e.g. with the token of an embedded server's owner).
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+
+from ygg_server.about import version_line
 
 from .app import make_app
 from .config import Config
@@ -28,6 +31,7 @@ def run_tui(url: str | None = None, token: str | None = None, handle: str | None
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ygg", description="Ygg: people and agents, side by side, in the terminal.")
+    p.add_argument("--version", action="version", version=version_line("ygg"))
     p.add_argument("--url", help="the server, ws://HOST:PORT/ (default: from the config)")
     p.add_argument("--handle", help="your handle")
     p.add_argument("--password", help="your password (or YGG_PASSWORD; without it a stored session is used)")
@@ -60,13 +64,65 @@ def run_local(args) -> int:
         stack.stop()
 
 
+def export_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ygg export", description="Export a conversation or a workspace you read, as "
+                                "Markdown (FILE.md) and JSON lines (FILE.jsonl).")
+    p.add_argument("workspace", help="its name or id")
+    p.add_argument("conversation", nargs="?", help="general, dm:<participant>, group:<name> or an id (default: all)")
+    p.add_argument("-o", "--output", help="the files' path without suffix (default: named after what is exported)")
+    for flag in ("--url", "--handle", "--password", "--token"):
+        p.add_argument(flag)
+    return p
+
+
+def run_export(args) -> int:
+    import asyncio
+    import json
+    from pathlib import Path
+
+    from ygg_server.client import Client
+    from ygg_server.export import gather, stem_for, write
+
+    cfg = Config.load()
+    url, handle = args.url or cfg.url, args.handle or cfg.handle
+    password = args.password or os.environ.get("YGG_PASSWORD")
+    token = args.token or (None if password else cfg.token_for(url, handle))
+
+    async def go():
+        async with Client(url, handle=handle, password=password, token=token) as me:
+            return await gather(me.call, args.workspace, args.conversation)
+
+    from ygg_server.client import Refused
+    from ygg_server.startup import StartupError
+
+    try:
+        g = asyncio.run(go())
+    except (Refused, LookupError) as e:
+        raise StartupError(f"nothing exported: {e}") from None
+    except OSError as e:
+        raise StartupError(f"nothing exported: cannot reach {url} ({e}): check --url") from None
+    paths = write(g, Path(args.output) if args.output else Path.cwd() / stem_for(g))
+    print(json.dumps({"exported": [str(p) for p in paths],
+                      "messages": sum(len(c["messages"]) for c in g["conversations"])}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    from ygg_server.startup import reporting
+
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve"]:
         from .web import serve
 
         return serve(argv[1:])
+    if argv[:1] == ["export"]:
+        args = export_parser().parse_args(argv[1:])
+        return reporting("ygg export", lambda: run_export(args))
     args = parser().parse_args(argv)
+    return reporting("ygg", lambda: _main(args))
+
+
+def _main(args) -> int:
     if args.web:
         from .web import run_web
 

@@ -68,6 +68,8 @@ class YggCommands(Provider):
                 if m["id"] != store.my_id:
                     out.append((f"Direct conversation with {store.name(m['id'])} ({w.name})",
                                 partial(app.open_direct, w.id, m["id"]), "start or open a direct conversation"))
+            out.append((f"Export workspace {w.name}", partial(main.export, w.id),
+                        "every conversation you read in it, as Markdown and JSON lines"))
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
@@ -88,6 +90,9 @@ class YggCommands(Provider):
                         f"{where}shown once; the old key stops working at once"))
             out.append((f"Revoke agent {name}", partial(main.revoke_agent, agent),
                         f"{where}retired, or its key leaked: its key stops working, its connections close"))
+        if main.conversation and main.workspace:
+            out.append(("Export this conversation", partial(main.export, main.workspace, main.conversation),
+                        "as Markdown and JSON lines, into your data dir's exports folder"))
         topic = main.budget_topic()
         if topic is not None:
             budget = "none" if topic.get("budget") is None else f"{topic['budget']} credits left"

@@ -52,6 +52,11 @@ class Config:
         return (self.data_dir or Path(platformdirs.user_data_dir(APP))) / "session.json"
 
     @property
+    def exports_dir(self) -> Path:
+        """Where the TUI writes exports (the palette's "Export …")."""
+        return (self.data_dir or Path(platformdirs.user_data_dir(APP))) / "exports"
+
+    @property
     def themes_dir(self) -> Path:
         return (self.config_dir or Path(platformdirs.user_config_dir(APP))) / "themes"
 

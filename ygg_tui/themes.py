@@ -1,4 +1,4 @@
-"""Themes: TOML files in the repository's `themes/` (and the user's config dir `themes/`),
+"""Themes: TOML files bundled in the package's `theme_files/` (and the user's config dir `themes/`),
 each one a Textual `Theme`:
 
     name = "ygg-dark"
@@ -17,7 +17,7 @@ from textual.theme import Theme
 
 FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
           "surface", "panel", "boost")
-BUILTIN = Path(__file__).resolve().parent.parent / "themes"
+BUILTIN = Path(__file__).resolve().parent / "theme_files"  # package data: in the wheel too
 
 
 def load_theme(path: Path) -> Theme | None:

@@ -115,18 +115,21 @@ def test_a_sqlite_database_of_every_earlier_version_migrates_to_the_new_schema(v
         conn.close()
 
 
-def test_a_sqlite_database_of_a_newer_version_is_left_as_it_is(tmp_path):
+def test_a_sqlite_database_of_a_newer_version_is_refused_and_left_as_it_is(tmp_path):
     path = tmp_path / "ygg.sqlite3"
     db.connect(path).close()
     c = sqlite3.connect(path, isolation_level=None)
     c.execute(f"PRAGMA user_version={schema.latest() + 1}")
     before = sqlite_shape(c)
     c.close()
-    conn = db.connect(path)
+    with pytest.raises(schema.NewerSchema) as refused:
+        db.connect(path)
+    assert refused.value.found == schema.latest() + 1
+    c = sqlite3.connect(path, isolation_level=None)
     try:
-        assert sqlite_shape(conn) == before
+        assert sqlite_shape(c) == before
     finally:
-        conn.close()
+        c.close()
 
 
 # --- PostgreSQL ---

@@ -15,6 +15,7 @@ import logging
 import signal
 import sys
 
+from ..about import version_line
 from . import config as agent_config
 from .bridge import Bridge, Supervisor
 
@@ -58,6 +59,7 @@ async def _until_signal(start, stop) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ygg-agent", description="Run Ygg agents over the socket protocol.")
+    p.add_argument("--version", action="version", version=version_line("ygg-agent"))
     p.add_argument("--log-level", default="INFO")
     sub = p.add_subparsers(dest="command", required=True)
 

@@ -41,12 +41,17 @@ class Limits:
     auth_failures_per_address: int = 30
     auth_failures_per_key: int = 10
     auth_window: float = 60.0
+    # whose X-Forwarded-For names the client (net/proxy.py); /metrics on (net/http.py), to loopback and these
+    trusted_proxies: tuple[str, ...] = ()
+    metrics: bool = False
+    metrics_from: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
 class Conn:
     ws: ServerConnection
     limits: Limits
+    address: str = ""  # the client's (net/proxy.py: behind a trusted proxy, the one it forwards for)
     participant: str = ""
     kind: str = ""
     handle: str = ""

@@ -19,6 +19,7 @@ from .inbox import Item
 
 class Fanout:
     def publish(self, out: Published) -> None:
+        self.metrics.published(len(out.messages), len(out.deliveries))
         self._party_moves(out.parties)
         by_recipient: dict[str, list[Item]] = {}
         objs: dict[int, dict] = {}  # one message object per message, however many of its recipients are here

@@ -35,8 +35,11 @@ from .fanout import Fanout
 from .feed import Feed
 from .following import Following
 from .handlers import Handlers
+from .http import HttpEndpoints
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
+from .proxy import networks
+from ..metrics import Metrics
 from .signin import AuthLimiter, sign_in_keys
 from .transport import Deflate, HeardConnection
 
@@ -51,7 +54,7 @@ ws_log.setLevel(logging.INFO)
 EXPIRED = "the session expired: connect and authenticate again (auth on the open connection before expires_at renews it)"
 
 
-class Gateway(Handlers, Fanout):
+class Gateway(Handlers, Fanout, HttpEndpoints):
     def __init__(self, writer, limits: Limits | None = None, delivery: Delivery | None = None):
         self.writer = writer
         self.clock: Callable[[], int] = writer.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
@@ -75,10 +78,13 @@ class Gateway(Handlers, Fanout):
         self._events_on: asyncio.Future | None = None  # the writer's sync after the events were turned on
         self.delivery = delivery or LocalDelivery()
         self.delivery.bind(self)
+        self.metrics = Metrics()  # (ygg_server/metrics.py; served by net/http.py)
+        self.proxies = networks(self.limits.trusted_proxies)  # whose X-Forwarded-For is believed (net/proxy.py)
+        self.metrics_from = networks(self.limits.metrics_from)
 
     # --- serving ---
 
-    async def start(self, host: str = "127.0.0.1", port: int = 8765):
+    async def start(self, host: str = "127.0.0.1", port: int = 8765, ssl=None):
         await self.writer.open()
         self.writer.start(asyncio.get_running_loop(), self.publish)
         await self.delivery.start()
@@ -86,8 +92,8 @@ class Gateway(Handlers, Fanout):
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
             origins=origins, ping_interval=self.limits.ping_interval, ping_timeout=self.limits.ping_timeout,
-            close_timeout=self.limits.close_timeout, process_request=None, logger=ws_log,
-            create_connection=HeardConnection, compression=None, extensions=[Deflate()],
+            close_timeout=self.limits.close_timeout, process_request=self.http_request, logger=ws_log,
+            create_connection=HeardConnection, compression=None, extensions=[Deflate()], ssl=ssl,
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
@@ -120,7 +126,8 @@ class Gateway(Handlers, Fanout):
     # --- one connection ---
 
     async def handler(self, ws: ServerConnection) -> None:
-        conn = Conn(ws, self.limits, prefetch=self.limits.prefetch)
+        conn = Conn(ws, self.limits, prefetch=self.limits.prefetch, address=self.address_of(ws, ws.request))
+        self.metrics.connections_opened += 1
         writer = asyncio.ensure_future(conn.writer())
         try:
             if not await self._authenticate(conn):
@@ -128,6 +135,7 @@ class Gateway(Handlers, Fanout):
             if not await self._attach(conn):
                 await self._end(conn)
                 return
+            log.info("connection from %s: %s %s signed in", conn.address, conn.kind, conn.handle, extra=_who(conn))
             watchdog = asyncio.ensure_future(self._idle(conn))  # one timer per connection, not one per frame
             try:
                 while True:
@@ -140,6 +148,9 @@ class Gateway(Handlers, Fanout):
         except websockets.ConnectionClosed:
             pass
         finally:
+            if conn.participant:
+                log.info("connection from %s: %s %s closed (%s)", conn.address, conn.kind, conn.handle,
+                         ws.close_code, extra=_who(conn))
             self._detach(conn)
             # let queued frames go out before the writer stops
             if ws.state.name == "OPEN":
@@ -218,7 +229,7 @@ class Gateway(Handlers, Fanout):
         """Sign the connection in, or, on a connection already signed in, renew its session (the same participant's
         credentials: a new session, the connection and what it holds kept; options left out stay as they are)."""
         ref = frame.ref
-        keys = sign_in_keys(conn.ws.remote_address, frame)
+        keys = sign_in_keys((conn.address,), frame)
         wait = self._limiter.retry_after(keys, time.monotonic())
         if wait > 0:  # too many failures from this address or for this credential: not even checked
             conn.push({**protocol.error(ref, E.UNAUTHENTICATED, "too many failed sign-ins; try again later"),
@@ -355,7 +366,7 @@ class Gateway(Handlers, Fanout):
         pipelined = _PIPELINED.get(type(frame))
         if pipelined is not None:
             started = self._start(pipelined, conn, frame)
-            conn.inflight.append((started, frame))
+            conn.inflight.append((started, frame, time.perf_counter()))  # (read at: /metrics' commit latency)
             if isinstance(started, asyncio.Future):
                 started.add_done_callback(lambda _: self._answer(conn))
             else:
@@ -369,6 +380,7 @@ class Gateway(Handlers, Fanout):
         except Exception as e:
             reply = self._failed(frame, e)
         if reply is not None:
+            self.metrics.answered(reply)
             conn.push(reply)
 
     async def _dispatch(self, conn: Conn, frame: protocol.Frame) -> dict | None:
@@ -421,10 +433,11 @@ class Gateway(Handlers, Fanout):
         """Push the answers of the pipelined frames that are known, oldest first, up to the first still pending."""
         q = conn.inflight
         while q:
-            started, frame = q[0]
+            started, frame, read_at = q[0]
             if isinstance(started, asyncio.Future):
                 if not started.done():
                     break
+                self.metrics.commit_seconds.observe(time.perf_counter() - read_at)
                 try:
                     reply = replies.render(frame.ref, started.result())  # the writer's result as its reply
                 except (Exception, asyncio.CancelledError) as e:  # answered, so the ones after it are not held
@@ -435,6 +448,7 @@ class Gateway(Handlers, Fanout):
                 reply = started
             q.popleft()
             if reply is not None:
+                self.metrics.answered(reply)
                 conn.push(reply)
         if conn.settled:
             waiters, conn.settled = conn.settled, []
@@ -469,6 +483,11 @@ class Gateway(Handlers, Fanout):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+
+
+def _who(conn: Conn) -> dict:
+    """A connection line's fields (ygg_server/logs.py): where from, and who; never a credential."""
+    return {"address": conn.address, "participant": conn.participant, "handle": conn.handle, "kind": str(conn.kind)}
 
 
 def _guarded(guard: threading.Lock, fn, conn, *args):

@@ -171,6 +171,7 @@ class WriterFailed(RuntimeError):
 
 class WriterProcess:
     clock = staticmethod(now_us)  # (the child's writer reads the same clock)
+    restarts = 0  # children started again after one ended (/metrics)
 
     def __init__(self, path, store: Callable):
         self.path = path
@@ -346,6 +347,7 @@ class WriterProcess:
         lived = self._loop.time() - self._started
         self._backoff = 0.0 if lived > 10 else min(5.0, max(0.1, self._backoff * 2))
         log.error("the writer process ended (exit code %s): starting a new one in %.1f s", code, self._backoff)
+        self.restarts += 1  # (/metrics: ygg_writer_restarts)
         self._outbox = []  # its commands were just failed: none of them may run later
         self._loop.call_later(self._backoff, self._respawn)
 

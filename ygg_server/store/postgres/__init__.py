@@ -99,6 +99,7 @@ async def migrate(conn: asyncpg.Connection) -> int:
         await conn.execute("SELECT pg_advisory_xact_lock(7947001)")  # one migrator at a time
         made = await conn.fetchval("SELECT to_regclass('meta') IS NOT NULL")
         version = (await conn.fetchval("SELECT value FROM meta WHERE key = 'schema'") or 0) if made else 0
+        schema.refuse_newer(version, "on PostgreSQL")
         for version, statements in schema.pending(schema.POSTGRES, version):
             for sql in statements:
                 await conn.execute(sql)

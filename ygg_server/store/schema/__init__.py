@@ -13,7 +13,8 @@ dialect's SQL. Both stores keep one version number: SQLite in PRAGMA user_versio
   to `tables.py`, so that a new database and a migrated one come out alike
   (tests/store/test_schema_migrations.py compares them, from every version an earlier Ygg wrote).
 
-A database with a number above the latest was written by a newer Ygg: it is left as it is.
+A database with a number above the latest was written by a newer Ygg: it is left as it is and refused
+(`NewerSchema`), since this code would misread it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,27 @@ def latest() -> int:
     return BASELINE + len(STEPS)
 
 
+class NewerSchema(Exception):
+    """The database was written by a newer Ygg (its schema `found` is above the latest this code `known`s)."""
+
+    def __init__(self, found: int, where: str = ""):
+        self.found, self.known, self.where = found, latest(), where
+        super().__init__(f"the database {where} has schema version {found}; this Ygg knows up to {self.known}")
+
+
+def refuse_newer(version: int, where: str = "") -> None:
+    if version > latest():
+        raise NewerSchema(version, where)
+
+
+def describe(version: int) -> dict:
+    """A database's schema `version` against this code's (`migrate --status`): current, behind (and the versions
+    a migration brings it through) or newer."""
+    state = "current" if version == latest() else "newer" if version > latest() else "behind"
+    steps = [n for n, _ in pending(SQLITE, version)] if state == "behind" else []
+    return {"schema": version, "latest": latest(), "state": state, "pending": steps}
+
+
 def create(dialect: str) -> list[str]:
     """The statements that make an empty database's schema on `dialect`, as it is now."""
     return ([t.sql(dialect) for t in TABLES if has(t, dialect)]
@@ -66,4 +88,5 @@ def pending(dialect: str, version: int) -> list[tuple[int, list[str]]]:
     return out
 
 
-__all__ = ["BASELINE", "DIALECTS", "POSTGRES", "SQLITE", "STEPS", "Step", "create", "latest", "pending"]
+__all__ = ["BASELINE", "DIALECTS", "POSTGRES", "SQLITE", "STEPS", "NewerSchema", "Step", "create", "describe", "latest", "pending",
+           "refuse_newer"]

@@ -36,7 +36,11 @@ def connect(path: str | os.PathLike) -> sqlite3.Connection:
     # random, so each message's row lands on a random page of messages.id's index; docs/performance.md)
     conn.execute("PRAGMA cache_size=-32768")
     conn.execute("PRAGMA foreign_keys=OFF")
-    migrate(conn)
+    try:
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -79,10 +83,16 @@ class Checkpointer:
 
 def migrate(conn: sqlite3.Connection) -> int:
     """Bring the database to the latest schema version (store/schema: a new one made as described, an older
-    one migrated forward), in one transaction; return its version."""
+    one migrated forward, after a copy of it is kept beside it: `backup.before_migration`), in one transaction;
+    return its version. A newer one is refused (`schema.NewerSchema`), left as it is."""
     (version,) = conn.execute("PRAGMA user_version").fetchone()
+    schema.refuse_newer(version, file_of(conn))
     if version >= schema.latest():
         return version
+    if version > 0:
+        from .backup import before_migration
+
+        before_migration(conn, version)
     conn.execute("BEGIN IMMEDIATE")
     try:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
@@ -96,6 +106,11 @@ def migrate(conn: sqlite3.Connection) -> int:
         conn.execute("ROLLBACK")
         raise
     return version
+
+
+def file_of(conn: sqlite3.Connection) -> str:
+    """The file of a connection's main database ("" in memory)."""
+    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
 
 
 def _statements(sql: str) -> list[str]:
