@@ -29,7 +29,7 @@ from .. import protocol
 from ..core import Kind
 from ..writer.process import WriterGone
 from ..protocol import ErrorCode as E, frames, replies
-from .conn import Conn, Limits
+from .conn import Conn, Limits, close_within
 from .delivery import Delivery, LocalDelivery
 from .fanout import Fanout
 from .feed import Feed
@@ -159,7 +159,7 @@ class Gateway(Handlers, Fanout):
             since = conn.waiting_since
             left = limit if since is None else max(since, conn.last_seen) + limit - time.monotonic()
             if left <= 0:
-                await conn.ws.close(1000, "idle")
+                await close_within(conn.ws, 1000, "idle", self.limits.close_timeout)
                 return
             await asyncio.sleep(left)
 
@@ -184,7 +184,7 @@ class Gateway(Handlers, Fanout):
             await asyncio.wait_for(conn.queue.join(), 1.0)
         except TimeoutError:
             pass
-        await conn.ws.close(code, reason)
+        await close_within(conn.ws, code, reason, self.limits.close_timeout)
 
     async def _authenticate(self, conn: Conn) -> bool:
         header = conn.ws.request.headers.get("Authorization", "") if conn.ws.request else ""
@@ -194,7 +194,7 @@ class Gateway(Handlers, Fanout):
         try:
             raw = await asyncio.wait_for(conn.ws.recv(), self.limits.auth_timeout)
         except TimeoutError:
-            await conn.ws.close(1008, "authenticate first")
+            await close_within(conn.ws, 1008, "authenticate first", self.limits.close_timeout)
             return False
         while True:
             try:
