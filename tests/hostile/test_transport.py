@@ -39,10 +39,13 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def server_process(data_dir, **limits):
+async def server_process(data_dir, more: dict | None = None, **limits):
+    """`tests.hostile.serve` with `limits` as its flags and `more` (any other field of Limits) as --limit."""
     args = [sys.executable, "-m", "tests.hostile.serve", "--data-dir", str(data_dir), "--port", str(free_port())]
     for k, v in limits.items():
         args += [f"--{k.replace('_', '-')}", str(v)]
+    for k, v in (more or {}).items():
+        args += ["--limit", f"{k}={v}"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         line = await asyncio.to_thread(proc.stdout.readline)

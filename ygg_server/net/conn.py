@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from .. import protocol
 from .issuer import elide
@@ -149,6 +150,8 @@ class Conn:
                             self.limits.send_timeout)
                 self.dropped = True
                 self.ws.transport.abort()
+                return
+            except ConnectionClosed:  # (the handler sees it too, and ends the connection)
                 return
             for _ in batch:
                 self.queue.task_done()
