@@ -146,16 +146,20 @@ async def test_a_stalled_reader_over_the_byte_bound_is_dropped_at_once(tmp_path)
 
 async def test_the_idle_close_does_not_wait_on_a_full_send_buffer(tmp_path):
     """Issue 18: "those sockets stayed open for 150 s because the ping and the idle close both wait on a full send
-    buffer": a 2 s idle timeout, a 1 s close timeout, and byte bound and deadline too large to act; the stalled
-    monitor is closed within idle + close timeout (and slack), not when its buffer drains (never)."""
-    async with serving(tmp_path, idle_timeout=2.0, close_timeout=1.0, send_timeout=600.0,
+    buffer": an 8 s idle timeout, a 1 s close timeout, and byte bound and deadline too large to act; the monitor's
+    buffer is full (about 10 MB owed: more than loopback's buffers) before it has been idle that long, and it is
+    closed within idle + close timeout (and slack), not when its buffer drains (never)."""
+    idle, close = 8.0, 1.0
+    async with serving(tmp_path, idle_timeout=idle, close_timeout=close, send_timeout=600.0,
                        outgoing_bytes=1 << 30, ping_interval=600.0) as s:
         ws = s.admin(team_of_two)
         stalled = await stalled_monitor(s.gw.port, ws)
         started = time.monotonic()
-        await flood(s.url, ws, 12, [big_text() for _ in range(3)])  # (about 10 MB: more than loopback buffers)
+        await flood(s.url, ws, 12, [big_text() for _ in range(3)])
+        flooded = time.monotonic() - started
         while is_open(stalled) and time.monotonic() - started < 30:
             await asyncio.sleep(0.05)
         took = time.monotonic() - started
         stalled.transport.abort()
-    assert took < 2.0 + 1.0 + 4.0, f"closed after {took:.1f} s"
+    assert flooded < idle, f"the flood took {flooded:.1f} s: the idle close came before the buffer was full"
+    assert took < idle + close + 3.0, f"closed after {took:.1f} s"
