@@ -163,3 +163,37 @@ async def test_the_idle_close_does_not_wait_on_a_full_send_buffer(tmp_path):
         stalled.transport.abort()
     assert flooded < idle, f"the flood took {flooded:.1f} s: the idle close came before the buffer was full"
     assert took < idle + close + 3.0, f"closed after {took:.1f} s"
+
+
+# --- responses within the client's frame limit ---
+
+async def test_a_history_or_search_page_of_the_longest_messages_fits_the_clients_frame_limit(tmp_path):
+    """Issue 18: "about 21 maximum-size messages make a `history` page larger than the client's frame limit, so
+    everyone who opens that conversation is disconnected in a loop": 24 of them in General; through the client
+    library (its frame limit, protocol.MAX_RESPONSE) a history page and a search page each come whole, with
+    `more`, and the pages after the cursor bring all 24, each once."""
+    from ygg_server import protocol
+    from ygg_server.ops import queries
+
+    assert queries.PAGE_BYTES * 2 <= protocol.MAX_RESPONSE
+    async with serving(tmp_path) as s:
+        ws = s.admin(team_of_two)
+        texts = ["needle " + big_text(199_990) for _ in range(3)]
+        await flood(s.url, ws, 24, texts)
+        alice = await s.person("alice")
+        assert alice._ws.protocol.max_message_size == protocol.MAX_RESPONSE, "the client library accepts MAX_RESPONSE"
+        seen, before, pages = [], None, 0
+        while True:
+            page = await alice.request("history", workspace=ws, conversation="general", limit=50,
+                                       **({"before": before} if before else {}))
+            assert page["op"] != "error", page
+            pages += 1
+            seen += [m["id"] for m in page["messages"]]
+            if not page["more"]:
+                break
+            before = page["cursor"]
+        found = await alice.request("search_messages", workspace=ws, query="needle", limit=50)
+        assert found["op"] != "error", found
+        assert found["more"] and 1 <= len(found["messages"]) < 24
+        assert (await alice.request("whoami"))["op"] == "whoami", "still connected"
+    assert len(seen) == len(set(seen)) == 24 and pages >= 3, (len(seen), pages)
