@@ -59,6 +59,10 @@ class Limits:
     auth_failures_per_address: int = 30
     auth_failures_per_key: int = 10
     auth_window: float = 60.0
+    # password checks (argon2, one at a time) waiting or running at most, in all and per remote address (an
+    # IPv6 /64); past that, `auth` with a password is answered `busy` with `retry_after`, not checked
+    hash_queue: int = 16
+    hash_queue_per_address: int = 2
 
 
 @dataclass(eq=False)

@@ -25,7 +25,7 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from ..ops import access, actions, auth, guidance, queries
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
-from .. import protocol
+from .. import audit, protocol
 from ..core import Kind
 from ..writer.process import WriterGone
 from ..protocol import ErrorCode as E, frames, replies
@@ -37,7 +37,7 @@ from .following import Following
 from .handlers import Handlers
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
-from .signin import AuthLimiter, sign_in_keys
+from .signin import AuthLimiter, Full, HashQueue, bucket, sign_in_keys
 from .transport import Deflate, HeardConnection
 
 log = logging.getLogger("ygg.net")
@@ -69,7 +69,7 @@ class Gateway(Handlers, Fanout):
         self._server = None
         self._limiter = AuthLimiter(self.limits.auth_failures_per_address, self.limits.auth_failures_per_key,
                                     self.limits.auth_window)
-        self._hashing = asyncio.Semaphore(1)  # one argon2 check at a time (each takes ~64 MiB), off the reader
+        self._hashing = HashQueue(self.limits.hash_queue, self.limits.hash_queue_per_address)
         self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
         self._parties: dict[str, Any] = {}  # conversation -> the PartyView last published for it
         self._events_on: asyncio.Future | None = None  # the writer's sync after the events were turned on
@@ -174,6 +174,8 @@ class Gateway(Handlers, Fanout):
             return
         conn.ending = True
         expired = conn.expires_at <= self.clock()
+        audit.record("session_end", participant=conn.participant, address=_address(conn),
+                     reason="expired" if expired else "ended")
         detail = EXPIRED if expired else await self.read(auth.ended, conn.participant)
         conn.push(protocol.error(ref, E.UNAUTHENTICATED, detail))
         await self._close(conn, 1008, "session expired" if expired else "session revoked")
@@ -221,17 +223,27 @@ class Gateway(Handlers, Fanout):
         keys = sign_in_keys(conn.ws.remote_address, frame)
         wait = self._limiter.retry_after(keys, time.monotonic())
         if wait > 0:  # too many failures from this address or for this credential: not even checked
+            audit.record("sign_in", outcome="limited", address=_address(conn), **_who(frame),
+                         retry_after=math.ceil(wait))
             conn.push({**protocol.error(ref, E.UNAUTHENTICATED, "too many failed sign-ins; try again later"),
                        "retry_after": math.ceil(wait)})
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         res = await self.read(auth.credentials, frame, self.clock())
+        tried = res.row[0] if isinstance(res, auth.Password) and res.row else None  # the person, if the handle is one
         if isinstance(res, auth.Password):  # a slow hash by design: not on the reader connection everyone queries
-            async with self._hashing:
-                res = await asyncio.to_thread(res.check)
+            try:
+                res = await self._hashing.run(bucket(conn.ws.remote_address), res.check)
+            except Full as e:  # not checked, not counted as a failure
+                audit.record("sign_in", outcome="busy", participant=tried, address=_address(conn), **_who(frame),
+                             retry_after=e.retry_after)
+                conn.push({**protocol.error(ref, E.BUSY, "too many sign-ins are being checked; try again later"),
+                           "retry_after": e.retry_after})
+                return False
         if res is None:
             self._limiter.failed(keys, time.monotonic())
+            audit.record("sign_in", outcome="failed", participant=tried, address=_address(conn), **_who(frame))
             still = f" (this connection stays signed in as {conn.handle})" if conn.participant else ""
             conn.push(protocol.error(ref, E.UNAUTHENTICATED, "those credentials are not valid" + still))
             if quiet:
@@ -252,6 +264,7 @@ class Gateway(Handlers, Fanout):
                 conn.push(protocol.error(ref, E.UNAUTHENTICATED, await self.read(auth.ended, pid)))
                 return False  # (`_attach` checks this for a new connection)
         conn.participant, conn.kind, conn.handle, conn.token, conn.expires_at = pid, kind, handle, token, expires
+        audit.record("sign_in", participant=pid, address=_address(conn), **_who(frame), renewal=renew)
         if frame.prefetch is not None:
             conn.prefetch = frame.prefetch
         if kind == Kind.AGENT and (frame.directives is not UNSET or not renew):  # an agent's wakes carry their directive
@@ -469,6 +482,20 @@ class Gateway(Handlers, Fanout):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+
+
+def _address(conn: Conn) -> str | None:
+    peer = conn.ws.remote_address
+    return str(peer[0]) if peer else None
+
+
+def _who(frame: frames.Auth) -> dict:
+    """What an audit entry says of the credential tried: its kind, and an API key's id (its public part), never
+    a password, a key's secret or a token."""
+    if isinstance(frame.api_key, str):
+        return {"method": "api_key", "key_id": auth.key_id(frame.api_key)}
+    # (not the handle as typed: a password typed in the handle's field would be logged)
+    return {"method": "password" if frame.handle is not UNSET else "token"}
 
 
 def _guarded(guard: threading.Lock, fn, conn, *args):
