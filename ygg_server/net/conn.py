@@ -62,6 +62,10 @@ class Limits:
     # password checks (argon2, one at a time) waiting or running at most, in all and per remote address (an
     # IPv6 /64); past that, `auth` with a password is answered `busy` with `retry_after`, not checked
     hash_queue: int = 16
+    # open TCP connections from one remote address (an IPv6 /64) and in all; past either, a new one is answered
+    # 503 and closed as it is accepted, before its upgrade
+    connections_per_address: int = 256
+    connections: int = 20_000
     hash_queue_per_address: int = 2
 
 

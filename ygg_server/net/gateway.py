@@ -29,6 +29,7 @@ from .. import audit, protocol
 from ..core import Kind
 from ..writer.process import WriterGone
 from ..protocol import ErrorCode as E, frames, replies
+from .caps import AcceptErrors, Caps, raise_fd_limit
 from .conn import Conn, Limits, close_within
 from .delivery import Delivery, LocalDelivery
 from .fanout import Fanout
@@ -83,11 +84,16 @@ class Gateway(Handlers, Fanout):
         self.writer.start(asyncio.get_running_loop(), self.publish)
         await self.delivery.start()
         origins = [None, *self.limits.origins]
+        loop = asyncio.get_running_loop()
+        raise_fd_limit()
+        if not isinstance(loop.get_exception_handler(), AcceptErrors):
+            loop.set_exception_handler(AcceptErrors(loop))
+        caps = Caps(self.limits.connections_per_address, self.limits.connections)
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
             origins=origins, ping_interval=self.limits.ping_interval, ping_timeout=self.limits.ping_timeout,
             close_timeout=self.limits.close_timeout, process_request=None, logger=ws_log,
-            create_connection=HeardConnection, compression=None, extensions=[Deflate()],
+            create_connection=_counted(caps), compression=None, extensions=[Deflate()],
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
@@ -482,6 +488,15 @@ class Gateway(Handlers, Fanout):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+
+
+def _counted(caps: Caps):
+    """websockets' connection factory: our connections, counted by `caps`."""
+    def make(*args, **kw) -> HeardConnection:
+        c = HeardConnection(*args, **kw)
+        c.caps = caps
+        return c
+    return make
 
 
 def _address(conn: Conn) -> str | None:
