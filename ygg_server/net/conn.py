@@ -65,6 +65,10 @@ class Limits:
     # open TCP connections from one remote address (an IPv6 /64) and in all; past either, a new one is answered
     # 503 and closed as it is accepted, before its upgrade
     connections_per_address: int = 256
+    # sends of one participant (all its connections): `send_rate` a second, in bursts of `send_burst`; a send
+    # costs 1, and 1 more per 16,384 characters of text (net/rates.py); past that, `rate_limited` + retry_after
+    send_rate: float = 100.0
+    send_burst: float = 1000.0
     connections: int = 20_000
     hash_queue_per_address: int = 2
 

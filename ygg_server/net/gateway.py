@@ -38,6 +38,7 @@ from .following import Following
 from .handlers import Handlers
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
+from .rates import SendRate
 from .signin import AuthLimiter, Full, HashQueue, bucket, sign_in_keys
 from .transport import Deflate, HeardConnection
 
@@ -71,6 +72,7 @@ class Gateway(Handlers, Fanout):
         self._limiter = AuthLimiter(self.limits.auth_failures_per_address, self.limits.auth_failures_per_key,
                                     self.limits.auth_window)
         self._hashing = HashQueue(self.limits.hash_queue, self.limits.hash_queue_per_address)
+        self.send_rate = SendRate(self.limits.send_rate, self.limits.send_burst)
         self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
         self._parties: dict[str, Any] = {}  # conversation -> the PartyView last published for it
         self._events_on: asyncio.Future | None = None  # the writer's sync after the events were turned on
