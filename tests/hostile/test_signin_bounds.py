@@ -43,12 +43,14 @@ async def test_a_right_password_waits_a_few_checks_under_a_spray_from_six_addres
                                                f"127.0.0.{2 + a}", ref=j))
                  for a in range(6) for j in range(30)]
         await asyncio.sleep(max(0.5, check))  # the spray is queued
+        library = asyncio.ensure_future(s.person("alice"))  # the client library waits out `busy` answers
         started, busy = time.monotonic(), 0
         while (r := await attempt(s.url, {"handle": "alice", "password": PW}, "127.0.0.9"))["op"] != "session":
             assert r["code"] == "busy" and r["retry_after"] >= 1, r
             busy += 1
             await asyncio.sleep(r["retry_after"])
         delay = time.monotonic() - started
+        assert (await asyncio.wait_for(library, 60)).me["handle"] == "alice"
         answers = await asyncio.gather(*spray)
     codes = sorted({a.get("code") for a in answers})
     assert set(codes) <= {"unauthenticated", "busy"}, codes
