@@ -107,7 +107,7 @@ class Conn:
 
     def pending_bytes(self) -> int:
         """Bytes waiting to go out: the queue's and the transport's write buffer."""
-        transport = self.ws.transport
+        transport = getattr(self.ws, "transport", None)
         return self.queued_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
 
     def room(self) -> int:
