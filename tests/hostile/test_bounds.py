@@ -79,7 +79,7 @@ async def flood(url: str, ws: str, n: int, texts: list[str]) -> None:
 
 
 async def test_readers_that_stop_reading_are_dropped_within_the_deadline_holding_at_most_the_byte_bound(tmp_path):
-    """Issue 18: "200 messages of 200,000 emoji to three non-reading monitor sockets took the server from 43 to 209
+    """docs/protocol.md: "so is one with 16 MiB queued for it (its queue and the server's send buffer), and one that has not taken a write within 30 s is cut off". Issue 18: "200 messages of 200,000 emoji to three non-reading monitor sockets took the server from 43 to 209
     MiB, and those sockets stayed open for 150 s": three such sockets, 40 of those messages (32 MB each socket is
     owed), the default byte bound (16 MiB) and a 5 s send deadline. Each socket is dropped, and the server's
     memory grows by less than the three bounds (over what 40 such messages cost it without them)."""
@@ -117,7 +117,7 @@ async def test_readers_that_stop_reading_are_dropped_within_the_deadline_holding
 
 
 async def test_a_stalled_reader_over_the_byte_bound_is_dropped_at_once(tmp_path):
-    """Issue 18: "the outgoing bound counts frames (10,000), not bytes ... about 8 GB for one stalled connection":
+    """docs/protocol.md: "so is one with 16 MiB queued for it". Issue 18: "the outgoing bound counts frames (10,000), not bytes ... about 8 GB for one stalled connection":
     with a 2 MiB bound and a deadline too long to matter (60 s), a monitor that does not read is dropped within
     a few seconds of being owed more than 2 MiB, while one that reads keeps its connection and every event."""
     async with serving(tmp_path, outgoing_bytes=2 << 20, send_timeout=60.0) as s:
@@ -145,7 +145,7 @@ async def test_a_stalled_reader_over_the_byte_bound_is_dropped_at_once(tmp_path)
 
 
 async def test_the_idle_close_does_not_wait_on_a_full_send_buffer(tmp_path):
-    """Issue 18: "those sockets stayed open for 150 s because the ping and the idle close both wait on a full send
+    """docs/protocol.md: "Every close the server starts is cut off after `close_timeout` (10 s) if the peer does not take the close frame". Issue 18: "those sockets stayed open for 150 s because the ping and the idle close both wait on a full send
     buffer": an 8 s idle timeout, a 1 s close timeout, and byte bound and deadline too large to act; the monitor's
     buffer is full (about 10 MB owed: more than loopback's buffers) before it has been idle that long, and it is
     closed within idle + close timeout (and slack), not when its buffer drains (never)."""
@@ -168,7 +168,7 @@ async def test_the_idle_close_does_not_wait_on_a_full_send_buffer(tmp_path):
 # --- responses within the client's frame limit ---
 
 async def test_a_history_or_search_page_of_the_longest_messages_fits_the_clients_frame_limit(tmp_path):
-    """Issue 18: "about 21 maximum-size messages make a `history` page larger than the client's frame limit, so
+    """docs/protocol.md: "No answer is larger than 16 MiB (what clients must accept): `history` and `search_messages` pages stop at 8 MiB of messages (at least one), with `more` set". Issue 18: "about 21 maximum-size messages make a `history` page larger than the client's frame limit, so
     everyone who opens that conversation is disconnected in a loop": 24 of them in General; through the client
     library (its frame limit, protocol.MAX_RESPONSE) a history page and a search page each come whole, with
     `more`, and the pages after the cursor bring all 24, each once."""
@@ -202,7 +202,7 @@ async def test_a_history_or_search_page_of_the_longest_messages_fits_the_clients
 # --- a participant's send rate ---
 
 async def test_a_participant_sending_too_fast_is_answered_rate_limited_with_retry_after_and_nothing_is_stored(tmp_path):
-    """Issue 18: "a per-participant send rate": 5 a second in bursts of 20, across two connections of one person:
+    """docs/protocol.md: "a `send` over the participant's rate (100 a second in bursts of 1,000, all its connections together; a send costs one, and one more per 16,384 characters of text): not stored". Issue 18: "a per-participant send rate": 5 a second in bursts of 20, across two connections of one person:
     of 40 sends at once, 20 are sent and 20 answered `rate_limited` with `retry_after` (nothing stored for them);
     the longest messages cost 13 each; another person is not affected; the client library waits retry_after out and sends again."""
     async with serving(tmp_path, send_rate=5.0, send_burst=20.0) as s:

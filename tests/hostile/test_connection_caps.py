@@ -17,7 +17,7 @@ from .test_credentials import attempt
 
 
 async def test_idle_sockets_past_the_per_address_cap_are_refused_before_the_upgrade_and_others_sign_in(tmp_path):
-    """Issue 18: "connections per address and in total capped before the upgrade": with 50 per address and 120 in
+    """docs/protocol.md: "More than 256 open connections from one address (an IPv6 /64), or 20,000 in all, and a new one is answered `HTTP/1.1 503`". Issue 18: "connections per address and in total capped before the upgrade": with 50 per address and 120 in
     all, 200 idle sockets from 127.0.0.1: 50 held, the rest answered 503 (naming why) and closed at once; every
     sign-in from other addresses works meanwhile until the total is reached, and then is refused the same way;
     once the idle sockets go, 127.0.0.1 signs in again."""
@@ -51,7 +51,7 @@ async def test_idle_sockets_past_the_per_address_cap_are_refused_before_the_upgr
 
 
 async def test_accept_errors_are_logged_once_in_a_while_and_the_open_files_limit_is_raised(tmp_path, caplog):
-    """Issue 18: "logged 102,000 lines in 20 s"; "the file-descriptor soft limit raised at start"."""
+    """docs/protocol.md: "More than 256 open connections from one address (an IPv6 /64), or 20,000 in all": the open-files limit is raised so that they fit, and when accepting fails anyway the log is not flooded. Issue 18: "logged 102,000 lines in 20 s"; "the file-descriptor soft limit raised at start"."""
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     async with serving(tmp_path):
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -26,7 +26,7 @@ async def attempt(url: str, creds: dict, local: str, ref=1) -> dict:
 
 
 async def test_a_right_password_waits_a_few_checks_under_a_spray_from_six_addresses(tmp_path, monkeypatch):
-    """Issue 18: "six addresses spraying guesses delayed a right sign-in by 34 s (one hashing slot, no bound on its
+    """docs/protocol.md: "a password sign-in while 16 password checks, or 2 from this address, are queued): not checked and not counted as a failure; try again after N seconds". Issue 18: "six addresses spraying guesses delayed a right sign-in by 34 s (one hashing slot, no bound on its
     queue)": each of six addresses sends as many guesses at once as the per-address limiter lets through (30),
     with argon2 at its real cost. Each guess is answered: refused, or `busy` with `retry_after` (unchecked, not
     counted); a right password from a seventh address, retried after `retry_after` when busy, signs in within a
@@ -62,7 +62,7 @@ async def test_a_right_password_waits_a_few_checks_under_a_spray_from_six_addres
 
 
 def test_ipv6_addresses_are_counted_by_their_64():
-    """Issue 18: "IPv6 bucketed per address": a host holds a /64, so the sign-in limiter (and the connection caps)
+    """docs/protocol.md: "More than 256 open connections from one address (an IPv6 /64)". Issue 18: "IPv6 bucketed per address": a host holds a /64, so the sign-in limiter (and the connection caps)
     count the /64; IPv4 and IPv4-mapped addresses count alone."""
     assert bucket(("2001:db8:1:2::1", 1)) == bucket(("2001:db8:1:2:ffff::9", 2)) == "2001:db8:1:2::/64"
     assert bucket(("2001:db8:1:3::1", 1)) != bucket(("2001:db8:1:2::1", 1))
