@@ -30,6 +30,14 @@ log = logging.getLogger("ygg.client")
 ws_log = logging.getLogger("ygg.client.websockets")  # frames carry the key: never logged (INFO and up only)
 ws_log.setLevel(logging.INFO)
 
+RETRIES = 5  # a send answered rate_limited, or a sign-in answered busy, is tried again this many times
+
+
+def _retry_after(reply: dict) -> float:
+    """Seconds the server said to wait (1 when it said nothing usable; a minute at most)."""
+    wait = reply.get("retry_after")
+    return min(float(wait), 60.0) if isinstance(wait, (int, float)) and wait > 0 else 1.0
+
 
 RENEW = "resub:"  # the ref of a subscription renewed after a reconnect, before the workspace id
 SESSION = "session"  # the ref of an agent's session renewed on its open connection
@@ -187,9 +195,15 @@ class Client:
         if self.prefetch:
             frame["prefetch"] = self.prefetch
         await ws.send(_frame(frame))
+        busy = 0
         while True:
             reply = json.loads(await asyncio.wait_for(ws.recv(), self.timeout))
             if reply.get("ref") == "auth":
+                if reply.get("code") == "busy" and busy < RETRIES:  # the server's password checks are queued full
+                    busy += 1
+                    await asyncio.sleep(_retry_after(reply))
+                    await ws.send(_frame(frame))
+                    continue
                 if reply.get("op") != "session":
                     raise Refused(reply)
                 return reply
@@ -320,12 +334,17 @@ class Client:
         return await self.call("unsubscribe", workspace=workspace)
 
     async def send(self, **fields) -> dict:
-        """`sent` or `refused` (a refusal is an answer, not an exception).
+        """`sent` or `refused` (a refusal is an answer, not an exception). `rate_limited` is waited out (up to
+        RETRIES times, each after its `retry_after`), as `busy` is when signing in.
 
         `unavailable` (the server's writer restarted before answering: whether it was stored is unknown) raises
         ConnectionError when the send has a client_id, as a lost connection does: callers that resend on that
         with the same client_id (the TUI's session, the agent bridge) get it stored once."""
-        reply = await self.request("send", **fields)
+        for _ in range(RETRIES):  # faster than the server's send rate: sent again when it says (nothing was stored)
+            reply = await self.request("send", **fields)
+            if reply.get("code") != "rate_limited":
+                break
+            await asyncio.sleep(_retry_after(reply))
         if reply.get("code") == "unavailable" and fields.get("client_id") is not None:
             raise ConnectionError(reply.get("detail") or "the server's writer restarted")
         return reply

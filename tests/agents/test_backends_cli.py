@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ygg_server.agents.backends import ClaudeCodeBackend, CodexBackend, RetryPolicy
+from ygg_server.agents.backends import ClaudeCodeBackend, CodexBackend, RetryPolicy, cli
 from ygg_server.agents.types import Directive, Step, ToolCall, ToolResult, TurnInput
 
 STABLE = ("You are reviewer.\n## The rulebook ...", "## This conversation's rulebook\n- Reply length: at most 800 characters")
@@ -28,7 +28,7 @@ if len(modes) > 1:
 stdin = sys.stdin.read()
 with open(log, "a") as f:
     f.write(json.dumps({{"tool": tool, "argv": sys.argv[1:], "stdin": stdin, "cwd": os.getcwd(), "pid": os.getpid(),
-                        "mode": mode}}) + "\n")
+                        "mode": mode, "env": dict(os.environ)}}) + "\n")
 answer = '{{"text": "LGTM from ' + tool + '", "type": "response", "state": "done"}}'
 if tool == "claude":
     if mode == "ok":
@@ -82,6 +82,7 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_LOG", str(log))
     monkeypatch.setenv("FAKE_MODES", str(modes))
+    monkeypatch.setattr(cli, "ALLOWED_ENV", cli.ALLOWED_ENV + ("FAKE_LOG", "FAKE_MODES"))  # (the fakes' own)
 
     class Fake:
         workdir = str(tmp_path / "work")
@@ -186,3 +187,36 @@ async def test_codex_cli_failures(fake):
     fake.modes("error")
     out = await CodexBackend(cwd=fake.workdir, sleep=sleeps).turn(inp())
     assert out.failed and "gpt-0 is not supported" in out.error
+
+
+async def test_the_cli_backends_get_an_explicit_environment_never_a_ygg_key_nor_another_providers(fake, monkeypatch):
+    """Issue 18: "the Claude Code and Codex backends inherit the whole environment, the Ygg key and provider keys
+    included": each gets the allowed names, its own provider's variables and its configured `env`; never the
+    agent's Ygg key (whatever the variable's name), another provider's key, or anything else of ours."""
+    monkeypatch.setenv("YGG_AGENT_KEY", "yggk_0123_secret")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-x")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-x")
+    monkeypatch.setenv("DATABASE_PASSWORD", "hunter2")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    extra = {"MY_SETTING": "1", "SNEAKY": "yggs_token"}
+    await ClaudeCodeBackend(cwd=fake.workdir, env=extra).turn(inp())
+    await CodexBackend(cwd=fake.workdir, env=extra).turn(inp())
+    claude, codex = (c["env"] for c in fake.calls())
+    for env in (claude, codex):
+        assert env["PATH"] and env["MY_SETTING"] == "1" and env["LC_ALL"] == "C.UTF-8"
+        assert not any(k in env for k in ("YGG_AGENT_KEY", "DATABASE_PASSWORD", "SNEAKY"))
+        assert not any("yggk_" in v or "yggs_" in v for v in env.values())
+    assert claude["ANTHROPIC_API_KEY"] == "sk-ant-x" and "OPENAI_API_KEY" not in claude
+    assert codex["OPENAI_API_KEY"] == "sk-openai-x" and "ANTHROPIC_API_KEY" not in codex
+
+
+async def test_claude_code_by_default_cannot_leave_its_working_directory(fake):
+    """Issue 18: "tools that cannot leave their working directory by default": without allowed_tools, nothing that
+    would ask (a read outside the working directory, an edit) is done (`dontAsk` refuses it), and the shell and
+    the web tools are taken away; Codex keeps its read-only sandbox."""
+    await ClaudeCodeBackend(cwd=fake.workdir).turn(inp())
+    await CodexBackend(cwd=fake.workdir).turn(inp())
+    claude, codex = (c["argv"] for c in fake.calls())
+    assert claude[claude.index("--permission-mode") + 1] == "dontAsk"
+    assert set(claude[claude.index("--disallowedTools") + 1].split(",")) >= {"Bash", "WebFetch", "WebSearch"}
+    assert codex[codex.index("--sandbox") + 1] == "read-only"

@@ -1,6 +1,7 @@
 """A server process with the gateway Limits a test chooses (`ygg-server serve` has no flags for them):
 
     python -m tests.hostile.serve --data-dir DIR --port N [--auth-timeout S] [--open-timeout S] [--max-frame B]
+        [--limit FIELD=VALUE ...]  (any other field of Limits)
 
 Prints {"listening": ..., "pid": ...} once it serves, like `ygg-server serve`; SIGTERM stops it.
 """
@@ -27,11 +28,16 @@ async def main() -> None:
     ap.add_argument("--auth-timeout", type=float, default=10.0)
     ap.add_argument("--open-timeout", type=float, default=10.0)
     ap.add_argument("--max-frame", type=int, default=1 << 20)
+    ap.add_argument("--limit", action="append", default=[], metavar="FIELD=VALUE")
     ap.add_argument("--log-level", default="WARNING")
     args = ap.parse_args()
     logging.basicConfig(level=args.log_level.upper())
-    limits = Limits(auth_timeout=args.auth_timeout, open_timeout=args.open_timeout, max_frame=args.max_frame,
-                    auth_failures_per_address=10**9)
+    more = {}
+    for item in args.limit:
+        name, value = item.split("=", 1)
+        more[name] = type(getattr(Limits, name))(value)  # (an unknown field: AttributeError)
+    limits = Limits(**{"auth_timeout": args.auth_timeout, "open_timeout": args.open_timeout,
+                       "max_frame": args.max_frame, "auth_failures_per_address": 10**9, **more})
     gw = Gateway(on_sqlite(db.db_path(args.data_dir)), limits)  # its writer in its own process, as `serve`'s
     await gw.start("127.0.0.1", args.port)
     calm_gc()  # as `ygg-server serve` does

@@ -39,10 +39,13 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def server_process(data_dir, **limits):
+async def server_process(data_dir, more: dict | None = None, **limits):
+    """`tests.hostile.serve` with `limits` as its flags and `more` (any other field of Limits) as --limit."""
     args = [sys.executable, "-m", "tests.hostile.serve", "--data-dir", str(data_dir), "--port", str(free_port())]
     for k, v in limits.items():
         args += [f"--{k.replace('_', '-')}", str(v)]
+    for k, v in (more or {}).items():
+        args += ["--limit", f"{k}={v}"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         line = await asyncio.to_thread(proc.stdout.readline)
@@ -230,7 +233,9 @@ async def test_a_thousand_sockets_that_never_authenticate_are_closed_in_time_and
     conn = db.connect(db.db_path(tmp_path))
     admin.add_person(conn, "alice", PW, now=now_us())
     conn.close()
-    async with server_process(tmp_path, open_timeout=OPEN_TIMEOUT, auth_timeout=AUTH_TIMEOUT) as proc:
+    # (all from 127.0.0.1: past the default cap per address, test_connection_caps.py)
+    async with server_process(tmp_path, more={"connections_per_address": 2 * N}, open_timeout=OPEN_TIMEOUT,
+                              auth_timeout=AUTH_TIMEOUT) as proc:
         async with websockets.connect(proc.url) as ws:  # warm up
             await ws.send(json.dumps({"op": "auth", "ref": 1, "handle": "alice", "password": PW}))
             assert json.loads(await ws.recv())["op"] == "session"

@@ -43,11 +43,16 @@ def queued(monkeypatch) -> dict[str, int]:
 
     def counting(self, frame):
         push(self, frame)
-        n = sum(1 for f in self.queue._queue if f.get("op") == "deliver")
+        n = sum(1 for f in self.queue._queue if _is_deliver(f))
         peak[self.participant] = max(peak.get(self.participant, 0), n)
 
     monkeypatch.setattr(Conn, "push", counting)
     return peak
+
+
+def _is_deliver(f: dict | bytes) -> bool:
+    """A queued frame: a dict (an agent's wake, dressed as it is written) or its encoded bytes."""
+    return f.get("op") == "deliver" if isinstance(f, dict) else f.startswith(b'{"op":"deliver"')
 
 
 def in_memory(server, pid: str) -> int:

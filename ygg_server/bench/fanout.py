@@ -50,7 +50,7 @@ def _measure(n: int, rounds: int) -> tuple[float, float]:
                 start = time.perf_counter_ns()
                 gw.publish(batch)
                 spent += time.perf_counter_ns() - start
-                follower.queue = asyncio.Queue()  # (what it was sent: dropped, outside the time)
+                follower.queue, follower.queued_bytes = asyncio.Queue(), 0  # (what it was sent: dropped, outside the time)
             per_batch = spent / rounds / 1e3
             comer = _conn(gw, "human.new", "busy")
             start = time.process_time()

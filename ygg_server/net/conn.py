@@ -1,7 +1,10 @@
 """One client connection: its socket, its session, and its outgoing queue (`Limits`: the bounds it lives by).
 
 Each connection has its own queue and writer task, so one slow client never holds up the rest; one that lets
-`outgoing` frames pile up is dropped (1013), and gets its unacked deliveries again when it reconnects.
+`outgoing` frames or `outgoing_bytes` bytes (its queue and its transport's write buffer) pile up is dropped
+(1013), and one whose write is not taken within `send_timeout` is aborted; either gets its unacked deliveries
+again when it reconnects. Frames are encoded as they are queued, so their bytes are known; an agent's wakes
+are bounded by its prefetch instead (one with a directive is encoded as it is written).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from .. import protocol
 from .issuer import elide
@@ -20,6 +24,16 @@ from .transport import send_texts
 
 log = logging.getLogger("ygg.net")
 DROP_GRACE = 2.0  # seconds a dropped slow connection has to take its close frame
+BATCH_BYTES = 1 << 20  # bytes the writer writes at most at once (more only for one larger frame)
+
+
+async def close_within(ws: ServerConnection, code: int, reason: str, seconds: float = DROP_GRACE) -> None:
+    """Close with `code`; a peer that does not take the close frame within `seconds` (its buffer full: the
+    close waits on it otherwise, as websockets' keepalive ping does) is cut off."""
+    try:
+        await asyncio.wait_for(ws.close(code, reason), seconds)
+    except TimeoutError:
+        ws.transport.abort()
 
 
 @dataclass
@@ -34,6 +48,10 @@ class Limits:
     close_timeout: float = 10.0  # a closing handshake the other end does not finish is cut off after this
     session_sweep: float = 60.0  # expired sessions are deleted this often
     outgoing: int = 10_000  # frames queued for one slow connection before we drop it
+    # bytes queued for one connection plus its transport's write buffer before we drop it (1013); one frame
+    # alone always goes (a frame is at most the client's limit, protocol.MAX_RESPONSE)
+    outgoing_bytes: int = 16 << 20
+    send_timeout: float = 30.0  # a write the reader does not take within this long aborts the connection
     prefetch: int = 16  # wakes one agent connection may hold at once
     origins: tuple[str, ...] = ()  # browser Origins allowed, besides none at all
     # failed sign-ins allowed per auth_window from one remote address, and for one credential (an API key's
@@ -41,6 +59,18 @@ class Limits:
     auth_failures_per_address: int = 30
     auth_failures_per_key: int = 10
     auth_window: float = 60.0
+    # password checks (argon2, one at a time) waiting or running at most, in all and per remote address (an
+    # IPv6 /64); past that, `auth` with a password is answered `busy` with `retry_after`, not checked
+    hash_queue: int = 16
+    # open TCP connections from one remote address (an IPv6 /64) and in all; past either, a new one is answered
+    # 503 and closed as it is accepted, before its upgrade
+    connections_per_address: int = 256
+    # sends of one participant (all its connections): `send_rate` a second, in bursts of `send_burst`; a send
+    # costs 1, and 1 more per 16,384 characters of text (net/rates.py); past that, `rate_limited` + retry_after
+    send_rate: float = 100.0
+    send_burst: float = 1000.0
+    connections: int = 20_000
+    hash_queue_per_address: int = 2
     # whose X-Forwarded-For names the client (net/proxy.py); /metrics on (net/http.py), to loopback and these
     trusted_proxies: tuple[str, ...] = ()
     metrics: bool = False
@@ -66,6 +96,7 @@ class Conn:
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     ending: bool = False  # its session is gone: told why once, then closed (Gateway._end)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
+    queued_bytes: int = 0  # bytes of the encoded frames in `queue`
     backlog: int = 0  # frames of the backlog (pages of it: net/feed.py) still queued: they are not slowness
     drained: Callable[[], None] | None = None  # told when the queue runs low (a person's next page: net/feed.py)
     dress: Callable[[str, dict], Awaitable[dict]] | None = None  # an agent's wakes get their directive (issuer.py)
@@ -79,37 +110,66 @@ class Conn:
         """Monotonic time anything was last heard on this connection: a frame, or a pong to our ping."""
         return getattr(self.ws, "heard", 0.0)
 
+    def pending_bytes(self) -> int:
+        """Bytes waiting to go out: the queue's and the transport's write buffer."""
+        transport = getattr(self.ws, "transport", None)
+        return self.queued_bytes + (transport.get_write_buffer_size() if transport is not None else 0)
+
+    def room(self) -> int:
+        """Bytes a page of backlog may still take (half the bound: live frames keep the other half)."""
+        return self.limits.outgoing_bytes // 2 - self.pending_bytes()
+
     def push(self, frame: dict) -> None:
         if self.dropped:
             return
+        leased = frame.get("op") == "deliver" and frame.get("id") in self.leased  # a wake: at most `prefetch`
+        if leased and self.dress is not None:
+            data, size = frame, 0  # encoded when written, with its directive
+        else:
+            data = protocol.encode_utf8(frame)
+            size = len(data)
         if self.queue.qsize() >= self.limits.outgoing + self.backlog:
-            log.warning("dropping slow connection of %s", self.participant)
-            self.dropped = True
-            asyncio.ensure_future(self._drop())
+            self._slow("frames")
             return
-        self.queue.put_nowait(frame)
+        pending = self.pending_bytes() if size and not leased else 0
+        if pending and pending + size > self.limits.outgoing_bytes:
+            self._slow("bytes")
+            return
+        self.queued_bytes += size
+        self.queue.put_nowait(data)
 
-    async def _drop(self) -> None:
-        """Close 1013; a reader too slow to take even the close frame is cut off (else only keepalive would)."""
-        try:
-            await asyncio.wait_for(self.ws.close(1013, "too slow"), DROP_GRACE)
-        except TimeoutError:
-            self.ws.transport.abort()
+    def _slow(self, what: str) -> None:
+        log.warning("dropping slow connection of %s (too many %s waiting)", self.participant or "?", what)
+        self.dropped = True
+        asyncio.ensure_future(close_within(self.ws, 1013, "too slow"))
 
     async def writer(self) -> None:
         while True:
-            frame = await self.queue.get()
-            batch = [frame]
-            while not self.queue.empty() and len(batch) < 256:
+            batch = [await self.queue.get()]
+            size = len(batch[0]) if isinstance(batch[0], bytes) else 0
+            while not self.queue.empty() and len(batch) < 256 and size < BATCH_BYTES:
                 batch.append(self.queue.get_nowait())
+                size += len(batch[-1]) if isinstance(batch[-1], bytes) else 0
+            self.queued_bytes -= size
             texts = []
             for f in batch:
-                if self.dress is not None and f.get("op") == "deliver" and f.get("wake"):
-                    f = await self.dress(self.participant, f)
-                    if "directive" in f:
-                        f["directive"] = elide(self.stable_sent, f["directive"])
-                texts.append(protocol.encode_utf8(f))
-            await send_texts(self.ws, texts)
+                if isinstance(f, dict):
+                    if self.dress is not None:
+                        f = await self.dress(self.participant, f)
+                        if "directive" in f:
+                            f["directive"] = elide(self.stable_sent, f["directive"])
+                    f = protocol.encode_utf8(f)
+                texts.append(f)
+            try:
+                await asyncio.wait_for(send_texts(self.ws, texts), self.limits.send_timeout)
+            except TimeoutError:  # the reader stopped reading: no close frame would get through either
+                log.warning("aborting the connection of %s: a write waited %.0f s", self.participant or "?",
+                            self.limits.send_timeout)
+                self.dropped = True
+                self.ws.transport.abort()
+                return
+            except ConnectionClosed:  # (the handler sees it too, and ends the connection)
+                return
             for _ in batch:
                 self.queue.task_done()
             self.backlog = max(0, self.backlog - len(batch))

@@ -93,7 +93,8 @@ class Feed:
     # --- paging ---
 
     def _more(self, p: Place) -> None:
-        if p.beyond and not p.lock.locked() and p.sink.queue.qsize() < paging.LOW and self.places.get(p.sink) is p:
+        if (p.beyond and not p.lock.locked() and p.sink.queue.qsize() < paging.LOW and _room(p.sink) > 0
+                and self.places.get(p.sink) is p):
             spawn(self.fill(p))
 
     async def rescan(self) -> None:
@@ -109,7 +110,7 @@ class Feed:
         """Read pages for device `p` while it has room for them (and in a rescan's pass, to where it was)."""
         async with p.lock:
             while p.beyond and self.places.get(p.sink) is p and (
-                    (forced := p.horizon < p.until) or p.sink.queue.qsize() < paging.LOW):
+                    (forced := p.horizon < p.until) or (p.sink.queue.qsize() < paging.LOW and _room(p.sink) > 0)):
                 n = paging.PAGE - (0 if forced else p.sink.queue.qsize())
                 after, mark = p.horizon, p.drops
                 rows = await self.read(after, n, False)
@@ -122,8 +123,22 @@ class Feed:
                 if p.unsure is not None:
                     self._confirm(p, rows, after, full)
                 fresh = [i for i in rows if self._owed(p, i)]
+                if not forced:  # as many as the device's bytes allow: the rest is read again after them
+                    fresh = self._fitting(p, fresh)
                 p.sink.backlog += len(fresh)
                 self._send(p, fresh)
+
+    @staticmethod
+    def _fitting(p: Place, fresh: list[Item]) -> list[Item]:
+        """The first of `fresh` that fit in the device's room for bytes (at least one); where they stop, the
+        device's horizon goes back to the last of them, so a page's later deliveries are read again."""
+        room = _room(p.sink)
+        for n, i in enumerate(fresh):
+            room -= len((i.message.get("text") or "").encode()) + 512  # (the rest of a frame: far less)
+            if room < 0 and n:
+                p.horizon, p.beyond = fresh[n - 1].id, True
+                return fresh[:n]
+        return fresh
 
     def _confirm(self, p: Place, rows: list[Item], after: int, full: bool) -> None:
         """A rescan's page covered ids (after, horizon] (or all above `after`): what was sent here in that range
@@ -135,3 +150,9 @@ class Feed:
                 p.sent.discard(x)
         if not p.beyond:
             p.unsure = None
+
+
+def _room(sink: Sink) -> float:
+    """Bytes the device may still be sent of its backlog (a sink that does not count them: no bound)."""
+    room = getattr(sink, "room", None)
+    return room() if room is not None else float("inf")

@@ -25,11 +25,12 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from ..ops import access, actions, auth, configure, guidance, queries
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
-from .. import protocol
+from .. import audit, protocol
 from ..core import Kind
 from ..writer.process import WriterGone
 from ..protocol import ErrorCode as E, frames, replies
-from .conn import Conn, Limits
+from .caps import AcceptErrors, Caps, raise_fd_limit
+from .conn import Conn, Limits, close_within
 from .delivery import Delivery, LocalDelivery
 from .fanout import Fanout
 from .feed import Feed
@@ -40,7 +41,8 @@ from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
 from .proxy import networks
 from ..metrics import Metrics
-from .signin import AuthLimiter, sign_in_keys
+from .rates import SendRate
+from .signin import AuthLimiter, Full, HashQueue, bucket, sign_in_keys
 from .transport import Deflate, HeardConnection
 
 log = logging.getLogger("ygg.net")
@@ -72,7 +74,8 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         self._server = None
         self._limiter = AuthLimiter(self.limits.auth_failures_per_address, self.limits.auth_failures_per_key,
                                     self.limits.auth_window)
-        self._hashing = asyncio.Semaphore(1)  # one argon2 check at a time (each takes ~64 MiB), off the reader
+        self._hashing = HashQueue(self.limits.hash_queue, self.limits.hash_queue_per_address)
+        self.send_rate = SendRate(self.limits.send_rate, self.limits.send_burst)
         self.issuer = Issuer(self.read)  # each agent wake goes out with its directive
         self._parties: dict[str, Any] = {}  # conversation -> the PartyView last published for it
         self._events_on: asyncio.Future | None = None  # the writer's sync after the events were turned on
@@ -89,11 +92,16 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         self.writer.start(asyncio.get_running_loop(), self.publish)
         await self.delivery.start()
         origins = [None, *self.limits.origins]
+        loop = asyncio.get_running_loop()
+        raise_fd_limit()
+        if not isinstance(loop.get_exception_handler(), AcceptErrors):
+            loop.set_exception_handler(AcceptErrors(loop))
+        caps = Caps(self.limits.connections_per_address, self.limits.connections, networks(self.limits.trusted_proxies))
         self._server = await serve(
             self.handler, host, port, max_size=self.limits.max_frame, open_timeout=self.limits.open_timeout,
             origins=origins, ping_interval=self.limits.ping_interval, ping_timeout=self.limits.ping_timeout,
             close_timeout=self.limits.close_timeout, process_request=self.http_request, logger=ws_log,
-            create_connection=HeardConnection, compression=None, extensions=[Deflate()], ssl=ssl,
+            create_connection=_counted(caps), compression=None, extensions=[Deflate()], ssl=ssl,
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
         return self._server
@@ -135,7 +143,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             if not await self._attach(conn):
                 await self._end(conn)
                 return
-            log.info("connection from %s: %s %s signed in", conn.address, conn.kind, conn.handle, extra=_who(conn))
+            log.info("connection from %s: %s %s signed in", conn.address, conn.kind, conn.handle, extra=_conn_fields(conn))
             watchdog = asyncio.ensure_future(self._idle(conn))  # one timer per connection, not one per frame
             try:
                 while True:
@@ -150,7 +158,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         finally:
             if conn.participant:
                 log.info("connection from %s: %s %s closed (%s)", conn.address, conn.kind, conn.handle,
-                         ws.close_code, extra=_who(conn))
+                         ws.close_code, extra=_conn_fields(conn))
             self._detach(conn)
             # let queued frames go out before the writer stops
             if ws.state.name == "OPEN":
@@ -170,7 +178,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             since = conn.waiting_since
             left = limit if since is None else max(since, conn.last_seen) + limit - time.monotonic()
             if left <= 0:
-                await conn.ws.close(1000, "idle")
+                await close_within(conn.ws, 1000, "idle", self.limits.close_timeout)
                 return
             await asyncio.sleep(left)
 
@@ -185,6 +193,8 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             return
         conn.ending = True
         expired = conn.expires_at <= self.clock()
+        audit.record("session_end", participant=conn.participant, address=conn.address,
+                     reason="expired" if expired else "ended")
         detail = EXPIRED if expired else await self.read(auth.ended, conn.participant)
         conn.push(protocol.error(ref, E.UNAUTHENTICATED, detail))
         await self._close(conn, 1008, "session expired" if expired else "session revoked")
@@ -195,7 +205,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             await asyncio.wait_for(conn.queue.join(), 1.0)
         except TimeoutError:
             pass
-        await conn.ws.close(code, reason)
+        await close_within(conn.ws, code, reason, self.limits.close_timeout)
 
     async def _authenticate(self, conn: Conn) -> bool:
         header = conn.ws.request.headers.get("Authorization", "") if conn.ws.request else ""
@@ -205,7 +215,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         try:
             raw = await asyncio.wait_for(conn.ws.recv(), self.limits.auth_timeout)
         except TimeoutError:
-            await conn.ws.close(1008, "authenticate first")
+            await close_within(conn.ws, 1008, "authenticate first", self.limits.close_timeout)
             return False
         while True:
             try:
@@ -232,17 +242,27 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         keys = sign_in_keys((conn.address,), frame)
         wait = self._limiter.retry_after(keys, time.monotonic())
         if wait > 0:  # too many failures from this address or for this credential: not even checked
+            audit.record("sign_in", outcome="limited", address=conn.address, **_who(frame),
+                         retry_after=math.ceil(wait))
             conn.push({**protocol.error(ref, E.UNAUTHENTICATED, "too many failed sign-ins; try again later"),
                        "retry_after": math.ceil(wait)})
             if quiet:
                 await self._close(conn, 1008, "unauthenticated")
             return False
         res = await self.read(auth.credentials, frame, self.clock())
+        tried = res.row[0] if isinstance(res, auth.Password) and res.row else None  # the person, if the handle is one
         if isinstance(res, auth.Password):  # a slow hash by design: not on the reader connection everyone queries
-            async with self._hashing:
-                res = await asyncio.to_thread(res.check)
+            try:
+                res = await self._hashing.run(bucket((conn.address,)), res.check)
+            except Full as e:  # not checked, not counted as a failure
+                audit.record("sign_in", outcome="busy", participant=tried, address=conn.address, **_who(frame),
+                             retry_after=e.retry_after)
+                conn.push({**protocol.error(ref, E.BUSY, "too many sign-ins are being checked; try again later"),
+                           "retry_after": e.retry_after})
+                return False
         if res is None:
             self._limiter.failed(keys, time.monotonic())
+            audit.record("sign_in", outcome="failed", participant=tried, address=conn.address, **_who(frame))
             still = f" (this connection stays signed in as {conn.handle})" if conn.participant else ""
             conn.push(protocol.error(ref, E.UNAUTHENTICATED, "those credentials are not valid" + still))
             if quiet:
@@ -263,6 +283,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
                 conn.push(protocol.error(ref, E.UNAUTHENTICATED, await self.read(auth.ended, pid)))
                 return False  # (`_attach` checks this for a new connection)
         conn.participant, conn.kind, conn.handle, conn.token, conn.expires_at = pid, kind, handle, token, expires
+        audit.record("sign_in", participant=pid, address=conn.address, **_who(frame), renewal=renew)
         if frame.prefetch is not None:
             conn.prefetch = frame.prefetch
         if kind == Kind.AGENT and (frame.directives is not UNSET or not renew):  # an agent's wakes carry their directive
@@ -485,9 +506,27 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             self.delivery.silences()
 
 
-def _who(conn: Conn) -> dict:
+def _conn_fields(conn: Conn) -> dict:
     """A connection line's fields (ygg_server/logs.py): where from, and who; never a credential."""
     return {"address": conn.address, "participant": conn.participant, "handle": conn.handle, "kind": str(conn.kind)}
+
+
+def _counted(caps: Caps):
+    """websockets' connection factory: our connections, counted by `caps`."""
+    def make(*args, **kw) -> HeardConnection:
+        c = HeardConnection(*args, **kw)
+        c.caps = caps
+        return c
+    return make
+
+
+def _who(frame: frames.Auth) -> dict:
+    """What an audit entry says of the credential tried: its kind, and an API key's id (its public part), never
+    a password, a key's secret or a token."""
+    if isinstance(frame.api_key, str):
+        return {"method": "api_key", "key_id": auth.key_id(frame.api_key)}
+    # (not the handle as typed: a password typed in the handle's field would be logged)
+    return {"method": "password" if frame.handle is not UNSET else "token"}
 
 
 def _guarded(guard: threading.Lock, fn, conn, *args):

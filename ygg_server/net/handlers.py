@@ -13,7 +13,8 @@ import time
 from ..core import Kind
 from ..ops import access, actions, queries
 from ..ops.refusals import Forbidden, NotFound
-from ..protocol import frames, replies
+from .. import protocol
+from ..protocol import ErrorCode as E, frames, replies
 
 
 class Handlers:
@@ -26,7 +27,11 @@ class Handlers:
     async def _op_whoami(self, conn, frame: frames.Whoami) -> dict:
         return replies.whoami(frame.ref, conn.participant, conn.handle, conn.kind)
 
-    def _send(self, conn, frame: frames.Send) -> asyncio.Future:
+    def _send(self, conn, frame: frames.Send) -> asyncio.Future | dict:
+        wait = self.send_rate.take(conn.participant, self.send_rate.cost(frame.text), time.monotonic())
+        if wait:  # faster than Limits.send_rate: not stored
+            return {**protocol.error(frame.ref, E.RATE_LIMITED, "sending too fast; try again later"),
+                    "retry_after": wait}
         return self.writer.submit("send", conn.participant, frame)
 
     def _ack(self, conn, frame: frames.Ack) -> asyncio.Future:

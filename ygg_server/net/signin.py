@@ -1,8 +1,13 @@
-"""Failed sign-ins, counted: a guessed password or key is tried a few times a minute at most (docs/security.md)."""
+"""Failed sign-ins, counted: a guessed password or key is tried a few times a minute at most; password checks
+queued, boundedly (docs/security.md)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+import asyncio
+import ipaddress
+import time
+from collections import Counter, OrderedDict, deque
+from typing import Callable, TypeVar
 
 from msgspec import UNSET
 
@@ -53,10 +58,66 @@ def sign_in_keys(peer, frame: frames.Auth) -> list[tuple[str, str]]:
     failure (a host whose agents all started together would otherwise lock itself out an hour later)."""
     if frame.api_key is UNSET and frame.handle is UNSET:
         return []
-    keys = [("addr", str(peer[0]) if peer else "?")]
+    keys = [("addr", bucket(peer))]
     key, handle = frame.api_key, frame.handle
     if isinstance(key, str) and key.startswith(auth.KEY_PREFIX + "_"):
         keys.append(("key", "k:" + key.split("_", 2)[1][:64]))
     elif isinstance(handle, str):
         keys.append(("key", "h:" + handle[:64]))
     return keys
+
+
+def bucket(peer) -> str:
+    """Who a remote address counts as: an IPv4 address, or an IPv6 address's /64 (one host is given a /64, and
+    would otherwise have 2**64 addresses to spread its guesses or its sockets over)."""
+    if not peer:
+        return "?"
+    try:
+        ip = ipaddress.ip_address(str(peer[0]).split("%", 1)[0])
+    except ValueError:
+        return str(peer[0])
+    if ip.version == 6:
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network((ip, 64), strict=False))
+    return str(ip)
+
+
+T = TypeVar("T")
+
+
+class Full(Exception):
+    """No room in the password-check queue: try again after `retry_after` seconds."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"retry after {retry_after} s")
+        self.retry_after = retry_after
+
+
+class HashQueue:
+    """argon2 checks, one at a time (each takes ~64 MiB), off the reader connection. At most `per_address` of
+    them wait or run for one remote address (`bucket`) and `size` in all: past that a sign-in is answered at
+    once (`Full`), so guesses sprayed from a few addresses keep a right password waiting a few checks at most,
+    not all of theirs."""
+
+    def __init__(self, size: int, per_address: int):
+        self.size, self.per_address = max(1, size), max(1, per_address)
+        self.waiting: Counter[str] = Counter()
+        self.slot = asyncio.Semaphore(1)
+        self.took = 0.2  # seconds the last check took (what retry_after estimates from)
+
+    async def run(self, address: str, check: Callable[[], T]) -> T:
+        if self.waiting[address] >= self.per_address or sum(self.waiting.values()) >= self.size:
+            raise Full(max(1, round(self.took * (sum(self.waiting.values()) + 1) + 0.5)))
+        self.waiting[address] += 1
+        try:
+            async with self.slot:
+                started = time.monotonic()
+                try:
+                    return await asyncio.to_thread(check)
+                finally:
+                    self.took = time.monotonic() - started
+        finally:
+            self.waiting[address] -= 1
+            if not self.waiting[address]:
+                del self.waiting[address]

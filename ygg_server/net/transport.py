@@ -1,6 +1,7 @@
 """How frames leave a connection: what the gateway changes in `websockets`' defaults.
 
 - A connection remembers when it last heard anything (presence counts pongs).
+- A connection past the caps (`net/caps.py`) is answered 503 and closed as it is accepted.
 - The frames a connection's writer has queued go out in one `transport.write` (one system call), not one each.
 - permessage-deflate leaves small messages uncompressed, as RFC 7692 allows per message (bit RSV1 unset):
   compressing a few hundred bytes of JSON costs more CPU than it saves on the wire. The threshold is the one
@@ -28,6 +29,26 @@ class HeardConnection(ServerConnection):
     the pong answering our keepalive ping included (seed 003 §26: offline "when nothing has been heard")."""
 
     heard: float = 0.0
+    caps = None  # the gateway's `net.caps.Caps`: counted in, or refused before the upgrade
+    _counted = None  # the peer it was counted for
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        if self.caps is None:
+            return
+        peer = transport.get_extra_info("peername")
+        refused = self.caps.admit(peer)
+        if refused is None:
+            self._counted = peer
+        else:
+            transport.write(self.caps.refusal(refused))
+            transport.close()
+
+    def connection_lost(self, exc) -> None:
+        if self._counted is not None:
+            self.caps.release(self._counted)
+            self._counted = None
+        super().connection_lost(exc)
 
     def process_event(self, event) -> None:
         self.heard = time.monotonic()

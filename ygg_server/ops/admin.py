@@ -16,7 +16,7 @@ import msgspec
 from . import auth, reach
 from .refusals import AdminError
 from ..protocol import names
-from .. import idempotency
+from .. import audit, idempotency
 from ..core import (PLANS, POOL, SYSTEM, Conversation, ConversationKind, Role, Unresolved, View, fund as core_fund,
                    general_id, plan_of)
 from ..store import loaders, writes
@@ -506,6 +506,7 @@ def revoke_agent(conn: sqlite3.Connection, ref: str) -> dict:
         aid = agent(conn, ref)
         conn.execute("UPDATE agents SET revoked = 1 WHERE id = ?", (aid,))
         conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
+    audit.record("agent_revoked", participant=aid)
     return {"id": aid, "revoked": True}
 
 
@@ -520,6 +521,7 @@ def rotate_key(conn: sqlite3.Connection, ref: str) -> dict:
             raise AdminError("unknown_agent", f"{name} is revoked: make a new agent")
         conn.execute("UPDATE agents SET key_id = ?, key_hash = ? WHERE id = ?", (key_id, key_hash, aid))
         conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
+    audit.record("key_rotated", participant=aid, key_id=key_id)
     return {"id": aid, "name": name, "api_key": key}
 
 

@@ -26,6 +26,9 @@ from ..protocol import frames
 from ..store import loaders, rows as codec
 
 MAX_PAGE = 200
+# bytes of stored messages one page holds at most (at least one message): with what a page adds to them (who
+# each woke, an agent's view), a page stays well within the frame clients accept (protocol.MAX_RESPONSE)
+PAGE_BYTES = protocol.MAX_RESPONSE // 2
 
 
 def _member(conn: sqlite3.Connection, ws: str, pid: str) -> tuple[str, bool]:
@@ -107,6 +110,8 @@ def history(conn, pid: str, f: frames.History, now: int) -> dict:
     rows = conn.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit + 1)).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
+    n = _fitting([b for _, b in rows])
+    more, rows = more or n < len(rows), rows[:n]
     messages = [protocol.message_obj(codec.decode_message(b)) for _, b in rows]
     if pid.startswith("agent."):  # agents see the history as agents see it (docs/rules.md, "What agents see")
         pv = loaders.party_views(conn, [(ws, cid)])[cid]
@@ -118,6 +123,16 @@ def history(conn, pid: str, f: frames.History, now: int) -> dict:
         "messages": messages,
         "cursor": messages[-1]["id"] if messages else None, "more": more, "conversation": cid,
     }
+
+
+def _fitting(bodies: list) -> int:
+    """How many of `bodies` (stored messages, in page order) fit in PAGE_BYTES: at least one."""
+    total = 0
+    for n, b in enumerate(bodies):
+        total += len(b)
+        if total > PAGE_BYTES and n:
+            return n
+    return len(bodies)
 
 
 def _woke(conn, seqs: list[int], ids: list[str]) -> dict[str, list[str]]:
@@ -167,12 +182,13 @@ def search_messages(conn, pid: str, f: frames.SearchMessages, now: int) -> dict:
             conn.execute("COMMIT")
     else:
         rows = conn.execute(sql, args).fetchall()
-    found = [codec.decode_message(b) for (b,) in rows]
+    n = _fitting([b for (b,) in rows])
+    found = [codec.decode_message(b) for (b,) in rows[:n]]
     messages = [protocol.message_obj(m) for m in found]
     if pid.startswith("agent."):  # agents see what they find as agents see it, as in history (docs/rules.md)
         pvs = loaders.party_views(conn, [(m.workspace, m.conversation) for m in found])
         messages = [protocol.for_agent(o, pvs[m.conversation]) for m, o in zip(found, messages)]
-    return {"messages": messages}
+    return {"messages": messages, "more": n < len(rows)}
 
 
 def list_workspaces(conn, pid: str, f: frames.ListWorkspaces) -> dict:

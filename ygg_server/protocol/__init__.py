@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from .decode import MAX_FRAME, BadFrame, decode
+from .decode import MAX_FRAME, MAX_RESPONSE, BadFrame, decode
 from .frames import CLIENT_OPS, ClientFrame, Frame
 from .ids import new_id
 from .posts import MAX_TEXT, to_post
@@ -23,7 +23,7 @@ from .times import from_iso, iso
 PRESENCE_TIMEOUT = 180.0  # seconds: an agent silent this long (no frame, no pong) counts as offline (issue 3)
 
 __all__ = [
-    "MAX_FRAME", "MAX_TEXT", "PRESENCE_TIMEOUT", "CLIENT_OPS", "BadFrame", "ClientFrame", "Frame", "decode",
+    "MAX_FRAME", "MAX_RESPONSE", "MAX_TEXT", "PRESENCE_TIMEOUT", "CLIENT_OPS", "BadFrame", "ClientFrame", "Frame", "decode",
     "to_post", "new_id", "iso", "from_iso", "encode", "encode_utf8", "error", "refused", "render", "reply", "results",
     "message_obj", "for_agent", "roster_for", "topic_obj", "ErrorCode",
 ]

@@ -16,6 +16,7 @@ import msgspec
 from .frames import BY_OP, HINTS, ClientFrame, Frame
 
 MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
+MAX_RESPONSE = 1 << 24  # bytes: the largest frame clients accept (client.py, docs/protocol.md); none is larger
 
 
 class BadFrame(Exception):

@@ -35,6 +35,8 @@ class ErrorCode(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
     UNAVAILABLE = "unavailable"
     INTERNAL = "internal"
+    BUSY = "busy"  # the server has no room for this now (a full password-check queue): `retry_after` seconds
+    RATE_LIMITED = "rate_limited"  # this participant sent faster than `Limits.send_rate`: `retry_after` seconds
 
 
 class _Result(msgspec.Struct, tag_field="result", frozen=True, gc=False):

@@ -11,7 +11,10 @@ byte for byte); it prints JSON Lines events, the answer being the last
 events carry failures.
 
 Both authenticate with the login session of the tool (no API key here). Each
-call is one fresh process in the agent's own working directory; a call that
+call is one fresh process in the agent's own working directory, with an explicit
+environment (`environment`: a few variables by name, the tool's own provider's,
+and the backend's `env`; never a value holding a Ygg key), and tools confined to
+that directory by default (docs/agents.md, "Prompt injection"); a call that
 runs past `timeout` is killed with its process group. Rate-limit failures are
 retried a bounded number of times with backoff. Our own tools (persona, send,
 corpus) are described in the prompt and requested through the JSON answer's
@@ -30,6 +33,26 @@ from typing import Any
 
 from ..types import TurnInput, TurnOutput, failed
 from .base import Backend, RetryPolicy, Sleep, parse_envelope
+
+# what a CLI backend's process is given of ours: these variables by name, those of its own provider (by prefix),
+# and the `env` it was configured with; nothing else (the agent's Ygg key, other providers' keys, our secrets)
+ALLOWED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
+               "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+               "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+               "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS")
+ALLOWED_PREFIXES = ("LC_",)
+YGG_KEY = re.compile(r"yggk_|yggs_")  # an API key's or a session token's prefix: such a value is never passed on
+
+
+def environment(provider: tuple[str, ...], extra: dict[str, str], source: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a CLI backend runs with: of `source` (ours), the ALLOWED_ENV names and the variables
+    beginning with ALLOWED_PREFIXES or the tool's own `provider` prefixes; then `extra`; never a Ygg key."""
+    source = os.environ if source is None else source
+    prefixes = ALLOWED_PREFIXES + provider
+    env = {k: v for k, v in source.items() if k in ALLOWED_ENV or k.startswith(prefixes)}
+    env.update(extra)
+    return {k: v for k, v in env.items() if not YGG_KEY.search(v)}
+
 
 _RATE = re.compile(r"rate.?limit|\b429\b|overloaded|\b529\b|too many requests", re.I)
 
@@ -50,8 +73,8 @@ def render_steps(inp: TurnInput) -> str:
 
 class _Process:
     def __init__(self, exe: str, *, timeout: float, retry: RetryPolicy | None, sleep: Sleep, cwd: str | None,
-                 env: dict[str, str] | None, extra_args: list[str] | None):
-        self.exe, self.timeout, self.cwd = exe, timeout, cwd
+                 env: dict[str, str] | None, extra_args: list[str] | None, provider: tuple[str, ...] = ()):
+        self.exe, self.timeout, self.cwd, self.provider = exe, timeout, cwd, provider
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
         self.env = env or {}
@@ -66,7 +89,7 @@ class _Process:
             os.makedirs(self.cwd, exist_ok=True)
         proc = await asyncio.create_subprocess_exec(
             path, *argv[1:], stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env={**os.environ, **self.env}, start_new_session=True,
+            stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=environment(self.provider, self.env), start_new_session=True,
         )
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), self.timeout)
@@ -110,6 +133,10 @@ def _tail(s: str, n: int = 300) -> str:
     return s[-n:] if s else ""
 
 
+# Claude Code's tools that reach beyond the working directory whatever its permission rules say
+CONFINED_OUT = ("Bash", "WebFetch", "WebSearch")
+
+
 class ClaudeCodeBackend(Backend):
     name = "claude-cli"
 
@@ -118,7 +145,8 @@ class ClaudeCodeBackend(Backend):
                  retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep, cwd: str | None = None,
                  env: dict[str, str] | None = None, extra_args: list[str] | None = None):
         self.model, self.allowed_tools, self.max_turns = model, allowed_tools, max_turns
-        self.proc = _Process(exe, timeout=timeout, retry=retry, sleep=sleep, cwd=cwd, env=env, extra_args=extra_args)
+        self.proc = _Process(exe, timeout=timeout, retry=retry, sleep=sleep, cwd=cwd, env=env, extra_args=extra_args,
+                             provider=("ANTHROPIC_", "CLAUDE_"))
 
     def argv(self, inp: TurnInput) -> list[str]:
         argv = [self.proc.exe, "-p", "--output-format", "json", "--system-prompt", inp.directive.system]
@@ -128,6 +156,8 @@ class ClaudeCodeBackend(Backend):
             argv += ["--max-turns", str(self.max_turns)]
         if self.allowed_tools:
             argv += ["--allowedTools", ",".join(self.allowed_tools)]
+        else:  # by default: nothing that asks (reads outside the working directory, edits) and no shell or web
+            argv += ["--permission-mode", "dontAsk", "--disallowedTools", ",".join(CONFINED_OUT)]
         return argv + self.proc.extra_args
 
     def prompt(self, inp: TurnInput) -> str:
@@ -171,7 +201,8 @@ class CodexBackend(Backend):
                  sandbox: str = "read-only", retry: RetryPolicy | None = None, sleep: Sleep = asyncio.sleep,
                  cwd: str | None = None, env: dict[str, str] | None = None, extra_args: list[str] | None = None):
         self.model, self.sandbox = model, sandbox
-        self.proc = _Process(exe, timeout=timeout, retry=retry, sleep=sleep, cwd=cwd, env=env, extra_args=extra_args)
+        self.proc = _Process(exe, timeout=timeout, retry=retry, sleep=sleep, cwd=cwd, env=env, extra_args=extra_args,
+                             provider=("OPENAI_", "CODEX_"))
 
     def argv(self, inp: TurnInput) -> list[str]:
         argv = [self.proc.exe, "exec", "--json", "--skip-git-repo-check", "--sandbox", self.sandbox]

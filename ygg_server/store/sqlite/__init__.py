@@ -25,9 +25,26 @@ def db_path(data_dir: str | os.PathLike) -> Path:
     return Path(data_dir) / "ygg.sqlite3"
 
 
+def private(path: str | os.PathLike) -> None:
+    """The data directory 0700 and the database's files 0600 (docs/security.md: at rest), made so or made so now.
+
+    The database file is made before SQLite opens it: SQLite gives its -wal and -shm files the database's mode."""
+    path = Path(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.parent.stat().st_uid == os.geteuid():
+        path.parent.chmod(0o700)
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    for f in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            f.chmod(0o600)
+        except FileNotFoundError:
+            pass
+
+
 def connect(path: str | os.PathLike) -> sqlite3.Connection:
     """A connection in autocommit mode; writers open transactions with BEGIN IMMEDIATE."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if str(path) != ":memory:":
+        private(path)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # durable across a killed process; see docs/architecture.md
