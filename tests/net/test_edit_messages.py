@@ -88,6 +88,11 @@ async def test_only_the_author_edits_or_deletes(team):
     r = await alice.request("edit_message", workspace=team.ws, message="no-such-id", text="x")
     assert r["op"] == "refused" and r["reason"] == "unknown_message", r
 
+    private = (await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="DM",
+                                to=["researcher"], text="between us"))["message"]["id"]
+    r = await bob.request("delete_message", workspace=team.ws, message=private)
+    assert r["op"] == "refused" and r["reason"] == "unknown_message", "a message one may not read: as no message"
+
     other = team.admin(admin.add_workspace, "other", "alice")["id"]
     r = await alice.request("delete_message", workspace=other, message=mid)
     assert r["op"] == "refused" and r["reason"] == "unknown_message", "asked in another workspace: not found there"

@@ -60,8 +60,9 @@ class Snapshot:
     paused: dict[tuple[str, str], list[Topic]] = field(default_factory=dict)
     agents: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)  # -> (id, profile json)
     due: list[Topic] = field(default_factory=list)  # topics whose timer is due (nudges, polls, auto-done)
-    # messages edited or deleted: id -> (the message as stored, its seq, everyone it was delivered to)
-    revised: dict[str, tuple[Message, int, tuple[str, ...]]] = field(default_factory=dict)
+    # messages edited or deleted: id -> (the message as stored, its seq, everyone it was delivered to, who may read
+    # its conversation: None for everyone in the workspace)
+    revised: dict[str, tuple[Message, int, tuple[str, ...], frozenset[str] | None]] = field(default_factory=dict)
     rescan: bool = False  # another connection changed the database: the gateway looks at everything again
 
     def directory(self, ws: Any) -> Directory:

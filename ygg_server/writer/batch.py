@@ -328,13 +328,13 @@ class Batch:
         if text is not None and len(text) > MAX_TEXT:
             return Failed(E.BAD_FRAME, f"text longer than {MAX_TEXT} characters")
         row = self.revised.get(mid) or self.snap.revised.get(mid)
-        if row is not None and row[0].workspace != ws:
-            row = None  # another workspace's message is answered like one that does not exist
-        found, seq, reached = row if row is not None else (None, 0, ())
+        if row is not None and (row[0].workspace != ws or (row[3] is not None and who not in row[3])):
+            row = None  # another workspace's message, or one the asker may not read: as one that does not exist
+        found, seq, reached, readers = row if row is not None else (None, 0, (), None)
         r = revise(found, who, text, reached, self.now, agent=directory.participants[who].kind == Kind.AGENT)
         if isinstance(r, Refusal):
             return Refused(r.reason, r.detail)
-        self.revised[mid] = (r.message, seq, reached)  # a second edit in this batch starts from this one
+        self.revised[mid] = (r.message, seq, reached, readers)  # a second edit in this batch starts from this one
         self.out.revisions.append((r, seq, self.now))
         return Revised(frame.op, r.message, r.deliveries)
 

@@ -48,7 +48,8 @@ from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, p
     run_captured, translate
 from .acks import Acks
 from .batch_sql import LOAD, WRITE
-from ..loaders import REACHED, REVISED_MESSAGE, fitness, load_directory, load_flags, org_of, settings  # (cold loads, through SyncConnection)
+from ..loaders import fitness, load_directory, load_flags, org_of, settings  # (cold loads, through SyncConnection)
+from ..loaders import READERS, REACHED, REVISED_MESSAGE, readers as conversation_readers
 from ..rows import Stored, conversation, decode_message, decode_topic, encode_topic, party_json, waits_funds
 
 log = logging.getLogger("ygg.writer")
@@ -329,8 +330,10 @@ class PgStore:
         for mid in ids:
             row = await self.conn.fetchrow(translate(REVISED_MESSAGE)[0] + " FOR UPDATE", mid)
             if row is not None:
+                m = decode_message(row[1])
                 reached = tuple(r[0] for r in await self.conn.fetch(translate(REACHED)[0], row[0]))
-                out[mid] = (decode_message(row[1]), row[0], reached)
+                conv = await self.conn.fetchrow(translate(READERS)[0], m.conversation)
+                out[mid] = (m, row[0], reached, conversation_readers(conv))
         return out
 
     async def _revise(self, outcome) -> None:
