@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -62,6 +63,7 @@ async def test_an_author_edits_and_the_older_text_stays_readable(team):
     woke = await _until(researcher, lambda d: d["message"]["id"] == nxt["message"]["id"])
     seen = [(c["id"], c["text"], c.get("version")) for c in woke["context"]]
     assert (mid, "deploy on Wednesday", 1) in seen, "the correction is in the context of its next wake"
+    assert "edited by its author, version 1" in json.dumps(woke.get("directive")), "and its directive says so"
 
     r = await alice.call("edit_message", workspace=team.ws, message=mid, text="deploy on Thursday")
     assert r["message"]["version"] == 2
