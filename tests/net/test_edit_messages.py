@@ -180,3 +180,23 @@ async def test_an_edit_is_found_by_its_new_text_only(team):
     await alice.call("edit_message", workspace=team.ws, message=mid, text="the quick brown fox")
     assert (await alice.call("search_messages", workspace=team.ws, query="brwn"))["messages"] == []
     assert [m["id"] for m in (await alice.call("search_messages", workspace=team.ws, query="brown"))["messages"]] == [mid]
+
+
+@pytest.mark.backends("postgres")
+async def test_an_edit_on_one_node_reaches_people_on_another(team):
+    """Several nodes on one database (docs/architecture.md): an edit decided on node A is announced to node B like
+    a send (NOTIFY at COMMIT), and bob, connected there, gets the correction; an edit of the same message on B
+    then starts from A's version (the message's row is locked while an edit is decided)."""
+    other = await team.node()
+    alice = await team.person("alice")
+    bob = await team.person("bob", url=f"ws://127.0.0.1:{other.port}/")
+    alice_b = await team.person("alice", url=f"ws://127.0.0.1:{other.port}/")
+    mid = (await alice.send(workspace=team.ws, topic="new", title="Nodes", to=["@bob"], text="from A"))["message"]["id"]
+    await _until(bob, lambda d: d["message"]["id"] == mid)
+    await alice.call("edit_message", workspace=team.ws, message=mid, text="from A, edited")
+    d = await _until(bob, lambda d: d["message"]["id"] == mid)
+    assert d["reason"] == "message_edited" and d["message"]["text"] == "from A, edited"
+    r = await alice_b.call("edit_message", workspace=team.ws, message=mid, text="from B, edited")
+    assert r["message"]["version"] == 2
+    versions = (await bob.call("message_versions", workspace=team.ws, message=mid))["versions"]
+    assert [v["text"] for v in versions] == ["from A", "from A, edited", "from B, edited"]
