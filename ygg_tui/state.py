@@ -530,7 +530,9 @@ class Store:
             ch = Change()
             msg = frame["message"]
             self._take_message(msg, ch)
-            self._deliveries(msg["id"], frame.get("deliveries") or [])
+            told = frame.get("deliveries") or []
+            if not any(d.get("reason") in REVISIONS for d in told):  # (a correction's: who the message woke stays)
+                self._deliveries(msg["id"], told)
             ch.monitor.append(frame)
             return ch
         return Change()

@@ -99,3 +99,32 @@ async def test_search_finds_word_starts_and_shows_the_topic_and_the_hit(team):
         assert snippet.startswith("…") and snippet.endswith("…")
         assert all(w in ("…", *"some words before the deployment of green build went well, and more after".split())
                    for w in snippet.strip("…").split()), "cut on word boundaries"
+
+
+async def test_the_operator_feed_shows_an_edit_in_place_and_its_versions(team):
+    """The operator view (monitor) of a direct conversation alice is not in: bob's correction is drawn where the
+    message was, who it woke still shown, and v shows its versions there too."""
+    from ygg_tui.screens.operator import OperatorScreen
+    from ygg_tui.widgets.message_list import MessageList
+
+    bob = await team.person("bob")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.messages.focus()
+        await pilot.press("o")
+        await wait_for(pilot, lambda: isinstance(app.screen, OperatorScreen) and app.screen.ready, what="operator")
+        op = app.screen
+        sent = await bob.send(workspace=team.ws, conversation="dm:reviewer", topic="new", title="Bob's question",
+                              type="request", to=["reviewer"], text="Reviewer, a quick one?")
+        feed = op.query_one("#op-feed", MessageList)
+        await wait_text(pilot, "Reviewer, a quick one?", "⚡ woke reviewer")
+        await bob.call("edit_message", workspace=team.ws, message=sent["message"]["id"], text="Reviewer, two quick ones?")
+        await wait_text(pilot, "Reviewer, two quick ones?", "(edited)", "⚡ woke reviewer")
+        feed.focus()
+        assert feed.select_id(sent["message"]["id"])
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, VersionsScreen), what="the versions")
+        await wait_text(pilot, "Reviewer, a quick one?", "Reviewer, two quick ones?")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is op and app.focused is feed, what="back to the feed")

@@ -94,7 +94,7 @@ class VersionsScreen(ModalScreen[None]):
 
 
 class ReviseActions:
-    """The main screen's side of e, d and v (a mixin of MainScreen)."""
+    """A screen's side of e, d and v on its message list (a mixin of MainScreen and OperatorScreen: `store`)."""
 
     def on_revise(self, event: Revise) -> None:
         event.stop()
@@ -111,6 +111,7 @@ class ReviseActions:
 
     @work(group="revise", exit_on_error=False)
     async def revise(self, m: dict, how: str) -> None:
+        back = self.focused  # (the message list it was asked from: main's, or the operator's feed)
         if how == "edit":
             text = await self.app.push_screen_wait(EditScreen(m.get("text") or ""))
             if text is None:
@@ -127,15 +128,18 @@ class ReviseActions:
         else:
             self.notify(f"{reply.get('detail') or reply.get('reason') or reply.get('code')}", severity="error",
                         title=f"refused: {reply.get('reason') or reply.get('code')}")
-        self.messages.focus()
+        if back is not None:
+            back.focus()
 
     @work(group="revise", exit_on_error=False)
     async def show_versions(self, m: dict) -> None:
         from ..widgets.message_list import clock
 
+        back = self.focused
         reply = await self.app.session.revise("message_versions", workspace=m["workspace"], message=m["id"])
         if "versions" not in reply:
             self.notify(str(reply.get("detail") or reply.get("code")), severity="error", title="versions")
             return
         await self.app.push_screen_wait(VersionsScreen(reply["versions"], clock))
-        self.messages.focus()
+        if back is not None:
+            back.focus()
