@@ -161,11 +161,10 @@ class OperatorScreen(ReviseActions, Screen):
             self._dirty |= {"topics", "agents", "feed-title"}
         if ch.topics:
             self._dirty.add("topics")
-        if self.ready:  # edited or deleted: drawn again in place
+        if self.ready:  # edited or deleted: drawn again in place (the feed may hold what the store's threads do not)
             feed = self.query_one("#op-feed", MessageList)
-            for msgs in ch.revised.values():
-                for m in msgs:
-                    feed.replace(m)
+            for m in [*(m for msgs in ch.revised.values() for m in msgs), *(f["message"] for f in ch.monitor)]:
+                feed.replace(m)
         if self.workspace in ch.unknown_conversations or self.workspace in ch.conversations:
             self._reload_conversations()
         if self.workspace in ch.balances:

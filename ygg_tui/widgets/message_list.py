@@ -28,6 +28,7 @@ from textual.strip import Strip
 
 from ..keymap import bind
 from ..messages import LoadOlder, ReachedEnd, ReplyTo, Revise
+from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
@@ -247,9 +248,10 @@ class MessageList(ScrollView, can_focus=True):
         self.refresh()
 
     def replace(self, msg: dict) -> None:
-        """A message shown here, edited or deleted since: drawn again as it is now, in place."""
+        """A message shown here, edited or deleted since: drawn again as it is now, in place (an older copy, come
+        late, changes nothing)."""
         i = self._index.get(msg["id"])
-        if i is None:
+        if i is None or not newer_revision(msg, self._msgs[i]):
             return
         follow = self._follow or self.is_at_end()
         self._msgs[i] = msg
