@@ -67,6 +67,8 @@ async def test_an_author_edits_and_the_older_text_stays_readable(team):
 
     r = await alice.call("edit_message", workspace=team.ws, message=mid, text="deploy on Thursday")
     assert r["message"]["version"] == 2
+    again = await alice.call("edit_message", workspace=team.ws, message=mid, text="deploy on Thursday")
+    assert again["message"]["version"] == 2 and again["deliveries"] == [], "the same edit again changes nothing"
     page = await bob.call("history", workspace=team.ws, conversation="general", topic=sent["message"]["topic"])
     shown = next(m for m in page["messages"] if m["id"] == mid)
     assert shown["text"] == "deploy on Thursday" and shown["version"] == 2
@@ -94,6 +96,9 @@ async def test_only_the_author_edits_or_deletes(team):
                                 to=["researcher"], text="between us"))["message"]["id"]
     r = await bob.request("delete_message", workspace=team.ws, message=private)
     assert r["op"] == "refused" and r["reason"] == "unknown_message", "a message one may not read: as no message"
+    for mid_ in (private, "no-such-id"):
+        r = await bob.request("message_versions", workspace=team.ws, message=mid_)
+        assert r["op"] == "error" and r["code"] == "not_found", r
 
     other = team.admin(admin.add_workspace, "other", "alice")["id"]
     r = await alice.request("delete_message", workspace=other, message=mid)

@@ -1,5 +1,6 @@
 """Editing and deleting one's own message (pure): who may, what the message becomes, who is told.
 
+- An edit to the text it has already changes nothing (so an edit sent again is harmless).
 - Only its author edits or deletes a message (`not_author` otherwise); a deleted one stays deleted.
 - An edit keeps the older text as a version (the store writes `before`'s text into message_versions); a delete
   takes the text away, the older versions' too: "deleted" is what everyone sees.
@@ -38,6 +39,8 @@ def revise(found: Message | None, who: str, text: str | None, reached: tuple[str
         return Refusal(R.NOT_AUTHOR, "only a message's author edits or deletes it")
     if found.deleted:
         return Refusal(R.MESSAGE_DELETED, "this message was deleted")
+    if text == found.text:  # (an edit sent again after a lost answer: nothing more to keep or tell)
+        return Revision(found, found)
     if text is not None:
         if found.version >= MAX_EDITS:
             return Refusal(R.EDIT_LIMIT, f"a message is edited at most {MAX_EDITS} times")

@@ -334,6 +334,8 @@ class Batch:
         r = revise(found, who, text, reached, self.now, agent=directory.participants[who].kind == Kind.AGENT)
         if isinstance(r, Refusal):
             return Refused(r.reason, r.detail)
+        if r.message is r.before:  # the same text again: nothing to write
+            return Revised(frame.op, r.message)
         self.revised[mid] = (r.message, seq, reached, readers)  # a second edit in this batch starts from this one
         self.out.revisions.append((r, seq, self.now))
         return Revised(frame.op, r.message, r.deliveries)
