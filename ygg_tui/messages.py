@@ -63,3 +63,11 @@ class SignedIn(Message):
     url: str
     handle: str
     password: str
+
+
+@dataclass
+class Revise(Message):
+    """The selected message, to edit, delete or show the versions of (`how`: "edit", "delete", "versions")."""
+
+    message: dict
+    how: str

@@ -171,6 +171,13 @@ class Session:
         except (ConnectionError, asyncio.TimeoutError, AttributeError):
             return {"op": "refused", "reason": "offline", "detail": ""}
 
+    async def revise(self, op: str, **fields) -> dict:
+        """edit_message, delete_message or message_versions: the answer, or the refusal or error as it came."""
+        try:
+            return await self.client.request(op, **fields)
+        except (ConnectionError, asyncio.TimeoutError, AttributeError):
+            return {"op": "error", "code": "offline", "detail": "the server could not be reached"}
+
     async def search(self, ws: str, query: str) -> list[dict]:
         reply = await self.call("search_messages", workspace=ws, query=query)
         return reply.get("messages", [])

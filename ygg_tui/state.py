@@ -17,6 +17,14 @@ from itertools import count
 from .words import printable, topic_status
 
 SYSTEM = "system.ygg"
+REVISIONS = ("message_edited", "message_deleted")  # a delivery's reason: a message shown again as it is now
+
+
+def newer_revision(new: dict, old: dict) -> bool:
+    """Whether `new` is a later edit (or the delete) of the message `old` is a copy of."""
+    if old.get("deleted"):
+        return False
+    return bool(new.get("deleted")) or (new.get("version") or 0) > (old.get("version") or 0)
 
 
 def _drawable(msg: dict) -> None:
@@ -57,8 +65,22 @@ class Thread:
         self.version += 1
         return True
 
+    def revise(self, msg: dict) -> bool:
+        """A message here edited or deleted since (`newer_revision`): its copy replaced, in place."""
+        for i, old in enumerate(self.messages):
+            if old["id"] == msg["id"]:
+                if not newer_revision(msg, old):
+                    return False
+                self.messages[i] = msg
+                self.version += 1
+                return True
+        return False
+
     def add_page(self, page: list[dict], cursor: int | None, more: bool) -> int:
         """A history page (newest first). Returns how many messages went in before the old first one."""
+        for m in page:
+            if m["id"] in self.ids:
+                self.revise(m)
         fresh = [m for m in reversed(page) if m["id"] not in self.ids]
         if self.topic is None:
             fresh = [m for m in fresh if not m.get("topic")]
@@ -134,11 +156,13 @@ class Change:
     members: dict[str, tuple[list[str], list[str], list[str]]] = field(default_factory=dict)
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
     called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
+    revised: dict[str, list[dict]] = field(default_factory=dict)  # thread key -> its messages edited or deleted
+    acks: list[int] = field(default_factory=list)  # deliveries to ack at once (a correction is not news to read)
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed or self.called)
+                    or self.narrowed or self.called or self.revised or self.acks)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -156,6 +180,9 @@ class Change:
             for mine, theirs in zip(self.members.setdefault(ws, ([], [], [])), moved):
                 mine += theirs
         self.narrowed.update(other.narrowed)
+        for k, v in other.revised.items():
+            self.revised.setdefault(k, []).extend(v)
+        self.acks += other.acks
 
 
 class Store:
@@ -384,6 +411,8 @@ class Store:
             if msg.get("notice") == "funding_request":
                 self._funding_notice(msg, ch)
             return True
+        if th.revise(msg):
+            ch.revised.setdefault(th.key, []).append(msg)
         return False
 
     def _funding_notice(self, msg: dict, ch: Change) -> None:
@@ -408,6 +437,9 @@ class Store:
                 woke = self.woke.setdefault(msg["id"], [])
                 if self.my_id and self.my_id not in woke:
                     woke.append(self.my_id)
+            if f.get("reason") in REVISIONS:  # shown in place: acked, never counted unread
+                ch.acks.append(f["id"])
+                continue
             if f["id"] in self.acked or msg["id"] in self.unread:
                 continue
             key = thread_key(msg["conversation"], msg.get("topic"))
@@ -426,6 +458,13 @@ class Store:
             return ch
         self._take_message(msg, ch)
         self._deliveries(msg["id"], reply.get("deliveries") or [])
+        return ch
+
+    def apply_revised(self, reply: dict) -> Change:
+        """Our own `edit_message` / `delete_message` answer: the message as it is now, shown in place."""
+        ch = Change()
+        if reply.get("message"):
+            self._take_message(reply["message"], ch)
         return ch
 
     def _deliveries(self, mid: str, deliveries: list[dict]) -> None:
@@ -491,7 +530,9 @@ class Store:
             ch = Change()
             msg = frame["message"]
             self._take_message(msg, ch)
-            self._deliveries(msg["id"], frame.get("deliveries") or [])
+            told = frame.get("deliveries") or []
+            if not any(d.get("reason") in REVISIONS for d in told):  # (a correction's: who the message woke stays)
+                self._deliveries(msg["id"], told)
             ch.monitor.append(frame)
             return ch
         return Change()

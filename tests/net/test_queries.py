@@ -94,8 +94,9 @@ async def test_search_finds_text_the_asker_may_read(team):
 
     assert await found(alice, "albatross") == [secret["message"]["id"], b["message"]["id"], a["message"]["id"]]
     assert await found(bob, "albatross") == [b["message"]["id"], a["message"]["id"]], "not another's DM"
-    assert await found(alice, "glides over") == [a["message"]["id"]]
-    assert await found(alice, "ocean glides") == []  # a phrase, in order
+    assert await found(alice, '"glides over"') == [a["message"]["id"]]
+    assert await found(alice, '"ocean glides"') == []  # a quoted phrase, in order
+    assert await found(alice, "ocean glides") == [a["message"]["id"]]  # bare words: each anywhere
     assert await found(alice, 'quote" OR "x') == [] and await found(alice, "penguin") == []
     researcher = await team.client(api_key=team.keys["researcher"])
     assert await found(researcher, "private") == [secret["message"]["id"]]

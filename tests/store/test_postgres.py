@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from ygg_server.clock import now_us
-from ygg_server.ops import admin, queries
+from ygg_server.ops import admin, queries, search
 from ygg_server.core import general_id
 from ygg_server.net.gateway import Limits
 from ygg_server.protocol import frames
@@ -31,10 +31,11 @@ pytestmark = pytest.mark.backends("postgres")
 
 
 def test_each_statement_replaced_whole_still_matches_its_source():
-    """postgres.OVERRIDES replaces statements of loaders.py and queries.py by their text: an edit there must show."""
-    source = pg._norm(inspect.getsource(loaders) + inspect.getsource(queries))
+    """postgres.OVERRIDES replaces statements of loaders.py, queries.py and search.py by their text: an edit there
+    must show."""
+    source = pg._norm(inspect.getsource(loaders) + inspect.getsource(queries) + inspect.getsource(search))
     for sql in pg.OVERRIDES:
-        assert sql in source, f"no longer in loaders.py/queries.py: {sql[:80]}…"
+        assert sql in source, f"no longer in loaders.py/queries.py/search.py: {sql[:80]}…"
 
 
 async def test_the_schema_has_every_table_and_column_of_sqlite(pg_url):

@@ -33,8 +33,11 @@ def test_the_old_steps_kept_are_those_main_ran():
 def test_each_version_runs_what_it_has_not_run():
     old_sqlite = [legacy.SQLITE[n - 1] for n in range(6, 12)]
     assert schema.pending("sqlite", 0) == [(schema.latest(), schema.create("sqlite"))]
-    assert schema.pending("sqlite", 5) == [(schema.BASELINE, old_sqlite)]
-    assert schema.pending("sqlite", 11) == schema.pending("postgres", 9) == [(schema.BASELINE, [])]
+    steps = {d: [(schema.BASELINE + i + 1, list(getattr(s, d))) for i, s in enumerate(schema.STEPS)]
+             for d in schema.DIALECTS}  # (the steps after the baseline, each dialect's)
+    assert schema.pending("sqlite", 5) == [(schema.BASELINE, old_sqlite), *steps["sqlite"]]
+    assert schema.pending("sqlite", 11) == [(schema.BASELINE, []), *steps["sqlite"]]
+    assert schema.pending("postgres", 9) == [(schema.BASELINE, []), *steps["postgres"]]
     assert schema.pending("postgres", schema.latest()) == schema.pending("postgres", 99) == []
     with pytest.raises(ValueError):
         schema.pending("postgres", 10)  # (PostgreSQL's old list stopped at 9)

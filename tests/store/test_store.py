@@ -118,7 +118,7 @@ async def test_history_search_and_topics_read_the_same(team):
     assert rest["messages"][-1]["woke"] == [first["deliveries"][0]["to"]]
     found = await alice.call("search_messages", workspace=team.ws, query="quick brown")
     assert [m["text"] for m in found["messages"]] == ["The quick brown fox"]
-    assert (await alice.call("search_messages", workspace=team.ws, query="brown quick"))["messages"] == []
+    assert (await alice.call("search_messages", workspace=team.ws, query='"brown quick"'))["messages"] == []
     topics = (await alice.call("list_topics", workspace=team.ws))["topics"]
     assert [t["title"] for t in topics] == ["Plans"]
     t = (await alice.call("topic", workspace=team.ws, topic=topic))["topic"]

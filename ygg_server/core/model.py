@@ -193,6 +193,9 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     malformed: bool = False
     handoff: bool = False  # a request handing the conversation to one colleague (seed 004)
     assignment: Assignment | None = None  # a request to a capability: who scored what (seed 003 §14)
+    version: int = 0  # how many times its author edited it (core/revise.py); the older texts are kept apart
+    edited_at: int | None = None  # when it was last edited or deleted
+    deleted: bool = False  # its author deleted it: its text is gone
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):

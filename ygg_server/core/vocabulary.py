@@ -69,6 +69,11 @@ class RefusalReason(StrEnum):
     LAST_PARTICIPANT = "last_participant"
     BAD_HANDOFF = "bad_handoff"
     NO_ELIGIBLE_AGENT = "no_eligible_agent"  # a request to a capability no agent here declares (seed 003 §14)
+    # editing and deleting one's own messages (core/revise.py)
+    UNKNOWN_MESSAGE = "unknown_message"
+    NOT_AUTHOR = "not_author"  # only a message's author edits or deletes it
+    MESSAGE_DELETED = "message_deleted"  # a deleted message is not edited or deleted again
+    EDIT_LIMIT = "edit_limit"  # too many edits, or an agent's edit longer than the credits it paid for
 
 
 class ContextReason(StrEnum):
@@ -85,6 +90,9 @@ class ContextReason(StrEnum):
     NOT_ADDRESSED = "not_addressed"  # another agent has the turn on a person's message
     HOP_LIMIT = "hop_limit"  # the person's message bought no more agent-to-agent hops
     THROTTLED = "throttled"  # too many agent messages in a row without a person
+    # a message's correction, delivered to those it reached: context, never a wake (core/revise.py)
+    MESSAGE_EDITED = "message_edited"
+    MESSAGE_DELETED = "message_deleted"
 
 
 class Notice(StrEnum):

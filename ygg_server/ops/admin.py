@@ -380,6 +380,8 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
             sqlite.unindex_workspace(conn, ws)
         conn.execute(f"DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE {loaders.IN_WORKSPACE})",
                      (ws,))
+        conn.execute("DELETE FROM message_versions WHERE message IN "
+                     f"(SELECT id FROM messages WHERE {loaders.IN_WORKSPACE})", (ws,))  # (their older texts)
         idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         reach.unpin(conn, ws)  # (an agent pinned there alone stays in no workspace)
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)

@@ -199,6 +199,10 @@ def render_line(m: dict, name) -> str:
         bits.append("handoff")
     if m.get("in_reply_to"):
         bits.append("in reply to " + m["in_reply_to"])
+    if m.get("deleted"):
+        bits.append("deleted by its author")
+    elif m.get("version"):
+        bits.append(f"edited by its author, version {m['version']}: this text replaces the earlier one")
     return f"- [{m.get('id')}] {name(m.get('author'))} → {to} ({', '.join(bits)}): " + (m.get("text") or "").strip()
 
 

@@ -147,48 +147,24 @@ def _woke(conn, seqs: list[int], ids: list[str]) -> dict[str, list[str]]:
     return woke
 
 
-def search_messages(conn, pid: str, f: frames.SearchMessages, now: int) -> dict:
+def message_versions(conn, pid: str, f: frames.MessageVersions, now: int) -> dict:
+    """A message's texts, oldest first, the current last (edit_message keeps each older one); a deleted message's
+    are gone. Readable by whoever may read the message (as `history`)."""
     ws = f.workspace
     _, monitor = _member(conn, ws, pid)
-    if not receives(conn, ws, pid):
-        raise Forbidden
-    q = f.query
-    if not isinstance(q, str) or not q.strip():
-        return {"messages": []}
-    phrase = '"' + q.replace('"', '""') + '"'
-    floor, limit = _history_floor(conn, ws, now), _limit(f.limit)
-    # what the asker may read is chosen in the query, so a page is full whenever enough matches exist:
-    # a monitor everything; anyone else General, groups, and the direct conversations it is in (_visible).
-    # The index's matches are walked newest first (CROSS JOIN keeps it the outer loop), so a page stops
-    # early however common the phrase, and a rare one reads only its matches.
-    sql = """SELECT m.body FROM messages_fts f CROSS JOIN messages m ON m.seq = f.rowid
-           WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
-           AND (? OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = ?
-                AND (c.kind IN ('general', 'group') OR c.members LIKE ?)))
-           ORDER BY f.rowid DESC LIMIT ?"""
-    args = [phrase, ws, floor, monitor, ws, '%' + msgspec.json.encode(pid).decode() + '%', limit]
-    if isinstance(conn, sqlite3.Connection):
-        # the newest messages may not be indexed yet (the writer indexes in chunks): they are matched in a
-        # table of this connection's (store/sqlite.search_tail), all newer than the indexed ones, so they come first
-        from ..store import sqlite  # (here: PostgreSQL's path never loads the SQLite store)
-
-        conn.execute("BEGIN")
-        try:
-            sqlite.search_tail(conn, ws, floor)
-            rows = conn.execute(sql.replace("messages_fts", "messages_tail"), args).fetchall()
-            if len(rows) < limit:
-                rows += conn.execute(sql, args[:-1] + [limit - len(rows)]).fetchall()
-        finally:
-            conn.execute("COMMIT")
-    else:
-        rows = conn.execute(sql, args).fetchall()
-    n = _fitting([b for (b,) in rows])
-    found = [codec.decode_message(b) for (b,) in rows[:n]]
-    messages = [protocol.message_obj(m) for m in found]
-    if pid.startswith("agent."):  # agents see what they find as agents see it, as in history (docs/rules.md)
-        pvs = loaders.party_views(conn, [(m.workspace, m.conversation) for m in found])
-        messages = [protocol.for_agent(o, pvs[m.conversation]) for m, o in zip(found, messages)]
-    return {"messages": messages, "more": n < len(rows)}
+    row = conn.execute("SELECT body FROM messages WHERE id = ? AND workspace = ? AND created_at >= ?",
+                       (f.message, ws, _history_floor(conn, ws, now))).fetchone()
+    if row is None:
+        raise NotFound
+    m = codec.decode_message(row[0])
+    visible = _visible(conn, ws, pid, monitor)
+    if visible is not None and m.conversation not in visible:
+        raise NotFound
+    older = conn.execute("SELECT version, text, created_at FROM message_versions WHERE message = ? ORDER BY version",
+                         (m.id,)).fetchall()
+    versions = [{"version": v, "text": t, "at": protocol.iso(at)} for v, t, at in older]
+    versions.append({"version": m.version, "text": m.text, "at": protocol.iso(m.edited_at or m.created_at)})
+    return {"message": protocol.message_obj(m), "versions": versions}
 
 
 def list_workspaces(conn, pid: str, f: frames.ListWorkspaces) -> dict:
@@ -402,11 +378,13 @@ def unacked(conn, pid: str, after: int, n: int, wakes: bool) -> list[tuple]:
     return [(i, bool(w), r, protocol.message_obj(m), views.get(m.conversation)) for i, w, r, m in msgs]
 
 
+from .search import search_messages  # noqa: E402 (its module reads the helpers above)
+
 QUERIES = {
     "list_groups": list_groups, "list_orgs": list_orgs,
     "history": history, "search_messages": search_messages, "list_workspaces": list_workspaces,
     "list_joinable": list_joinable,
     "list_members": list_members, "list_agents": list_agents, "list_conversations": list_conversations,
-    "list_topics": list_topics, "topic": topic, "balances": balances,
+    "list_topics": list_topics, "topic": topic, "balances": balances, "message_versions": message_versions,
 }
-TIMED = frozenset({"history", "search_messages", "list_orgs"})  # the queries that take the time
+TIMED = frozenset({"history", "search_messages", "list_orgs", "message_versions"})  # the queries that take the time

@@ -99,6 +99,19 @@ class Fund(InWorkspace, tag="fund"):
         return POOL if self.pool is True else self.agent
 
 
+class EditMessage(InWorkspace, tag="edit_message"):
+    """One's own message, its text replaced (the older kept as a version, `message_versions`)."""
+
+    message: ShortText
+    text: str
+
+
+class DeleteMessage(InWorkspace, tag="delete_message"):
+    """One's own message, its text taken away: it shows as deleted to everyone."""
+
+    message: ShortText
+
+
 class SetBudget(InWorkspace, tag="set_budget"):
     topic: str
     budget: Any = None  # credits, or null for none; the writer refuses anything else (`bad_amount`)
@@ -116,6 +129,10 @@ class History(InWorkspace, tag="history"):
 class SearchMessages(InWorkspace, tag="search_messages"):
     query: Any = None  # anything but text finds nothing
     limit: Any = None
+
+
+class MessageVersions(InWorkspace, tag="message_versions"):
+    message: ShortText
 
 
 class ListTopics(InWorkspace, tag="list_topics"):
@@ -361,6 +378,7 @@ ClientFrame = Union[
     LeaveWorkspace, JoinWorkspace, DeleteWorkspace, SetRestricted, SetPermissions, AddAgent, RevokeAgent, RotateKey,
     AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting, GetPersona,
     SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins,
+    SetPersona, GetRulebook, SetRulebook, EditMessage, DeleteMessage, MessageVersions,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)
@@ -394,4 +412,6 @@ HINTS = {
     "capability": "capability is a capability agents declare",
     "key": "key is a setting's name",
     "workspaces": "workspaces is a list of workspace ids, or null to unpin",
+    "message": "message is a message id",
+    "text": "text is the message's new text",
 }

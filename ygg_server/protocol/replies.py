@@ -43,6 +43,12 @@ def message_obj(m: Message) -> dict:
         out["handoff"] = True
     if m.assignment is not None:
         out["assignment"] = explain(m.assignment)
+    if m.version:
+        out["version"] = m.version
+    if m.edited_at is not None:
+        out["edited_at"] = iso(m.edited_at)
+    if m.deleted:
+        out["deleted"] = True
     return out
 
 
@@ -140,6 +146,8 @@ _RENDER = {
     r.ProfileSet: lambda ref, x: {"op": "set_profile", "ref": ref, "agent": x.agent, "profile": profile_obj(x.profile)},
     r.SettingSet: lambda ref, x: {"op": "set_setting", "ref": ref, "workspace": x.workspace, "key": x.key,
                                   "value": x.value},
+    r.Revised: lambda ref, x: {"op": x.op, "ref": ref, "message": message_obj(x.message),
+                               "deliveries": deliveries_obj(x.deliveries)},
     r.Acked: lambda ref, x: {"op": "acked", "ref": ref, "ids": x.ids},
 }
 

@@ -102,13 +102,22 @@ class SettingSet(_Result, tag="set_setting"):
     value: Any  # as the frame gave it, checked against the setting
 
 
+class Revised(_Result, tag="revised"):
+    """edit_message / delete_message (`op`): the message as it is now, and who was told (context, never a wake)."""
+
+    op: str
+    message: Message
+    deliveries: tuple[Delivery, ...] = ()
+
+
 class Acked(_Result, tag="acked"):
     """The ids the ack retired, in the order asked, each once (the store fills the list as it writes)."""
 
     ids: list[int]
 
 
-Result = Union[Sent, Duplicate, Refused, Failed, Funded, BudgetSet, PartyChanged, ProfileSet, SettingSet, Acked]
+Result = Union[Sent, Duplicate, Refused, Failed, Funded, BudgetSet, PartyChanged, ProfileSet, SettingSet, Revised,
+               Acked]
 Answer = Union[Result, None]  # None: `session`, `sync`
 
 _keep = msgspec.msgpack.Encoder()

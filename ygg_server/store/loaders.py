@@ -185,3 +185,30 @@ def fitness(conn, agents: list[str], online=lambda pid: False) -> dict[str, Fitn
                          trust=min(1.0, (min(answered[a], TRUST_WINDOW) + 1) / (len(rows) + 2)) if rows else None,
                          response_us=times[len(times) // 2] if times else None)
     return out
+
+
+# the message an edit or a delete names, and everyone it reached (its delivery rows, edits' included); PostgreSQL's
+# writer runs these too, the message's row locked (store/postgres/writer_store.PgStore.load)
+REVISED_MESSAGE = "SELECT seq, body FROM messages WHERE id = ?"
+REACHED = "SELECT DISTINCT recipient FROM deliveries WHERE message_seq = ? ORDER BY recipient"
+READERS = "SELECT kind, members FROM conversations WHERE id = ?"
+
+
+def readers(row) -> frozenset[str] | None:
+    """Who may read a conversation's messages, from its (kind, members): None for everyone in the workspace."""
+    if row is None or row[0] in ("general", "group"):
+        return None
+    return frozenset(msgspec.json.decode(row[1]))
+
+
+def revisable(conn, ids) -> dict[str, tuple]:
+    """id -> (the message as stored, its seq, who it reached, who may read it: None for everyone), for the
+    messages of `ids` that exist."""
+    out = {}
+    for mid in sorted(ids):
+        row = conn.execute(REVISED_MESSAGE, (mid,)).fetchone()
+        if row is not None:
+            m = codec.decode_message(row[1])
+            reached = tuple(r for (r,) in conn.execute(REACHED, (row[0],)).fetchall())
+            out[mid] = (m, row[0], reached, readers(conn.execute(READERS, (m.conversation,)).fetchone()))
+    return out

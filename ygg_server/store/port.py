@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncContextManager, Protocol
 
-from ..core import Directory, Topic
+from ..core import Directory, Message, Topic
 from ..core.model import Fitness
 from ..core.state import LiveState
 
@@ -38,6 +38,7 @@ class Keys:
     capable: set[str] = field(default_factory=set)  # agents a send to a capability may go to (their fitness)
     paused: set[tuple[str, str]] = field(default_factory=set)  # (workspace, account) a funding resumes topics of
     agents: set[tuple[str, str]] = field(default_factory=set)  # (owner, id or name) whose profile is set
+    revised: set[str] = field(default_factory=set)  # messages edited or deleted (PostgreSQL: locked)
 
 
 @dataclass(slots=True)
@@ -59,6 +60,9 @@ class Snapshot:
     paused: dict[tuple[str, str], list[Topic]] = field(default_factory=dict)
     agents: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)  # -> (id, profile json)
     due: list[Topic] = field(default_factory=list)  # topics whose timer is due (nudges, polls, auto-done)
+    # messages edited or deleted: id -> (the message as stored, its seq, everyone it was delivered to, who may read
+    # its conversation: None for everyone in the workspace)
+    revised: dict[str, tuple[Message, int, tuple[str, ...], frozenset[str] | None]] = field(default_factory=dict)
     rescan: bool = False  # another connection changed the database: the gateway looks at everything again
 
     def directory(self, ws: Any) -> Directory:

@@ -87,6 +87,38 @@ def write(conn, w: WriteSet) -> list[Stored]:
     return out
 
 
+# an edit or a delete (core/revise.py): the message's text and body now, and the older text kept as a version
+# (a delete takes the older texts away too); then its context deliveries (`write_revisions`)
+REVISE_MESSAGE = "UPDATE messages SET text = ?, body = ? WHERE seq = ?"
+KEEP_VERSION = "INSERT INTO message_versions (message, version, text, created_at) VALUES (?,?,?,?)"
+DROP_VERSIONS = "DELETE FROM message_versions WHERE message = ?"
+REVISION_DELIVERY = "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)"
+
+
+def revision_rows(revisions) -> list[tuple[str, tuple]]:
+    """The statements (SQL, parameters) of a batch's edits and deletes, their deliveries apart."""
+    out: list[tuple[str, tuple]] = []
+    for r, seq, _ in revisions:
+        m, before = r.message, r.before
+        out.append((REVISE_MESSAGE, (m.text, encode_message(m), seq)))
+        if m.deleted:
+            out.append((DROP_VERSIONS, (m.id,)))
+        else:
+            out.append((KEEP_VERSION, (m.id, before.version, before.text, before.edited_at or before.created_at)))
+    return out
+
+
+def write_revisions(conn: sqlite3.Connection, revisions) -> list[Stored]:
+    """A batch's edits and deletes on SQLite; return their delivery rows (context, never a wake)."""
+    for sql, params in revision_rows(revisions):
+        conn.execute(sql, params)
+    dl = [(r.message, seq, x) for r, seq, _ in revisions for x in r.deliveries]
+    if not dl:
+        return []
+    ids = _insert(conn, REVISION_DELIVERY, [(m.id, seq, x.recipient, int(x.wake), x.reason) for m, seq, x in dl])
+    return [Stored(i, x.recipient, x.wake, x.reason, m) for i, (m, _, x) in zip(ids, dl)]
+
+
 def _insert(conn, sql: str, rows: list[tuple]) -> Sequence[int]:
     """Insert `rows` into a table with an AUTOINCREMENT key; return their keys, in order."""
     if isinstance(conn, sqlite3.Connection):

@@ -16,14 +16,17 @@ from typing import Any, Callable
 import msgspec
 
 from .. import protocol
-from ..core import POOL, Decision, Kind, RefusalReason as R, Topic, View, decide, due, fund, next_due, plan_of
+from ..core import POOL, Decision, Kind, Refusal, RefusalReason as R, Topic, View, decide, due, fund, next_due, \
+    plan_of
 from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
+from ..core.revise import Revision, revise
 from ..core.rules import party_limits
 from ..protocol import ErrorCode as E, configurable, frames, names
+from ..protocol.posts import MAX_TEXT
 from ..protocol.results import (Acked, BudgetSet, Duplicate, Failed, Funded, PartyChanged, ProfileSet, Refused, Result,
-                                Sent, SettingSet, keep)
+                                Revised, Sent, SettingSet, keep)
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -48,6 +51,7 @@ class Outcome:
     profiles: list[tuple[str, str]] = field(default_factory=list)  # (agent, profile json)
     settings: list[tuple[str, str]] = field(default_factory=list)  # (workspace, settings json)
     sessions: list[tuple[tuple, str | None]] = field(default_factory=list)  # (row, key)
+    revisions: list[tuple[Revision, int, int]] = field(default_factory=list)  # (edit or delete, message seq, now)
     pools_charged: set[str] = field(default_factory=set)
     catalog_changed: bool = False  # a profile changed: directories and party views are read again
     # published after the COMMIT (the store fills deliveries and messages as it writes)
@@ -68,6 +72,7 @@ class Batch:
         self.out = Outcome()
         self.idem: dict[tuple[str, str], bytes] = {}  # answers kept by this batch (results.keep)
         self.wakes: dict[str, int] = {}  # this batch's wakes of the agents in snap.fitness
+        self.revised: dict[str, tuple] = {}  # messages this batch edited, as it left them (the snapshot's stay as read)
 
     def run(self, cmds: list[Command]) -> Outcome:
         held: set[str] = set()  # authors whose earlier send was left for later: so are their next ones
@@ -288,6 +293,29 @@ class Batch:
         self.snap.settings[ws] = s
         self.out.settings.append((ws, msgspec.json.encode(s).decode()))
         return SettingSet(ws, key, value)
+
+    def _revise(self, who: str, frame: frames.EditMessage | frames.DeleteMessage) -> Result:
+        """One's own message edited (the older text kept as a version) or deleted (core/revise.py); those it
+        reached are told as context, never woken."""
+        ws, mid = frame.workspace, frame.message
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
+        text = getattr(frame, "text", None)  # (a delete has none)
+        if text is not None and len(text) > MAX_TEXT:
+            return Failed(E.BAD_FRAME, f"text longer than {MAX_TEXT} characters")
+        row = self.revised.get(mid) or self.snap.revised.get(mid)
+        if row is not None and (row[0].workspace != ws or (row[3] is not None and who not in row[3])):
+            row = None  # another workspace's message, or one the asker may not read: as one that does not exist
+        found, seq, reached, readers = row if row is not None else (None, 0, (), None)
+        r = revise(found, who, text, reached, self.now, agent=directory.participants[who].kind == Kind.AGENT)
+        if isinstance(r, Refusal):
+            return Refused(r.reason, r.detail)
+        if r.message is r.before:  # the same text again: nothing to write
+            return Revised(frame.op, r.message)
+        self.revised[mid] = (r.message, seq, reached, readers)  # a second edit in this batch starts from this one
+        self.out.revisions.append((r, seq, self.now))
+        return Revised(frame.op, r.message, r.deliveries)
 
     def _ack(self, participant: str, ids: list[int], ref: Any = None) -> Acked:
         """Retired with the batch's other acks in one statement, which fills in the answer's ids. (`ref`, the ack

@@ -9,6 +9,7 @@ the command ended with).
     party        (who, frames.AddParticipant | RemoveParticipant | SetLead)   PartyChanged or Refused
     set_profile  (who, frames.SetProfile)                   ProfileSet or Failed
     set_setting  (who, frames.SetSetting)                   SettingSet, Refused or Failed
+    revise       (who, frames.EditMessage | DeleteMessage)  Revised, Refused or Failed
     session      (token_hash, participant, expires, created, key)   None: a session's row (ops.auth.session_row)
     sync         ()                                         None, once everything before it is committed
 """
@@ -18,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "session", "sync"})
+KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "session",
+                   "sync"})
 
 
 @dataclass(slots=True, eq=False)

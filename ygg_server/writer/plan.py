@@ -115,5 +115,9 @@ def _set_setting(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[
     """(Its workspace only: the settings are in the catalog.)"""
 
 
+def _revise(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    k.revised.add(c.args[1].message)
+
+
 _PLANNERS = {"send": _send, "fund": _fund, "set_budget": _set_budget, "party": _party,
-             "set_profile": _set_profile, "set_setting": _set_setting}
+             "set_profile": _set_profile, "set_setting": _set_setting, "revise": _revise}

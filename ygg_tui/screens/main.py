@@ -25,10 +25,11 @@ from ..words import topic_status
 from .exporting import ExportActions
 from .key_actions import KeyActions
 from .manage import ManageActions
+from .revising import ReviseActions
 from .sending import SendActions
 
 
-class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, Screen):
+class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -295,6 +296,11 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, Screen):
             else:  # scrolled up, reading older messages: these stay unread until scrolled down to (ReachedEnd)
                 self._title()
             self._dirty.add("title")
+        if self.key in ch.revised:  # edited or deleted: drawn again in place
+            for m in ch.revised[self.key]:
+                self.messages.replace(m)
+        if ch.acks:
+            self.app.run_worker(self.app.session.ack(ch.acks), group="ack")
         for key in ch.threads:
             if key.startswith("notices:") and key.endswith(self.conversation or "\0"):
                 self._dirty.add("topics")

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Select, Static
 from ..keymap import bind
 from ..state import Change, Store
 from ..widgets.message_list import MessageList
+from .revising import ReviseActions
 from ..words import STATE_MARK, topic_status
 from .dialogs import plain
 
@@ -26,7 +27,7 @@ ALL = "__all__"
 TYPES = ("request", "response", "inform", "notice")
 
 
-class OperatorScreen(Screen):
+class OperatorScreen(ReviseActions, Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # as MainScreen's: credits take less room when narrow
     BINDINGS = [
         bind("operator.back", "back"),
@@ -160,6 +161,10 @@ class OperatorScreen(Screen):
             self._dirty |= {"topics", "agents", "feed-title"}
         if ch.topics:
             self._dirty.add("topics")
+        if self.ready:  # edited or deleted: drawn again in place (the feed may hold what the store's threads do not)
+            feed = self.query_one("#op-feed", MessageList)
+            for m in [*(m for msgs in ch.revised.values() for m in msgs), *(f["message"] for f in ch.monitor)]:
+                feed.replace(m)
         if self.workspace in ch.unknown_conversations or self.workspace in ch.conversations:
             self._reload_conversations()
         if self.workspace in ch.balances:

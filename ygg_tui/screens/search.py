@@ -1,4 +1,7 @@
-"""/ : search the workspace's messages (search_messages); ⏎ on a result opens it."""
+"""/ : search the workspace's messages (search_messages); ⏎ on a result opens it.
+
+A query is words (each found as a word or the start of one) and "quoted phrases". Each result shows who wrote it,
+where (the conversation and the topic's title), and a snippet of its text cut on word boundaries, the hits lit."""
 
 from __future__ import annotations
 
@@ -12,6 +15,15 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ..words import printable
+
+
+def lit(m: dict) -> Text:
+    """A result's snippet (the server cut it on word boundaries) with its hits highlighted."""
+    snip = m.get("snippet") or {"text": printable(m.get("text") or "", one_line=True)[:160], "hits": []}
+    text = Text(printable(snip.get("text") or "", one_line=True))
+    for start, end in snip.get("hits") or ():
+        text.stylize("bold reverse", start, end)
+    return text
 
 
 class SearchScreen(ModalScreen[dict | None]):
@@ -28,7 +40,7 @@ class SearchScreen(ModalScreen[dict | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
             yield Static("Search this workspace", classes="dialog-title")
-            yield Input(placeholder="words to find", id="query")
+            yield Input(placeholder='words (or their start) and "exact phrases"', id="query")
             yield Static("", id="search-status", classes="dialog-hint")
             yield OptionList(id="results")
 
@@ -51,10 +63,11 @@ class SearchScreen(ModalScreen[dict | None]):
         results = self.query_one("#results", OptionList)
         results.clear_options()
         for i, m in enumerate(self.found):
-            line = printable(m.get("text") or "", one_line=True)[:90]
-            results.add_option(Option(Text.assemble((self.namer(m.get("author")), "bold"),
-                                                    (f"  {self.conversation_name(m.get('conversation'))}  ", "dim"),
-                                                    line), id=str(i)))
+            where = self.conversation_name(m.get("conversation"))
+            if m.get("topic_title"):
+                where += f" › {m['topic_title']}"
+            head = Text.assemble((self.namer(m.get("author")), "bold"), (f"  {printable(where, one_line=True)}", "dim"))
+            results.add_option(Option(Text("\n").join([head, Text("  ").append_text(lit(m))]), id=str(i)))
         status.update(f"{len(self.found)} found" + ("  (↓ then ⏎ to open)" if self.found else ""))
         if self.found:
             results.highlighted = 0

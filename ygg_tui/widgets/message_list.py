@@ -27,7 +27,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..keymap import bind
-from ..messages import LoadOlder, ReachedEnd, ReplyTo
+from ..messages import LoadOlder, ReachedEnd, ReplyTo, Revise
+from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
@@ -116,7 +117,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--author", "message-list--me", "message-list--agent", "message-list--meta",
         "message-list--request", "message-list--response", "message-list--inform", "message-list--woke",
         "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
-        "message-list--empty", "message-list--state", "message-list--handoff",
+        "message-list--empty", "message-list--state", "message-list--handoff", "message-list--edited",
     }
 
     BINDINGS = [
@@ -125,6 +126,9 @@ class MessageList(ScrollView, can_focus=True):
         bind("messages.reply", "reply"),
         bind("messages.first", "first", show=False),
         bind("messages.last", "last", show=False),
+        bind("messages.edit", "revise('edit')", "Edit"),
+        bind("messages.delete", "revise('delete')", "Delete", show=False),
+        bind("messages.versions", "revise('versions')", "Versions", show=False),
         Binding("pageup", "page_up", show=False),
         Binding("pagedown", "page_down", show=False),
     ]
@@ -146,6 +150,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--reply { color: $text-muted; }
     MessageList > .message-list--handoff { color: $accent; text-style: bold; }
     MessageList > .message-list--empty { color: $text-muted; text-style: italic; }
+    MessageList > .message-list--edited { color: $text-muted; text-style: italic; }
     """
 
     cursor: reactive[int] = reactive(-1, always_update=True)
@@ -241,6 +246,20 @@ class MessageList(ScrollView, can_focus=True):
             self.set_reactive(MessageList.cursor, self.cursor + len(msgs))
         self.scroll_to(y=y + added, animate=False)
         self.refresh()
+
+    def replace(self, msg: dict) -> None:
+        """A message shown here, edited or deleted since: drawn again as it is now, in place (an older copy, come
+        late, changes nothing)."""
+        i = self._index.get(msg["id"])
+        if i is None or not newer_revision(msg, self._msgs[i]):
+            return
+        follow = self._follow or self.is_at_end()
+        self._msgs[i] = msg
+        self._heights[i] = self._height(msg, self._text_width())
+        self._reindex()
+        self.refresh_message(msg["id"])
+        if follow:
+            self._to_end()
 
     def refresh_message(self, mid: str) -> None:
         for key in [k for k in self._cache if k[0] == mid]:
@@ -389,6 +408,10 @@ class MessageList(ScrollView, can_focus=True):
             segs.append(Segment("  " + assignment_line(m["assignment"], self.namer), base + st("meta")))
         if m.get("malformed"):
             segs.append(Segment("  (malformed: kept as an inform)", base + st("meta")))
+        if m.get("deleted"):
+            segs.append(Segment("  (deleted)", base + st("edited")))
+        elif m.get("version"):
+            segs.append(Segment("  (edited)", base + st("edited")))
         if self.show_clock:
             segs.append(Segment("  " + clock(m.get("created_at", "")), base + st("meta")))
         fill = text_style if notice else base
@@ -460,6 +483,14 @@ class MessageList(ScrollView, can_focus=True):
     def action_last(self) -> None:
         if self._msgs:
             self.cursor = len(self._msgs) - 1
+
+    def action_revise(self, how: str) -> None:
+        """e, d, v: the selected message to edit, delete, or show the versions of (the screen asks and does it)."""
+        m = self.selected
+        if m is None:
+            self.app.notify("Select a message first (j/k or a click).", title=how)
+            return
+        self.post_message(Revise(m, how))
 
     def action_reply(self) -> None:
         m = self.selected

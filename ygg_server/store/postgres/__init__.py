@@ -281,14 +281,14 @@ _OVERRIDES_RAW = {
     """SELECT count FROM usage WHERE org = ? AND month = ?""":
         """SELECT coalesce((SELECT count FROM usage WHERE org = $1 AND month = $2), 0)::bigint
            + (SELECT coalesce(sum(count), 0)::bigint FROM usage_nodes WHERE org = $1 AND month = $2)""",
-    # queries.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), a phrase
+    # ops/search.search_messages: FTS5 -> PostgreSQL full text search (index messages_text), its tsquery
     """SELECT m.body FROM messages_fts f CROSS JOIN messages m ON m.seq = f.rowid
            WHERE messages_fts MATCH ? AND m.workspace = ? AND m.created_at >= ?
            AND (? OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = ?
                 AND (c.kind IN ('general', 'group') OR c.members LIKE ?)))
            ORDER BY f.rowid DESC LIMIT ?""":
         """SELECT m.body FROM messages m
-           WHERE to_tsvector('simple', m.text) @@ phraseto_tsquery('simple', $1)
+           WHERE to_tsvector('simple', m.text) @@ to_tsquery('simple', $1)
            AND m.workspace = $2 AND m.created_at >= $3
            AND ($4::boolean OR m.conversation IN (SELECT c.id FROM conversations c WHERE c.workspace = $5
                 AND (c.kind IN ('general', 'group') OR c.members LIKE $6)))

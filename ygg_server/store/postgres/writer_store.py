@@ -42,14 +42,15 @@ from ...core.decide import throttle_limit
 from ...core.rules import party_limits
 from ...core.state import LiveState
 from ..port import Keys, Snapshot
-from ..writes import insert_session
+from ..writes import REVISION_DELIVERY, insert_session, revision_rows
 from ..writeset import WriteSet
 from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, parse_dsn, payloads, present_elsewhere, \
-    run_captured
+    run_captured, translate
 from .acks import Acks
 from .batch_sql import LOAD, WRITE
 from ..loaders import fitness, load_directory, load_flags, org_of, settings  # (cold loads, through SyncConnection)
-from ..rows import Stored, conversation, decode_topic, encode_topic, party_json, waits_funds
+from ..loaders import READERS, REACHED, REVISED_MESSAGE, readers as conversation_readers
+from ..rows import Stored, conversation, decode_message, decode_topic, encode_topic, party_json, waits_funds
 
 log = logging.getLogger("ygg.writer")
 _enc = msgspec.json.Encoder()
@@ -306,6 +307,8 @@ class PgStore:
                 "SELECT id, profile FROM agents WHERE owner = $1 AND (id = $2 OR name = $2) AND revoked = 0", owner, ref)
         if k.capable:
             s.fitness = await self._fitness(sorted(k.capable))
+        if k.revised:
+            s.revised = await self._revisable(sorted(k.revised))
         await self._due(topics, convs)
         self._base = (topics, convs, wallets, pools, opened, usage)
         self._fresh_state()
@@ -319,6 +322,41 @@ class PgStore:
         st.opened, st.usage, st.flags = dict(opened), dict(usage), set(self.flags or ())
         for c in convs.values():
             st.conversations.setdefault(c.workspace, {})[c.id] = c
+
+    async def _revisable(self, ids: list[str]) -> dict[str, tuple]:
+        """The messages an edit or a delete names (loaders.revisable), each row locked: two nodes editing one
+        message take turns, each deciding against the other's version."""
+        out = {}
+        for mid in ids:
+            row = await self.conn.fetchrow(translate(REVISED_MESSAGE)[0] + " FOR UPDATE", mid)
+            if row is not None:
+                m = decode_message(row[1])
+                reached = tuple(r[0] for r in await self.conn.fetch(translate(REACHED)[0], row[0]))
+                conv = await self.conn.fetchrow(translate(READERS)[0], m.conversation)
+                out[mid] = (m, row[0], reached, conversation_readers(conv))
+        return out
+
+    async def _revise(self, outcome) -> None:
+        """A batch's edits and deletes (store/writes.revision_rows), their context deliveries, and the news for
+        the other nodes (who has new deliveries, the messages for monitors), delivered at COMMIT."""
+        conn = self.conn
+        cap = Capture()
+        for sql, params in revision_rows(outcome.revisions):
+            cap.execute(sql, params)
+        await run_captured(conn, cap)
+        insert = translate(REVISION_DELIVERY)[0]  # (RETURNING id: a serial key, as the adapter adds it)
+        stored, first = [], {}
+        for r, seq, _ in outcome.revisions:
+            m = r.message
+            for x in r.deliveries:
+                did = await conn.fetchval(insert, m.id, seq, x.recipient, int(x.wake), x.reason)
+                stored.append(Stored(did, x.recipient, x.wake, x.reason, m))
+                first.setdefault(x.recipient, did)
+        news = payloads(self.node, {"d": first, "m": [[r.message.workspace, r.message.id] for r, *_ in outcome.revisions]})
+        if news:
+            await conn.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", CHANNEL, news)
+        outcome.deliveries += stored
+        outcome.messages += [r.message for r, *_ in outcome.revisions]
 
     async def _paused(self, ws: str, account: str, topics: dict) -> list:
         """Topics paused for credits, or open again with some still unfunded (the partial index
@@ -397,6 +435,8 @@ class PgStore:
             cap = Capture()
             insert_session(cap, row, key)
             await run_captured(conn, cap)
+        if outcome.revisions:
+            await self._revise(outcome)
         if not (outcome.decisions or outcome.idem or outcome.profiles or outcome.settings):
             return
         convs = {cid: c for cid, (c, _) in w.conversations.items()}

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import legacy
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import INDEXES, OTHERS, SEEDS, TABLES
+from .tables import INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -37,7 +37,10 @@ class Step:
     postgres: tuple[str, ...]
 
 
-STEPS: list[Step] = []  # BASELINE + 1, BASELINE + 2, ...
+STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
+    Step("13: a message's older texts, kept as its author edits it (edit_message)",
+         (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
+]
 
 
 def latest() -> int:

@@ -68,6 +68,12 @@ TABLES: tuple[Table, ...] = (
     Table("meta", text("key", key=True), big("value")),
 )
 
+# a message's older texts, each kept as its author edited it (core/revise.py): version n is the text it had before its
+# n+1-th edit, written at `created_at`; a deleted message's go with its text (migration 13)
+MESSAGE_VERSIONS = Table("message_versions", text("message"), integer("version"), text("text"), big("created_at"),
+                         key=("message", "version"))
+TABLES += (MESSAGE_VERSIONS,)
+
 INDEXES: tuple[Index, ...] = (
     Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
     Index("memberships_participant", "memberships", "participant"),

@@ -159,6 +159,19 @@ def index_messages(conn: sqlite3.Connection) -> int:
     return n
 
 
+def reindex(conn: sqlite3.Connection, revisions) -> None:
+    """Edited and deleted messages (store/writes.revision_rows) in the search index: the text it holds goes (FTS5's
+    'delete' takes the very text it indexed), an edit's new text comes in; a message above the watermark is not
+    in the index yet, and its chunk takes its text as it is then."""
+    (done,) = conn.execute("SELECT value FROM meta WHERE key = 'fts_seq'").fetchone()
+    for r, seq, _ in revisions:
+        if seq > done:
+            continue
+        conn.execute("INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', ?, ?)", (seq, r.before.text))
+        if not r.message.deleted:
+            conn.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (seq, r.message.text))
+
+
 def unindex_workspace(conn: sqlite3.Connection, workspace: str) -> None:
     """Take a workspace's messages out of the search index, before they are deleted: only those it holds
     (up to its watermark; removing a row it never held would corrupt it)."""

@@ -23,12 +23,12 @@ from ... import idempotency
 from ...core import POOL, next_due
 from ..loaders import (
     balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
-    open_opened, org_of, settings, usage,
+    open_opened, org_of, revisable, settings, usage,
 )
 from ..port import EMPTY, Keys, Snapshot
-from ..writes import insert_session, write as write_rows
+from ..writes import insert_session, write as write_rows, write_revisions
 from ..writeset import WriteSet
-from . import Checkpointer, connect, index_messages
+from . import Checkpointer, connect, index_messages, reindex
 from . import ack as write_acks
 
 # The search index is fed in chunks (index_messages), which costs far less per message than a row at a
@@ -104,6 +104,7 @@ class SqliteStore:
             self._data_version = version
             s = self.snap
             s.rescan, s.idem, s.busy, s.fitness, s.paused, s.agents, s.due = self._rescan, {}, set(), {}, {}, {}, []
+            s.revised = {}
             yield self
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -163,6 +164,8 @@ class SqliteStore:
             s.agents[(owner, ref)] = conn.execute(
                 "SELECT id, profile FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
                 (owner, ref, ref)).fetchone()
+        if k.revised:
+            s.revised = revisable(conn, k.revised)
         self._due_now()
         return True
 
@@ -209,6 +212,10 @@ class SqliteStore:
             if routed and not self._unindexed:
                 self._index_at = time.monotonic_ns() + INDEX_WAIT_NS
             self._unindexed += routed
+        if outcome.revisions:  # edits and deletes: the text, its versions, the search index; those it reached told
+            reindex(conn, outcome.revisions)
+            outcome.deliveries += write_revisions(conn, outcome.revisions)
+            outcome.messages += [r.message for r, *_ in outcome.revisions]
         for t in outcome.topics:  # a topic's event goes to those who see its conversation
             if t.conversation not in outcome.conversations:
                 convs = self.snap.state.conversations.get(t.workspace)
