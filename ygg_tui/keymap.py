@@ -37,6 +37,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "composer.cancel": ("escape", "Cancel reply / completion"),
     "composer.type": ("ctrl+t", "Message type"),
     "composer.state": ("ctrl+g", "My state"),
+    "composer.done": ("ctrl+d", "My part is done"),
     "operator.back": ("escape,o", "Back"),
     "operator.filter": ("ctrl+f", "Filters"),
 }

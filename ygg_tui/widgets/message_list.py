@@ -462,7 +462,9 @@ class MessageList(ScrollView, can_focus=True):
             self.cursor = len(self._msgs) - 1
 
     def action_reply(self) -> None:
-        m = self.selected
+        """The selected message, or the last one when none is (it did nothing, and the reply typed next fired
+        commands)."""
+        m = self.selected or (self._msgs[-1] if self._msgs else None)
         if m is not None:
             self.post_message(ReplyTo(m))
 
