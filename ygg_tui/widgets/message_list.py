@@ -32,6 +32,7 @@ from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
 INDENT = 2
+GUTTER = 1  # a column left of every message: "▌" on the selected one's rows
 CACHE = 512  # rendered messages kept
 
 
@@ -116,7 +117,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--author", "message-list--me", "message-list--agent", "message-list--meta",
         "message-list--request", "message-list--response", "message-list--inform", "message-list--woke",
         "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
-        "message-list--empty", "message-list--state", "message-list--handoff",
+        "message-list--empty", "message-list--state", "message-list--handoff", "message-list--cursor-mark",
     }
 
     BINDINGS = [
@@ -143,6 +144,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--notice { color: $warning; text-style: italic; background: $warning 10%; }
     MessageList > .message-list--notice-text { color: $text-muted; text-style: italic; background: $warning 10%; }
     MessageList > .message-list--cursor { background: $accent 25%; }
+    MessageList > .message-list--cursor-mark { color: $accent; text-style: bold; }
     MessageList > .message-list--reply { color: $text-muted; }
     MessageList > .message-list--handoff { color: $accent; text-style: bold; }
     MessageList > .message-list--empty { color: $text-muted; text-style: italic; }
@@ -258,7 +260,7 @@ class MessageList(ScrollView, can_focus=True):
     # --- layout ---
 
     def _text_width(self) -> int:
-        return max(self.scrollable_content_region.width - INDENT, 8)
+        return max(self.scrollable_content_region.width - GUTTER - INDENT, 8)
 
     def _height(self, m: dict, width: int) -> int:
         text = m.get("text") or ""  # (drawable: the store made it so)
@@ -333,12 +335,17 @@ class MessageList(ScrollView, can_focus=True):
         if line >= self._total or line < 0:
             return Strip.blank(width, base)
         i = bisect_right(self._offsets, line) - 1
-        strips = self._render(i, width)
+        strips = self._render(i, width - GUTTER)
         row = line - self._offsets[i]
-        strip = strips[row] if row < len(strips) else Strip.blank(width, base)
-        if i == self.cursor:
-            strip = strip.apply_style(self._style("cursor"))
-        return strip
+        strip = strips[row] if row < len(strips) else Strip.blank(width - GUTTER, base)
+        if i != self.cursor:
+            return Strip([Segment(" " * GUTTER, base), *strip], width)
+        # the selected message, every cell of it: its background laid over each segment's own (laid under them, it
+        # showed only where a segment had none), and a mark that shows in any theme
+        cursor = self._style("cursor")
+        over = Style(bgcolor=cursor.bgcolor)
+        mark = Segment("▌" + " " * (GUTTER - 1), base + self._style("cursor-mark") + over)
+        return Strip([mark, *Segment.apply_style(strip, post_style=over)], width)
 
     def _render(self, i: int, width: int) -> list[Strip]:
         m = self._msgs[i]
@@ -372,7 +379,7 @@ class MessageList(ScrollView, can_focus=True):
             if m.get("to"):
                 segs.append(Segment(" → " + ", ".join(self.namer(p) for p in m["to"]), base + st("meta")))
             mtype = m.get("type") or "inform"
-            segs.append(Segment("  "))
+            segs.append(Segment("  ", base))  # (its own background: unstyled, it was a hole in truecolor)
             if m.get("handoff"):  # seed 004: "a handoff is something you can see rather than infer"
                 segs.append(Segment("⇢ handoff", base + st("handoff")))
             else:
