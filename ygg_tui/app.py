@@ -54,6 +54,14 @@ class YggApp(App):
         self.ready = asyncio.Event()
         self.keymap_overrides = dict(self.config.keys)
 
+    def action_command_palette(self) -> None:
+        from textual.command import CommandPalette
+
+        from .commands import Palette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
+
     def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
                markup: bool = False) -> None:
         """Every notice as plain text (screens' `notify` comes here too): they name workspaces, topics and people

@@ -9,10 +9,48 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual import events
+from textual.command import (CommandInput, CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider,
+                             SearchIcon)
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.fuzzy import Matcher
 from textual.markup import escape  # help is read as markup: names in it are shown as they are
+from textual.widgets import Button, LoadingIndicator
+
+# What cannot be undone (or stops a key at once) ranks below what makes: "new" or "agent" offered Revoke first.
+UNDOES = ("Revoke ", "Restrict ", "Delete ", "Leave ", "New API key ")
+UNDOES_WEIGHT = 0.4
+
+
+class InOrderInput(CommandInput):
+    """The palette's input, with its own editing keys (backspace, delete, …) run as they come, in the order typed.
+    Textual runs a widget's non-priority binding once the key has bubbled up to the screen, after the characters
+    typed behind it: `fund`, 4 backspaces, `help` typed fast gave "fund" (the backspaces ate "help")."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        binding = next((b for b in self._bindings.key_to_bindings.get(event.key, ()) if not b.priority), None)
+        if binding is not None:
+            event.stop()
+            event.prevent_default()
+            await self.run_action(binding.action)
+            return
+        await super()._on_key(event)
+
+
+class Palette(CommandPalette):
+    """Textual's command palette with `InOrderInput`."""
+
+    def compose(self):
+        with Vertical(id="--container"):
+            with Horizontal(id="--input"):
+                yield SearchIcon()
+                yield InOrderInput(placeholder=self._placeholder, select_on_focus=False)
+                if not self.run_on_select:
+                    yield Button("\u25b6")
+            with Vertical(id="--results"):
+                yield CommandList()
+                yield LoadingIndicator()
 
 
 def _managing(store, main, w) -> list[tuple[str, object, str]]:
@@ -117,7 +155,7 @@ class YggCommands(Provider):
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, cb, help in self._commands():
-            score = matcher.match(title)
+            score = matcher.match(title) * (UNDOES_WEIGHT if title.startswith(UNDOES) else 1.0)
             if score > 0:
                 yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
 
