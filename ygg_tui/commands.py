@@ -160,6 +160,42 @@ class YggCommands(Provider):
                 yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
 
 
+class Conversations(Provider):
+    """ctrl+k: every conversation, by name (`Workspace › name`); with nothing typed, the list's order with the ones
+    with unread messages or waiting on a person first."""
+
+    def _conversations(self) -> list[tuple[str, object, str]]:
+        store, main = getattr(self.app, "store", None), getattr(self.app, "main", None)
+        if store is None or main is None:
+            return []
+        from .widgets.sidebar import Sidebar
+
+        listed = main.query_one(Sidebar).order
+        out = []
+        for w in store.workspaces.values():
+            for c in w.conversations.values():
+                unread, att = store.unread_by_conv.get(c["id"], 0), store.attention(c["id"])
+                said = ", ".join(x for x in (f"{unread} unread" if unread else "",
+                                              f"{att['needs_human']} waiting on a person" if att["needs_human"] else "")
+                                 if x)
+                place = listed.index(c["id"]) if c["id"] in listed else len(listed)
+                key = (not (unread or att["needs_human"]), place)
+                out.append((key, f"{w.name} › {store.conversation_name(c)}", partial(main.open_conversation, c["id"]),
+                            said or (f"alt+{place + 1}" if place < 9 else "")))
+        return [(title, cb, help) for _, title, cb, help in sorted(out, key=lambda r: r[0])]
+
+    async def discover(self) -> Hits:
+        for title, cb, help in self._conversations():
+            yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, cb, help in self._conversations():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
+
+
 def _highlight(matcher: Matcher, title: str) -> Content:
     """`Matcher.highlight` without reading the title as markup: names people chose ("Q[1]", "x [/draft]") are
     shown as they are (a stray closing tag stopped the app as the palette opened)."""

@@ -32,6 +32,7 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # a short screen: fewer topic rows, more messages
     BINDINGS = [
         bind("ygg.next_unread", "next_unread"),
         bind("ygg.next_needs_human", "next_needs_human", "Needs person"),
@@ -45,6 +46,12 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
         bind("ygg.people", "people", "People"),
+        # (priority: they act from the composer too, where they type nothing)
+        bind("ygg.switch", "switch", "Switch", priority=True),
+        bind("ygg.previous_conversation", "step_conversation(-1)", show=False, priority=True),
+        bind("ygg.next_conversation", "step_conversation(1)", show=False, priority=True),
+        bind("ygg.sidebar", "toggle_sidebar", "List", priority=True),
+        *(bind(f"ygg.conversation_{n}", f"conversation_number({n})", show=False, priority=True) for n in range(1, 10)),
     ]
 
     def __init__(self, store: Store, *, show_clock: bool = True):
