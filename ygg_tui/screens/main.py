@@ -268,7 +268,8 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
         s = self.store
         w = s.workspaces.get(self.workspace or "")
         state = "connected" if getattr(self.app, "connected", True) else "reconnecting…"
-        self.sub_title = f"@{s.me.get('handle', '?')} · {w.name if w else ''} · {state}"
+        where = (getattr(self.app, "url", "") or "").removeprefix("ws://").rstrip("/")
+        self.sub_title = f"@{s.me.get('handle', '?')} · {w.name if w else ''} · {state} to {where}"
         self.title = "Ygg"
 
     def _read(self) -> None:
