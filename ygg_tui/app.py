@@ -195,6 +195,8 @@ class YggApp(App):
             self._narrowed(ws, why)
         if ch.called:
             self._ring(ch.called)
+        if ch.quiet and self.session is not None:
+            self.run_worker(self.session.ack(ch.quiet), group="ack", exit_on_error=False)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:

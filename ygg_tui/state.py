@@ -134,17 +134,19 @@ class Change:
     members: dict[str, tuple[list[str], list[str], list[str]]] = field(default_factory=dict)
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
     called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
+    quiet: list[int] = field(default_factory=list)  # deliveries seen at once (`quiet`): to ack, never unread
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed or self.called)
+                    or self.narrowed or self.called or self.quiet)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
             self.threads.setdefault(k, []).extend(v)
         self.topics |= other.topics
         self.called |= other.called
+        self.quiet += other.quiet
         self.conversations |= other.conversations
         self.balances |= other.balances
         self.unread |= other.unread
@@ -410,6 +412,10 @@ class Store:
                     woke.append(self.my_id)
             if f["id"] in self.acked or msg["id"] in self.unread:
                 continue
+            if self.quiet_notice(msg):
+                self.acked.add(f["id"])
+                ch.quiet.append(f["id"])
+                continue
             key = thread_key(msg["conversation"], msg.get("topic"))
             if f.get("wake") and msg.get("author") != self.my_id:
                 ch.called.add(key)
@@ -418,6 +424,12 @@ class Store:
             self.unread_by_conv[msg["conversation"]] += 1
             ch.unread = True
         return ch
+
+    def quiet_notice(self, msg: dict) -> bool:
+        """A closure poll that asks others (the agents of a topic this person is in) is shown in the topic but
+        notifies nobody: nearly every answer was followed by one, each an unread message. One that asks this
+        person counts, and wakes them."""
+        return msg.get("notice") == "closure_poll" and self.my_id not in (msg.get("to") or ())
 
     def apply_sent(self, reply: dict) -> Change:
         ch = Change()

@@ -307,6 +307,7 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
                 self._dirty.add("topics")
         if ch.topics:
             self._dirty |= {"topics", "participants", "needs_human", "sidebar", "title"}
+            self._first_topic_came()
         if ch.unread:
             self._dirty |= {"sidebar", "topics"}
         if ch.balances:
@@ -319,6 +320,17 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
             self._reload_conversations(ws)
         if self._dirty:
             self._schedule()
+
+    def _first_topic_came(self) -> None:
+        """"No topic yet" on screen and a topic of this conversation arrives: it opens (the words stayed), unless a
+        new topic is being written, which goes on as one."""
+        if self.topic is not None or not self.conversation or not self.store.topics_of(self.conversation):
+            return
+        if self.composer.new_topic and self.composer.text.strip():
+            self.messages.empty = "No messages outside a topic: what you write opens a new topic."
+            self.messages.refresh()
+        elif not self.messages.messages:
+            self.open_conversation(self.conversation)
 
     @work(group="conversations", exit_on_error=False)
     async def _reload_conversations(self, ws: str) -> None:

@@ -31,6 +31,7 @@ from ..messages import LoadOlder, ReachedEnd, ReplyTo
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
+POLL = "closure_poll"  # shown as one line: "⚙ asked X whether they are done"
 INDENT = 2
 GUTTER = 1  # a column left of every message: "▌" on the selected one's rows
 CACHE = 512  # rendered messages kept
@@ -263,6 +264,8 @@ class MessageList(ScrollView, can_focus=True):
         return max(self.scrollable_content_region.width - GUTTER - INDENT, 8)
 
     def _height(self, m: dict, width: int) -> int:
+        if m.get("notice") == POLL:
+            return 1
         text = m.get("text") or ""  # (drawable: the store made it so)
         if "\n" not in text and len(text) <= width and text.isascii():
             return 2 if text else 1
@@ -399,6 +402,8 @@ class MessageList(ScrollView, can_focus=True):
         if self.show_clock:
             segs.append(Segment("  " + clock(m.get("created_at", "")), base + st("meta")))
         fill = text_style if notice else base
+        if m.get("notice") == POLL:  # one line: the header says whom it asked, the text is the same every time
+            return [Strip(segs).crop(0, width).extend_cell_length(width, fill)]
         head_strip = Strip(segs).crop(0, width).extend_cell_length(width, fill)
         out = [head_strip]
         text = m.get("text") or ""  # (drawable: the store made it so)

@@ -1,0 +1,45 @@
+"""Issue 20, defect 9: quiet by default. A closure poll is one line in the topic and notifies nobody unless it asks a
+person; "No topic yet" goes when a topic arrives."""
+
+from ygg_tui.widgets.message_list import MessageList
+
+from .conftest import SIZE, answer, ready, wait_for, wait_text
+
+
+async def test_a_closure_poll_to_the_agents_is_one_line_and_notifies_nobody(team):
+    """Seed 000: "the backend asks the others once if they are done too". Asked of the agents, it showed as an unread
+    message of two lines after nearly every answer."""
+    researcher = await team.agent("researcher")
+    await team.agent("reviewer")
+    alice = await team.person("alice")
+    sent = await alice.send(workspace=team.ws, conversation="general", topic="new", title="Plan", type="request",
+                            to=["researcher", "reviewer"], state="done", text="Both of you: plan it")
+    assert sent["op"] == "sent", sent
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_for(pilot, lambda: main.topic == sent["message"]["topic"])
+        main.query_one("#topics").focus()  # (the messages are on screen, but alice reads elsewhere: nothing is read)
+        await answer(team, researcher, state="done", text="Planned.")
+        ml = main.query_one(MessageList)
+        poll = await wait_for(pilot, lambda: next((m for m in ml.messages if m.get("notice") == "closure_poll"), None),
+                              what="the poll in the topic")
+        assert app.store.my_id not in poll["to"]
+        assert ml._heights[ml._index[poll["id"]]] == 1
+        await wait_text(pilot, "asked whether they are done → reviewer")
+        assert poll["id"] not in app.store.unread
+
+
+async def test_no_topic_yet_goes_when_a_topic_arrives(team):
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await wait_text(pilot, "No topic yet")
+        bob = await team.person("bob")
+        sent = await bob.send(workspace=team.ws, conversation="general", topic="new", title="Lunch", type="inform",
+                              text="pizza?")
+        assert sent["op"] == "sent", sent
+        await wait_for(pilot, lambda: sent["message"]["topic"] in app.store.topics, what="the topic")
+        await pilot.pause(0.3)
+        screen = await wait_text(pilot, "Lunch")
+        assert "No topic yet" not in screen
