@@ -43,3 +43,41 @@ async def test_no_topic_yet_goes_when_a_topic_arrives(team):
         await pilot.pause(0.3)
         screen = await wait_text(pilot, "Lunch")
         assert "No topic yet" not in screen
+
+
+async def test_the_waiting_banner_counts_credit_waits(team):
+    """The banner said "Nobody is waiting on a person." while an agent waited for credits."""
+    from ygg_server.ops import admin
+
+    out = team.server.admin(admin.add_agent, "scout", "alice", team.ws)
+    team.keys["scout"] = out["api_key"]
+    scout = await team.agent("scout")
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        alice2 = await team.person("alice")
+        await alice2.send(workspace=team.ws, conversation="general", topic="new", title="Scout around",
+                          type="request", to=["scout"], text="Look around")
+        d = await scout.next_delivery(timeout=5)
+        m = d["message"]
+        refused = await scout.send(workspace=team.ws, conversation="general", topic=m["topic"], type="response",
+                                   in_reply_to=m["id"], text="found things")
+        assert refused["reason"] == "credits_exhausted", refused
+        await wait_text(pilot, "1 waiting for credits")
+
+
+async def test_a_theme_switch_leaves_no_old_colours(team):
+    """The message list kept the rows it drew in the old theme's colours."""
+    from .conftest import seed_topic
+
+    await seed_topic(team, await team.person("bob"), "Lunch", ["pizza?"])
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        ml = main.query_one(MessageList)
+        await wait_for(pilot, lambda: ml.messages)
+        old = {s.style.bgcolor for s in ml.render_line(0)}
+        app.set_theme("ygg-light")
+        await pilot.pause(0.2)
+        new = {s.style.bgcolor for s in ml.render_line(0)}
+        assert new == {ml.rich_style.bgcolor} and not new & old

@@ -412,6 +412,12 @@ class MessageList(ScrollView, can_focus=True):
                 out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
         return out
 
+    def notify_style_update(self) -> None:
+        """A theme switch (or any CSS change): the rows drawn in the old colours go."""
+        super().notify_style_update()
+        self._cache.clear()
+        self.refresh()
+
     # --- moving ---
 
     def watch_cursor(self, old: int, new: int) -> None:
