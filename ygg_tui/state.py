@@ -135,11 +135,12 @@ class Change:
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
     called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
     quiet: list[int] = field(default_factory=list)  # deliveries seen at once (`quiet`): to ack, never unread
+    presence: set[str] = field(default_factory=set)  # workspaces where someone came online or went offline
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed or self.called or self.quiet)
+                    or self.narrowed or self.called or self.quiet or self.presence)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -147,6 +148,7 @@ class Change:
         self.topics |= other.topics
         self.called |= other.called
         self.quiet += other.quiet
+        self.presence |= other.presence
         self.conversations |= other.conversations
         self.balances |= other.balances
         self.unread |= other.unread
@@ -476,6 +478,12 @@ class Store:
                     else:
                         self.funding.pop(frame["account"], None)
             return ch
+        if kind == "presence":  # the server says it as it happens (the TUI asked every 15 s: 15-30 s late)
+            w = self.workspaces.get(frame["workspace"])
+            if w is None or w.presence.get(frame["participant"]) == bool(frame["online"]):
+                return Change()
+            w.presence[frame["participant"]] = bool(frame["online"])
+            return Change(presence={w.id})
         if kind == "workspace_added":  # loaded by the session (App.apply_change), unless it is here already
             return Change(added={frame["workspace"]}) if frame["workspace"] not in self.workspaces else Change()
         if kind == "workspace_gone":  # deleted, or no longer this person's: forgotten with what was shown of it

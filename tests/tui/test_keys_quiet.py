@@ -81,3 +81,26 @@ async def test_a_theme_switch_leaves_no_old_colours(team):
         await pilot.pause(0.2)
         new = {s.style.bgcolor for s in ml.render_line(0)}
         assert new == {ml.rich_style.bgcolor} and not new & old
+
+
+async def test_presence_shows_within_two_seconds_both_ways(team):
+    """Presence lagged 5 s going online and 15-30 s going offline: the TUI asked every 15 s and dropped the server's
+    presence events. (The app here never asks: `presence_every=0`.)"""
+    import time
+
+    from ygg_tui.widgets.participants import ParticipantsPanel
+
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        w = app.store.workspaces[team.ws]
+        rid = team.ids["researcher"]
+        assert not w.presence.get(rid)
+        t0 = time.monotonic()
+        researcher = await team.agent("researcher")
+        await wait_for(pilot, lambda: w.presence.get(rid), timeout=2, what="online")
+        await wait_for(pilot, lambda: "● researcher" in str(main.query_one(ParticipantsPanel).render()), timeout=1)
+        await researcher.close()
+        t0 = time.monotonic()
+        await wait_for(pilot, lambda: w.presence.get(rid) is False, timeout=2, what="offline")
+        assert time.monotonic() - t0 < 2

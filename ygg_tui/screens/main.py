@@ -310,6 +310,8 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
             self._first_topic_came()
         if ch.unread:
             self._dirty |= {"sidebar", "topics"}
+        if ch.presence:
+            self._dirty.add("participants")
         if ch.balances:  # (funding asked or given: the banner counts credit waits)
             self._dirty |= {"participants", "sidebar", "needs_human"}
         if ch.members:  # (who left is gone from the list; who joined or changed comes with App._members_moved)
