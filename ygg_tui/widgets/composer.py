@@ -166,7 +166,7 @@ class Composer(Vertical):
             yield Static("", id="meta-hint")
         yield OptionList(id="completions")
         yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True,
-                           placeholder="Write here… start with @name to address someone; ⏎ sends")
+                           placeholder="Write… @name first addresses; ⏎ sends")
         yield Static("", id="sending")
         yield Static("", id="refusal")
 

@@ -290,6 +290,9 @@ class MessageList(ScrollView, can_focus=True):
         self.virtual_size = Size(self.scrollable_content_region.width, max(self._total, 1))
 
     def on_resize(self, event: events.Resize) -> None:
+        self._width_changed()
+
+    def _width_changed(self) -> None:
         if self._text_width() != self._width:
             end = self._follow or self.is_at_end()
             self._relayout()
@@ -337,6 +340,8 @@ class MessageList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         if line >= self._total or line < 0:
             return Strip.blank(width, base)
+        if y == 0 and self._text_width() != self._width:  # the scrollbar came or went (no resize): heights again
+            self.call_later(self._width_changed)
         i = bisect_right(self._offsets, line) - 1
         strips = self._render(i, width - GUTTER)
         row = line - self._offsets[i]

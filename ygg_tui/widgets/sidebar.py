@@ -13,7 +13,7 @@ from ..state import Store
 
 KIND_ORDER = {"general": 0, "group": 1, "direct": 2}
 KIND_MARK = {"general": "#", "group": "⁂", "direct": "@", "side": "↳"}
-NAME_ROOM = 22  # the column's width (28) less its border, padding, a number and a conversation's mark
+CHROME = 8  # the column's border and padding, a conversation's number and mark: the rest is for its name
 ASKED_FOR = re.compile(r"^side: For @?[\w.\-]+: ")  # a side conversation's name says whom it is for: its origin does
 
 
@@ -38,7 +38,10 @@ class Sidebar(OptionList):
         options: list[Option] = []
         self.order = []
         for w in s.workspaces.values():
-            head = Text.assemble(("▾ ", "dim"), (w.name, "bold"), (f"  {w.role}", "dim"))
+            head = Text.assemble(("▾ ", "dim"), (w.name, "bold"))
+            if head.cell_len + len(w.role) + 2 <= self._width() - 4:  # (the role where it fits: one line each)
+                head.append(f"  {w.role}", "dim")
+            head.truncate(self._width() - 4, overflow="ellipsis")
             options.append(Option(head, id=f"ws:{w.id}", disabled=True))
             sides: dict[str | None, list[dict]] = {}
             for c in w.conversations.values():
@@ -87,12 +90,18 @@ class Sidebar(OptionList):
             name = ASKED_FOR.sub("", name).removeprefix("side: ")
         n = len(self.order)  # (this conversation's place: it is appended after this call)
         number = f"{n + 1}" if n < 9 else " "
-        room = NAME_ROOM - len(indent) - badges.cell_len
+        room = self._width() - CHROME - len(indent) - badges.cell_len
         if len(name) > room:
             name = name[:max(1, room - 1)] + "…"
         t = Text.assemble((number, "dim"), (" " + indent, ""), (KIND_MARK.get(c["kind"], "·") + " ", "dim"),
                           (name, "bold" if unread else ""))
         return t + badges
+
+    def _width(self) -> int:
+        return self.size.width or 30  # (before the first layout: the wide screen's)
+
+    def on_resize(self) -> None:
+        self.rebuild()  # (names cut to the new width)
 
     def select(self, cid: str) -> None:
         fold_changes = self.current != cid
