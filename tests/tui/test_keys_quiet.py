@@ -21,7 +21,7 @@ async def test_a_closure_poll_to_the_agents_is_one_line_and_notifies_nobody(team
         await wait_for(pilot, lambda: main.topic == sent["message"]["topic"])
         main.query_one("#topics").focus()  # (the messages are on screen, but alice reads elsewhere: nothing is read)
         await answer(team, researcher, state="done", text="Planned.")
-        ml = main.query_one(MessageList)
+        ml = main.messages
         poll = await wait_for(pilot, lambda: next((m for m in ml.messages if m.get("notice") == "closure_poll"), None),
                               what="the poll in the topic")
         assert app.store.my_id not in poll["to"]
@@ -41,7 +41,7 @@ async def test_no_topic_yet_goes_when_a_topic_arrives(team):
         assert sent["op"] == "sent", sent
         await wait_for(pilot, lambda: sent["message"]["topic"] in app.store.topics, what="the topic")
         await pilot.pause(0.3)
-        screen = await wait_text(pilot, "Lunch")
+        screen = await wait_text(pilot, "Lunch", "A topic is here now: choose it above")
         assert "No topic yet" not in screen
 
 

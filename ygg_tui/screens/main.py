@@ -324,15 +324,14 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
             self._schedule()
 
     def _first_topic_came(self) -> None:
-        """"No topic yet" on screen and a topic of this conversation arrives: it opens (the words stayed), unless a
-        new topic is being written, which goes on as one."""
+        """"No topic yet" on screen and a topic of this conversation arrives: the words say so (they stayed). It is
+        not opened for the person: what is unread stays unread, and a request in it rings the bell."""
         if self.topic is not None or not self.conversation or not self.store.topics_of(self.conversation):
             return
-        if self.composer.new_topic and self.composer.text.strip():
-            self.messages.empty = "No messages outside a topic: what you write opens a new topic."
+        if not self.messages.messages and self.messages.empty.startswith("No topic yet"):
+            self.messages.empty = (f"A topic is here now: choose it above ({self.key_hint('ygg.focus_topics')}), or "
+                                   "write below to open a new one.")
             self.messages.refresh()
-        elif not self.messages.messages:
-            self.open_conversation(self.conversation)
 
     @work(group="conversations", exit_on_error=False)
     async def _reload_conversations(self, ws: str) -> None:
