@@ -18,12 +18,15 @@ from ygg_server.client import Client, Refused
 
 from .commands import YggCommands
 from .config import Config
-from .keymap import bind
+from .keymap import alt_digits, bind
 from .messages import ConnectionChanged, Delivered, Evented, SignedIn
 from .session import Session
 from .state import Change, Store
 from .themes import load_themes
 from .words import printable
+
+
+alt_digits()
 
 
 class YggApp(App):

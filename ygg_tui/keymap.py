@@ -69,3 +69,13 @@ def hint(id: str, overrides: dict[str, str], typing: bool = False) -> str:
     text box, where a character key types itself, so the hint says to leave the box first."""
     key = key_label(current_keys(overrides)[id].split(",")[0])
     return f"esc then {key}" if typing and len(key) == 1 else key
+
+
+def alt_digits() -> None:
+    """alt+1…9 as xterm, tmux and most terminals send them (ESC then the digit) reach the app as alt+N: Textual
+    reads ESC+digit as the character macOS's Option key types there (ESC 2 as "™", WezTerm's encoding), so WeeChat's
+    alt+2 never switched conversations outside the kitty keyboard protocol. (A private table of Textual's.)"""
+    from textual import _ansi_sequences
+
+    for digit in "0123456789":
+        _ansi_sequences.ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)

@@ -85,3 +85,14 @@ async def test_side_conversations_fold_under_their_origin_titled_by_their_task(t
         await pilot.pause()
         assert "side:0" not in sidebar.order
         await wait_text(pilot, "↳2")
+
+
+def test_alt_and_a_digit_as_terminals_send_it_is_alt_and_the_digit():
+    """xterm and tmux send alt+2 as ESC 2, which Textual read as "™" (macOS's Option+2): alt+1…9 never switched."""
+    import ygg_tui.app  # noqa: F401  (it tells Textual so)
+    from textual._xterm_parser import XTermParser
+
+    for digit in "123456789":
+        parser = XTermParser()
+        keys = [e.key for e in [*parser.feed("\x1b" + digit), *parser.feed("")]]
+        assert keys == [f"alt+{digit}"], keys
