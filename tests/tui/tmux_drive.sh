@@ -40,7 +40,7 @@ grep -q listening "$tmp/server.log" || { cat "$tmp/server.log" >&2; exit 1; }
 tmux new-session -d -s "$session" -x 150 -y 40 \
   "env -u COLUMNS -u LINES $bin/ygg --url ws://127.0.0.1:$port/ --handle alice --password $pw --workspace team; sleep 5"
 wait_for 30 "@alice · team · connected"
-wait_for 10 "Write here"
+wait_for 10 "Write… @name first addresses"
 sleep 1  # let the first paint settle before typing
 tmux send-keys -t "$session" -l "hello from tmux"
 wait_for 10 "hello from tmux"
