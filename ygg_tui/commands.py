@@ -149,15 +149,25 @@ class YggCommands(Provider):
         return out
 
     async def discover(self) -> Hits:
-        for title, cb, help in self._commands():
-            yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
+        for hit in _discovered(self._commands()):
+            yield hit
 
     async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, cb, help in self._commands():
-            score = matcher.match(title) * (UNDOES_WEIGHT if title.startswith(UNDOES) else 1.0)
-            if score > 0:
-                yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
+        for hit in _found(self.matcher(query), self._commands()):
+            yield hit
+
+
+def _discovered(entries: list[tuple[str, object, str]]):
+    for title, cb, help in entries:
+        yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
+
+
+def _found(matcher: Matcher, entries: list[tuple[str, object, str]]):
+    """The entries `matcher` finds, what cannot be undone ranked down (`UNDOES`)."""
+    for title, cb, help in entries:
+        score = matcher.match(title) * (UNDOES_WEIGHT if title.startswith(UNDOES) else 1.0)
+        if score > 0:
+            yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
 
 
 class Conversations(Provider):
@@ -185,15 +195,12 @@ class Conversations(Provider):
         return [(title, cb, help) for _, title, cb, help in sorted(out, key=lambda r: r[0])]
 
     async def discover(self) -> Hits:
-        for title, cb, help in self._conversations():
-            yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
+        for hit in _discovered(self._conversations()):
+            yield hit
 
     async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, cb, help in self._conversations():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
+        for hit in _found(self.matcher(query), self._conversations()):
+            yield hit
 
 
 def _highlight(matcher: Matcher, title: str) -> Content:

@@ -40,6 +40,20 @@ async def test_r_with_nothing_selected_replies_to_the_last_message_and_takes_the
         assert c.text == "fnch" and app.screen is main
 
 
+async def _from_the_palette(pilot, words: str, dialog: type) -> None:
+    """The palette entry `words` finds opens `dialog`; esc closes it, back on the main screen."""
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+    await pilot.press(*words)
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, dialog), what=words)
+    await pilot.press("escape")
+    await wait_for(pilot, lambda: app.screen is app.main)
+    await pilot.pause()
+
+
 async def test_every_dialog_gives_the_focus_back_where_it_was(team):
     await seed_topic(team, await team.person("bob"), "Lunch", ["pizza?"])
     app = team.app()
@@ -55,27 +69,11 @@ async def test_every_dialog_gives_the_focus_back_where_it_was(team):
         await pilot.pause()
         assert app.focused is c.area
         # a dialog the palette opened (Fund), closed with esc: the composer again
-        await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
-        await pilot.press(*"fund an agent")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, FundScreen), what="the fund dialog")
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: app.screen is main)
-        await pilot.pause()
+        await _from_the_palette(pilot, "fund an agent", FundScreen)
         assert app.focused is c.area
         # a form the palette opened (New workspace), cancelled, from the message list
         main.messages.focus()
-        await pilot.press("ctrl+p")
-        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
-        await pilot.press(*"new workspace")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, FormScreen), what="the form")
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: app.screen is main)
-        await pilot.pause()
+        await _from_the_palette(pilot, "new workspace", FormScreen)
         assert app.focused is main.messages
         # from the message list: f, esc; ?, esc
         main.messages.focus()

@@ -79,7 +79,7 @@ async def test_side_conversations_fold_under_their_origin_titled_by_their_task(t
         sidebar = main.query_one(Sidebar)
         main.open_conversation(general)
         sidebar.rebuild()
-        await wait_text(pilot, "↳ Compare the two", "↳ Summarise the thread")
+        await wait_text(pilot, "↳ Compare the two", "↳ Summarise the")
         assert "For @alice" not in str([sidebar.get_option_at_index(i).prompt for i in range(sidebar.option_count)])
         main.open_conversation(sidebar.order[0])  # alice's personal General: they fold
         await pilot.pause()

@@ -17,16 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {  # wait_for SECONDS TEXT: until the pane shows TEXT
-  local until=$((SECONDS + $1))
-  while [ $SECONDS -lt $until ]; do
-    if tmux capture-pane -p -t "$session" | grep -qF -- "$2"; then return 0; fi
-    sleep 0.2
-  done
-  echo "timed out waiting for: $2" >&2
-  tmux capture-pane -p -t "$session" >&2 || true
-  return 1
-}
+source "$root/tests/tui/tmux_lib.sh"  # wait_for
 keys() { tmux send-keys -t "$session" "$@"; sleep 0.4; }
 
 tmux new-session -d -s "$session" -x 80 -y 24 "env -u COLUMNS -u LINES $bin/ygg --local; sleep 5"

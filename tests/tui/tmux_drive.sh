@@ -18,16 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {  # wait_for SECONDS TEXT: until the pane shows TEXT
-  local until=$((SECONDS + $1))
-  while [ $SECONDS -lt $until ]; do
-    if tmux capture-pane -p -t "$session" | grep -qF -- "$2"; then return 0; fi
-    sleep 0.2
-  done
-  echo "timed out waiting for: $2" >&2
-  tmux capture-pane -p -t "$session" >&2 || true
-  return 1
-}
+source "$root/tests/tui/tmux_lib.sh"  # wait_for
 
 "$bin/ygg-server" admin --data-dir "$tmp/server" add-person alice --password "$pw" >/dev/null
 "$bin/ygg-server" admin --data-dir "$tmp/server" add-workspace team --owner alice >/dev/null
