@@ -154,6 +154,7 @@ class Composer(Vertical):
         self.completing = False
         self._in_flight: list[str] = []  # first lines of the messages sent and not answered yet
         self._addressed: str | None = None  # the `@name ` put in front by `address`, while it may still be untouched
+        self._said_to = ""  # the recipients the meta line shows
 
     def compose(self) -> ComposeResult:
         yield Static("", id="reply-bar")
@@ -244,7 +245,7 @@ class Composer(Vertical):
             Text("✎ writing ", style="bold") if writing else
             Text(f" keys are commands · {hint('ygg.compose', keys)} writes ", style="reverse bold"))
         self.query_one("#meta-type", Static).update(Text(f" {self.mtype}", style="bold"))
-        self.query_one("#meta-to", Static).update(Text(f" to {self.recipients_said()}"))
+        self._meta_to()
         st = self.state
         self.query_one("#meta-state", Static).update(
             Text.assemble((" · ", "dim"), (f"{STATE_MARK.get(st)} {st or 'no state'}", "bold")))
@@ -263,6 +264,12 @@ class Composer(Vertical):
             bar.display = True
         else:
             bar.display = False
+
+    def _meta_to(self) -> None:
+        said = f" to {self.recipients_said()}"
+        if said != self._said_to:  # (each key typed asks: the line is drawn again only when it changes)
+            self._said_to = said
+            self.query_one("#meta-to", Static).update(Text(said))
 
     def recipients_said(self) -> str:
         """Whom the text as it stands goes to: its leading @names, else the author replied to, else everyone."""
@@ -375,7 +382,7 @@ class Composer(Vertical):
 
     @on(TextArea.Changed, "#composer-text")
     def _changed(self) -> None:
-        self._meta()  # (whom it goes to follows the leading @names)
+        self._meta_to()  # (whom it goes to follows the leading @names)
         word = self._word()
         if word is None:
             self._close_completion()
