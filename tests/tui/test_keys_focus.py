@@ -128,3 +128,16 @@ async def test_each_message_starts_from_the_defaults_and_says_what_goes(team):
         assert (c.mtype, c.state) == ("request", "working")
         await pilot.press("ctrl+n", *"@researcher and 3+3?")
         await wait_text(pilot, "request to researcher", "working", "new topic")
+
+
+async def test_esc_leaves_the_composer_at_once_where_there_is_no_topic_yet(team):
+    """In an empty conversation the first esc only rubbed out "new topic" (the message opens one all the same): the
+    keys stayed in the composer, and the letters pressed next were typed."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        assert main.topic is None and main.composer.new_topic
+        main.composer.area.focus()
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.focused is main.messages, what="the keys are commands")
+        assert main.composer.new_topic

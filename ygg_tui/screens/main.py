@@ -171,7 +171,7 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
         ml.set_messages(th.messages, key=key, more=th.more)
         self.query_one(TopicList).select(key if not empty else NEW)
         self.query_one(ParticipantsPanel).show(w.id, topic, cid)
-        self.composer.new_topic = empty
+        self.composer.new_topic = self.composer.only_new = empty
         self.composer.leave_topic()
         self._title()
         self._read()
@@ -192,7 +192,7 @@ class MainScreen(ManageActions, KeyActions, SendActions, Screen):
         ml = self.messages
         ml.empty = f"A new direct conversation with {s.name(participant)}: write to start it."
         ml.set_messages([], key=None)
-        self.composer.new_topic = True
+        self.composer.new_topic = self.composer.only_new = True
         self.query_one("#topic-title", Static).update(Text(f"direct › {s.name(participant)} (new)", style="bold"))
         self.query_one(ParticipantsPanel).show(workspace, None)
         self.composer.area.focus()

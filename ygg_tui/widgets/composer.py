@@ -155,6 +155,9 @@ class Composer(Vertical):
         self._in_flight: list[str] = []  # first lines of the messages sent and not answered yet
         self._addressed: str | None = None  # the `@name ` put in front by `address`, while it may still be untouched
         self._said_to = ""  # the recipients the meta line shows
+        # no topic to write in (an empty conversation, a direct one to start): a new topic is no choice to cancel, so
+        # esc leaves the composer at once (it took two, the first rubbing out "new topic" for nothing)
+        self.only_new = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="reply-bar")
@@ -314,11 +317,10 @@ class Composer(Vertical):
     def cancel(self) -> None:
         if self.completing:
             self._close_completion()
-        elif self.reply_to is not None or self.new_topic:
+        elif self.reply_to is not None or (self.new_topic and not self.only_new):
             self.reply_to = None
             self.new_topic = False
-            if self.mtype == "response":
-                self.mtype = "request"
+            self.mtype, self.state = "request", DEFAULT_STATE
         else:
             self.hide_refusal()
             self.post_message(LeftComposer())
