@@ -18,12 +18,15 @@ from ygg_server.client import Client, Refused, plaintext_warning
 
 from .commands import YggCommands
 from .config import Config
-from .keymap import bind
+from .keymap import alt_digits, bind
 from .messages import ConnectionChanged, Delivered, Evented, SignedIn
 from .session import Session
 from .state import Change, Store
 from .themes import load_themes
 from .words import printable
+
+
+alt_digits()
 
 
 class YggApp(App):
@@ -53,6 +56,14 @@ class YggApp(App):
         self.connected = False
         self.ready = asyncio.Event()
         self.keymap_overrides = dict(self.config.keys)
+
+    def action_command_palette(self) -> None:
+        from textual.command import CommandPalette
+
+        from .commands import Palette
+
+        if self.use_command_palette and not CommandPalette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
 
     def notify(self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None,
                markup: bool = False) -> None:
@@ -190,6 +201,8 @@ class YggApp(App):
             self._narrowed(ws, why)
         if ch.called:
             self._ring(ch.called)
+        if ch.quiet and self.session is not None:
+            self.run_worker(self.session.ack(ch.quiet), group="ack", exit_on_error=False)
         if self.main is not None:
             self.main.apply_change(ch)
         if self.operator is not None:

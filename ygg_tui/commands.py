@@ -10,10 +10,48 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual import events
+from textual.command import (CommandInput, CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider,
+                             SearchIcon)
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.fuzzy import Matcher
 from textual.markup import escape  # help is read as markup: names in it are shown as they are
+from textual.widgets import Button, LoadingIndicator
+
+# What cannot be undone (or stops a key at once) ranks below what makes: "new" or "agent" offered Revoke first.
+UNDOES = ("Revoke ", "Restrict ", "Delete ", "Leave ", "New API key ")
+UNDOES_WEIGHT = 0.4
+
+
+class InOrderInput(CommandInput):
+    """The palette's input, with its own editing keys (backspace, delete, …) run as they come, in the order typed.
+    Textual runs a widget's non-priority binding once the key has bubbled up to the screen, after the characters
+    typed behind it: `fund`, 4 backspaces, `help` typed fast gave "fund" (the backspaces ate "help")."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        binding = next((b for b in self._bindings.key_to_bindings.get(event.key, ()) if not b.priority), None)
+        if binding is not None:
+            event.stop()
+            event.prevent_default()
+            await self.run_action(binding.action)
+            return
+        await super()._on_key(event)
+
+
+class Palette(CommandPalette):
+    """Textual's command palette with `InOrderInput`."""
+
+    def compose(self):
+        with Vertical(id="--container"):
+            with Horizontal(id="--input"):
+                yield SearchIcon()
+                yield InOrderInput(placeholder=self._placeholder, select_on_focus=False)
+                if not self.run_on_select:
+                    yield Button("\u25b6")
+            with Vertical(id="--results"):
+                yield CommandList()
+                yield LoadingIndicator()
 
 from .screens import configure
 
@@ -120,15 +158,58 @@ class YggCommands(Provider):
         return out
 
     async def discover(self) -> Hits:
-        for title, cb, help in self._commands():
-            yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
+        for hit in _discovered(self._commands()):
+            yield hit
 
     async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, cb, help in self._commands():
-            score = matcher.match(title)
-            if score > 0:
-                yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
+        for hit in _found(self.matcher(query), self._commands()):
+            yield hit
+
+
+def _discovered(entries: list[tuple[str, object, str]]):
+    for title, cb, help in entries:
+        yield DiscoveryHit(Content(title), cb, text=title, help=escape(help))
+
+
+def _found(matcher: Matcher, entries: list[tuple[str, object, str]]):
+    """The entries `matcher` finds, what cannot be undone ranked down (`UNDOES`)."""
+    for title, cb, help in entries:
+        score = matcher.match(title) * (UNDOES_WEIGHT if title.startswith(UNDOES) else 1.0)
+        if score > 0:
+            yield Hit(score, _highlight(matcher, title), cb, text=title, help=escape(help))
+
+
+class Conversations(Provider):
+    """ctrl+k: every conversation, by name (`Workspace › name`); with nothing typed, the list's order with the ones
+    with unread messages or waiting on a person first."""
+
+    def _conversations(self) -> list[tuple[str, object, str]]:
+        store, main = getattr(self.app, "store", None), getattr(self.app, "main", None)
+        if store is None or main is None:
+            return []
+        from .widgets.sidebar import Sidebar
+
+        listed = main.query_one(Sidebar).order
+        out = []
+        for w in store.workspaces.values():
+            for c in w.conversations.values():
+                unread, att = store.unread_by_conv.get(c["id"], 0), store.attention(c["id"])
+                said = ", ".join(x for x in (f"{unread} unread" if unread else "",
+                                              f"{att['needs_human']} waiting on a person" if att["needs_human"] else "")
+                                 if x)
+                place = listed.index(c["id"]) if c["id"] in listed else len(listed)
+                key = (not (unread or att["needs_human"]), place)
+                out.append((key, f"{w.name} › {store.conversation_name(c)}", partial(main.open_conversation, c["id"]),
+                            said or (f"alt+{place + 1}" if place < 9 else "")))
+        return [(title, cb, help) for _, title, cb, help in sorted(out, key=lambda r: r[0])]
+
+    async def discover(self) -> Hits:
+        for hit in _discovered(self._conversations()):
+            yield hit
+
+    async def search(self, query: str) -> Hits:
+        for hit in _found(self.matcher(query), self._conversations()):
+            yield hit
 
 
 def _highlight(matcher: Matcher, title: str) -> Content:

@@ -26,6 +26,11 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "ygg.focus_sidebar": ("c", "Conversations"),
     "ygg.focus_messages": ("m", "Messages"),
     "ygg.people": ("p", "People and credits (a narrow screen hides them)"),
+    "ygg.switch": ("ctrl+k", "Switch conversation"),
+    "ygg.previous_conversation": ("alt+up", "Previous conversation"),
+    "ygg.next_conversation": ("alt+down", "Next conversation"),
+    "ygg.sidebar": ("ctrl+b", "Conversations list: hide or show"),
+    **{f"ygg.conversation_{n}": (f"alt+{n}", f"Conversation {n} of the list") for n in range(1, 10)},
     "messages.down": ("j,down", "Next message"),
     "messages.up": ("k,up", "Previous message"),
     "messages.reply": ("r", "Reply"),
@@ -40,6 +45,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "composer.cancel": ("escape", "Cancel reply / completion"),
     "composer.type": ("ctrl+t", "Message type"),
     "composer.state": ("ctrl+g", "My state"),
+    "composer.done": ("ctrl+d", "My part is done"),
     "operator.back": ("escape,o", "Back"),
     "operator.filter": ("ctrl+f", "Filters"),
 }
@@ -66,3 +72,13 @@ def hint(id: str, overrides: dict[str, str], typing: bool = False) -> str:
     text box, where a character key types itself, so the hint says to leave the box first."""
     key = key_label(current_keys(overrides)[id].split(",")[0])
     return f"esc then {key}" if typing and len(key) == 1 else key
+
+
+def alt_digits() -> None:
+    """alt+1…9 as xterm, tmux and most terminals send them (ESC then the digit) reach the app as alt+N: Textual
+    reads ESC+digit as the character macOS's Option key types there (ESC 2 as "™", WezTerm's encoding), so WeeChat's
+    alt+2 never switched conversations outside the kitty keyboard protocol. (A private table of Textual's.)"""
+    from textual import _ansi_sequences
+
+    for digit in "0123456789":
+        _ansi_sequences.ANSI_SEQUENCES_KEYS.pop(f"\x1b{digit}", None)

@@ -157,18 +157,21 @@ class Change:
     narrowed: dict[str, str] = field(default_factory=dict)  # workspace -> why this person follows less of it
     called: set[str] = field(default_factory=set)  # thread keys where a new message woke this person
     revised: dict[str, list[dict]] = field(default_factory=dict)  # thread key -> its messages edited or deleted
-    acks: list[int] = field(default_factory=list)  # deliveries to ack at once (a correction is not news to read)
+    quiet: list[int] = field(default_factory=list)  # deliveries seen at once (a quiet notice, a correction): acked, never unread
+    presence: set[str] = field(default_factory=set)  # workspaces where someone came online or went offline
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed or self.called or self.revised or self.acks)
+                    or self.narrowed or self.called or self.revised or self.quiet or self.presence)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
             self.threads.setdefault(k, []).extend(v)
         self.topics |= other.topics
         self.called |= other.called
+        self.quiet += other.quiet
+        self.presence |= other.presence
         self.conversations |= other.conversations
         self.balances |= other.balances
         self.unread |= other.unread
@@ -182,7 +185,6 @@ class Change:
         self.narrowed.update(other.narrowed)
         for k, v in other.revised.items():
             self.revised.setdefault(k, []).extend(v)
-        self.acks += other.acks
 
 
 class Store:
@@ -438,9 +440,13 @@ class Store:
                 if self.my_id and self.my_id not in woke:
                     woke.append(self.my_id)
             if f.get("reason") in REVISIONS:  # shown in place: acked, never counted unread
-                ch.acks.append(f["id"])
+                ch.quiet.append(f["id"])
                 continue
             if f["id"] in self.acked or msg["id"] in self.unread:
+                continue
+            if self.quiet_notice(msg):
+                self.acked.add(f["id"])
+                ch.quiet.append(f["id"])
                 continue
             key = thread_key(msg["conversation"], msg.get("topic"))
             if f.get("wake") and msg.get("author") != self.my_id:
@@ -450,6 +456,12 @@ class Store:
             self.unread_by_conv[msg["conversation"]] += 1
             ch.unread = True
         return ch
+
+    def quiet_notice(self, msg: dict) -> bool:
+        """A closure poll that asks others (the agents of a topic this person is in) is shown in the topic but
+        notifies nobody: nearly every answer was followed by one, each an unread message. One that asks this
+        person counts, and wakes them."""
+        return msg.get("notice") == "closure_poll" and self.my_id not in (msg.get("to") or ())
 
     def apply_sent(self, reply: dict) -> Change:
         ch = Change()
@@ -503,6 +515,12 @@ class Store:
                     else:
                         self.funding.pop(frame["account"], None)
             return ch
+        if kind == "presence":  # the server says it as it happens (the TUI asked every 15 s: 15-30 s late)
+            w = self.workspaces.get(frame["workspace"])
+            if w is None or w.presence.get(frame["participant"]) == bool(frame["online"]):
+                return Change()
+            w.presence[frame["participant"]] = bool(frame["online"])
+            return Change(presence={w.id})
         if kind == "workspace_added":  # loaded by the session (App.apply_change), unless it is here already
             return Change(added={frame["workspace"]}) if frame["workspace"] not in self.workspaces else Change()
         if kind == "workspace_gone":  # deleted, or no longer this person's: forgotten with what was shown of it

@@ -25,7 +25,10 @@ async def test_enter_sends_ctrl_j_newline_type_state_title(team):
         assert c.mtype == "inform"
         await pilot.press("ctrl+t")  # back to request
         assert c.mtype == "request"
-        await pilot.press("ctrl+g")  # no state -> working
+        assert c.state == "working"  # the default
+        await pilot.press("ctrl+g")  # working -> waiting
+        assert c.state == "waiting"
+        await pilot.press("ctrl+g", "ctrl+g", "ctrl+g", "ctrl+g")  # needs_human, done, no state, working
         assert c.state == "working"
         await pilot.press("enter")
         # no topic yet: it asks for a title (suggested from the text) and opens the topic

@@ -59,3 +59,25 @@ def test_wrap_heights_are_exact():
         assert count_lines(t, w) == len(lines)
         from rich.cells import cell_len
         assert all(cell_len(x) <= w for x in lines)
+
+
+async def test_the_selected_message_is_drawn_whole_and_no_header_has_a_hole():
+    """Issue 20, defect 3: the cursor's background was drawn under segments that carry their own, so only a 2-cell
+    patch of the header changed; in truecolor every header had a 2-cell hole of the terminal's own background."""
+    app = ListApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        ml = app.query_one(MessageList)
+        ml.set_messages([dict(msg(i), type="request", state="working", to=["agent.r"]) for i in range(1, 4)], key="t")
+        await pilot.pause()
+        ml.focus()
+        await pilot.press("k")
+        assert ml.cursor == 2
+        cursor_bg = ml._style("cursor").bgcolor
+        top = ml._offsets[2] - int(ml.scroll_y)
+        for row in range(top, top + ml._heights[2]):
+            segments = list(ml.render_line(row))
+            assert [s for s in segments if s.style is None or s.style.bgcolor != cursor_bg] == [], cursor_bg
+            assert segments[0].text.startswith("▌")  # a mark that shows in every theme, colours or none
+        for row in range(0, top):  # the others: every cell on the list's own background
+            segments = list(ml.render_line(row))
+            assert all(s.style is not None and s.style.bgcolor == ml.rich_style.bgcolor for s in segments), segments

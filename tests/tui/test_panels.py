@@ -63,7 +63,7 @@ async def test_topics_states_messages_and_notices(team):
         assert "researcher ✓ done" in line and "open" in line  # the topic, its status, each one's state
         await wait_text(pilot, "@alice → researcher  request", "researcher → @alice  response ✓ done  ↳ reply")
         # the closure poll (a system notice) reaches alice: shown apart, as system.ygg
-        text = await wait_text(pilot, "⚙ system.ygg · closure_poll")
+        text = await wait_text(pilot, "⚙ system.ygg · asked whether they are done → @alice")
         notice_row = next(i for i, m in enumerate(main.messages.messages) if m.get("notice"))
         strip = main.messages._render(notice_row, main.messages.scrollable_content_region.width)[0]
         assert any(seg.style and seg.style.italic for seg in strip), "notices look different"

@@ -82,9 +82,11 @@ async def test_a_side_conversation_is_listed_under_its_origin(team):
         main = await ready(pilot)
         sidebar = main.query_one(Sidebar)
         ids = [sidebar.get_option_at_index(i).id for i in range(sidebar.option_count)]
+        assert side not in ids and "↳1" in str(sidebar.get_option_at_index(ids.index(cid)).prompt), ids  # folded
+        main.open_conversation(cid, tid)  # its origin open: listed right under it, titled by its task
+        ids = [sidebar.get_option_at_index(i).id for i in range(sidebar.option_count)]
         assert side in ids and ids.index(side) == ids.index(cid) + 1, ids
-        assert "↳ side: Numbers" in str(sidebar.get_option_at_index(ids.index(side)).prompt)
-        main.open_conversation(cid, tid)
+        assert "↳ Numbers" in str(sidebar.get_option_at_index(ids.index(side)).prompt)
         await wait_text(pilot, "result of a side task")
         await wait_text(pilot, "Table 2 sums to 42.")
         main.open_conversation(side)

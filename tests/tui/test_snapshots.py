@@ -48,6 +48,11 @@ async def two_waiting(team):
 def quiet(pilot):
     for area in pilot.app.screen.query("TextArea"):
         area.cursor_blink = False
+        area.refresh()  # (Textual hides the cursor then without a repaint: a line drawn with it could stay)
+    # the header names the server's address, and the test server's port is random: one address in every shot
+    pilot.app.url = "ws://127.0.0.1:8765/"
+    if pilot.app.main is not None:
+        pilot.app.main._header()
 
 
 def test_main_screen(snap_compare, sync_team):
@@ -71,6 +76,8 @@ def test_needs_human_queue(snap_compare, sync_team):
         await pilot.press("h")
         await wait_for(pilot, lambda: not main.messages.fetching and len(main.messages) >= 2)
         await wait_for(pilot, lambda: main.composer.text == "@researcher ", what="the answer addressed to the asker")
+        await wait_for(pilot, lambda: pilot.app.focused is main.composer.area, what="the composer has the keys")
+        await pilot.pause()
         quiet(pilot)
         await pilot.pause(0.1)
 

@@ -18,16 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {  # wait_for SECONDS TEXT: until the pane shows TEXT
-  local until=$((SECONDS + $1))
-  while [ $SECONDS -lt $until ]; do
-    if tmux capture-pane -p -t "$session" | grep -qF -- "$2"; then return 0; fi
-    sleep 0.2
-  done
-  echo "timed out waiting for: $2" >&2
-  tmux capture-pane -p -t "$session" >&2 || true
-  return 1
-}
+source "$root/tests/tui/tmux_lib.sh"  # wait_for
 
 "$bin/ygg-server" admin --data-dir "$tmp/server" add-person alice --password "$pw" >/dev/null
 "$bin/ygg-server" admin --data-dir "$tmp/server" add-workspace team --owner alice >/dev/null
@@ -40,7 +31,7 @@ grep -q listening "$tmp/server.log" || { cat "$tmp/server.log" >&2; exit 1; }
 tmux new-session -d -s "$session" -x 150 -y 40 \
   "env -u COLUMNS -u LINES $bin/ygg --url ws://127.0.0.1:$port/ --handle alice --password $pw --workspace team; sleep 5"
 wait_for 30 "@alice · team · connected"
-wait_for 10 "Write here"
+wait_for 10 "Write… @name first addresses"
 sleep 1  # let the first paint settle before typing
 tmux send-keys -t "$session" -l "hello from tmux"
 wait_for 10 "hello from tmux"

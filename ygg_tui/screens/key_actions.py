@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual import work
 
 from ..state import thread_key
+from ..widgets.sidebar import Sidebar
 from ..widgets.topics import NEW, TopicList
 from ..words import assignment_text, refusal_sentence
 from .dialogs import FundScreen
@@ -26,6 +27,33 @@ class KeyActions:
 
     def action_people(self) -> None:
         self.toggle_class("-people")
+
+    def action_toggle_sidebar(self) -> None:
+        """The conversations list steps aside (ctrl+b), and comes back; the focus leaves it first."""
+        sidebar = self.query_one(Sidebar)
+        if sidebar.has_focus:
+            self.composer.area.focus()
+        self.toggle_class("-no-sidebar")
+
+    def action_switch(self) -> None:
+        """ctrl+k: a palette of conversations only, unread and waiting ones first."""
+        from ..commands import Conversations, Palette
+
+        self.app.push_screen(Palette(providers=[Conversations], placeholder="Switch to a conversation…",
+                                     id="--command-palette"))
+
+    def action_step_conversation(self, delta: int) -> None:
+        """alt+↑/↓: the previous or next conversation of the list, round the ends."""
+        order = self.query_one(Sidebar).order
+        if order:
+            i = order.index(self.conversation) + delta if self.conversation in order else 0
+            self.open_conversation(order[i % len(order)])
+
+    def action_conversation_number(self, n: int) -> None:
+        """alt+1…9: the list's conversation with that number (WeeChat's buffers)."""
+        order = self.query_one(Sidebar).order
+        if n <= len(order):
+            self.open_conversation(order[n - 1])
 
     def action_compose(self) -> None:
         self.composer.area.focus()

@@ -34,6 +34,7 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # a short screen: fewer topic rows, more messages
     BINDINGS = [
         bind("ygg.next_unread", "next_unread"),
         bind("ygg.next_needs_human", "next_needs_human", "Needs person"),
@@ -47,6 +48,12 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
         bind("ygg.people", "people", "People"),
+        # (priority: they act from the composer too, where they type nothing)
+        bind("ygg.switch", "switch", "Switch", priority=True),
+        bind("ygg.previous_conversation", "step_conversation(-1)", show=False, priority=True),
+        bind("ygg.next_conversation", "step_conversation(1)", show=False, priority=True),
+        bind("ygg.sidebar", "toggle_sidebar", "List", priority=True),
+        *(bind(f"ygg.conversation_{n}", f"conversation_number({n})", show=False, priority=True) for n in range(1, 10)),
     ]
 
     def __init__(self, store: Store, *, show_clock: bool = True):
@@ -166,7 +173,7 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
         ml.set_messages(th.messages, key=key, more=th.more)
         self.query_one(TopicList).select(key if not empty else NEW)
         self.query_one(ParticipantsPanel).show(w.id, topic, cid)
-        self.composer.new_topic = empty
+        self.composer.new_topic = self.composer.only_new = empty
         self.composer.leave_topic()
         self._title()
         self._read()
@@ -187,7 +194,7 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
         ml = self.messages
         ml.empty = f"A new direct conversation with {s.name(participant)}: write to start it."
         ml.set_messages([], key=None)
-        self.composer.new_topic = True
+        self.composer.new_topic = self.composer.only_new = True
         self.query_one("#topic-title", Static).update(Text(f"direct › {s.name(participant)} (new)", style="bold"))
         self.query_one(ParticipantsPanel).show(workspace, None)
         self.composer.area.focus()
@@ -263,7 +270,8 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
         s = self.store
         w = s.workspaces.get(self.workspace or "")
         state = "connected" if getattr(self.app, "connected", True) else "reconnecting…"
-        self.sub_title = f"@{s.me.get('handle', '?')} · {w.name if w else ''} · {state}"
+        where = (getattr(self.app, "url", "") or "").removeprefix("ws://").rstrip("/")
+        self.sub_title = f"@{s.me.get('handle', '?')} · {w.name if w else ''} · {state} to {where}"
         self.title = "Ygg"
 
     def _read(self) -> None:
@@ -299,17 +307,18 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
         if self.key in ch.revised:  # edited or deleted: drawn again in place
             for m in ch.revised[self.key]:
                 self.messages.replace(m)
-        if ch.acks:
-            self.app.run_worker(self.app.session.ack(ch.acks), group="ack")
         for key in ch.threads:
             if key.startswith("notices:") and key.endswith(self.conversation or "\0"):
                 self._dirty.add("topics")
         if ch.topics:
             self._dirty |= {"topics", "participants", "needs_human", "sidebar", "title"}
+            self._first_topic_came()
         if ch.unread:
             self._dirty |= {"sidebar", "topics"}
-        if ch.balances:
-            self._dirty |= {"participants", "sidebar"}
+        if ch.presence:
+            self._dirty.add("participants")
+        if ch.balances:  # (funding asked or given: the banner counts credit waits)
+            self._dirty |= {"participants", "sidebar", "needs_human"}
         if ch.members:  # (who left is gone from the list; who joined or changed comes with App._members_moved)
             self._dirty.add("participants")
         if ch.conversations:
@@ -318,6 +327,16 @@ class MainScreen(ManageActions, ExportActions, KeyActions, SendActions, ReviseAc
             self._reload_conversations(ws)
         if self._dirty:
             self._schedule()
+
+    def _first_topic_came(self) -> None:
+        """"No topic yet" on screen and a topic of this conversation arrives: the words say so (they stayed). It is
+        not opened for the person: what is unread stays unread, and a request in it rings the bell."""
+        if self.topic is not None or not self.conversation or not self.store.topics_of(self.conversation):
+            return
+        if not self.messages.messages and self.messages.empty.startswith("No topic yet"):
+            self.messages.empty = (f"A topic is here now: choose it above ({self.key_hint('ygg.focus_topics')}), or "
+                                   "write below to open a new one.")
+            self.messages.refresh()
 
     @work(group="conversations", exit_on_error=False)
     async def _reload_conversations(self, ws: str) -> None:

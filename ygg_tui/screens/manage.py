@@ -162,7 +162,7 @@ class ManageActions:
         """A new API key (`add_agent`, `rotate_key`), shown this once."""
         await self.app.push_screen_wait(ShownOnce(
             f"The API key of {reply['name']}", reply["api_key"], f"{why}Shown this once: keep it now (c copies it). "
-            f"Run it with: YGG_KEY=… ygg-agent run --name {reply['name']} --api-key-env YGG_KEY (docs/agents.md)."))
+            f"Run it with: {run_hint(reply['name'], self.app.url)} (docs/agents.md)."))
 
     def _agent_name(self, agent: str) -> str:
         """One's agent's name, though it be in no workspace one reaches (`my_agents`)."""
@@ -372,3 +372,9 @@ class ManageActions:
         if await self._ask("remove_group", workspace=w.id, name=name):
             w.groups.pop(name, None)
             self.notify(f"Removed group:{name} from {w.name}.")
+
+
+def run_hint(name: str, url: str) -> str:
+    """How to run a new agent, as written: the builtin backend with no personality of its own (`plain`: the name
+    is not one), on the server this TUI is connected to (`./run` listens on a random port), from the checkout."""
+    return f"YGG_KEY=… .venv/bin/ygg-agent run --name {name} --personality plain --url {url} --api-key-env YGG_KEY"

@@ -20,12 +20,13 @@ from textual.reactive import reactive
 from textual.widgets import OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from ..keymap import bind
+from ..keymap import bind, hint
 from ..messages import LeftComposer, Submit
 from ..words import REFUSALS, STATE_MARK, printable, refusal_sentence
 
 TYPES = ("request", "response", "inform")
-STATES = (None, "working", "waiting", "needs_human", "done")
+STATES = ("working", "waiting", "needs_human", "done", None)
+DEFAULT_STATE = "working"  # every message starts here (issue 20: a state chosen once stuck, and closed the next topic)
 MENTION = re.compile(r"(?:^|(?<=\s))(@[\w.\-]*|group:[\w.\-]*)$")
 # Keys Textual names without finding their character again (`keys.key_to_character`): typed here all the same.
 TYPED = {"slash": "/", "plus": "+", "minus": "-", "at": "@", "backslash": "\\", "underscore": "_"}
@@ -50,6 +51,7 @@ class ComposerArea(TextArea):
         bind("composer.send", "submit", priority=True),
         bind("composer.newline", "newline", priority=True),
         bind("composer.complete", "complete", show=False, priority=True),
+        bind("composer.done", "done", priority=True),
         bind("composer.cancel", "cancel", show=False),
     ]
 
@@ -70,6 +72,11 @@ class ComposerArea(TextArea):
     def action_complete(self) -> None:
         self.call_later(self._complete)
 
+    def action_done(self) -> None:
+        composer = self._composer()
+        if composer is not None:
+            composer.toggle_done()
+
     def _submit(self) -> None:
         composer = self._composer()
         if composer is not None and composer.completing:
@@ -82,16 +89,29 @@ class ComposerArea(TextArea):
         self._replace_via_keyboard("\n", start, end)
 
     def _complete(self) -> None:
+        """Tab completes, or does nothing: it moved the focus on, and the words typed next fired commands."""
         composer = self._composer()
         if composer is not None and composer.completing:
             composer.accept_completion()
-        else:
-            self.screen.focus_next()
+        elif composer is not None:
+            composer.finish_word()
 
     def action_cancel(self) -> None:
         composer = self._composer()
         if composer is not None:
             composer.cancel()
+
+    def on_focus(self) -> None:
+        self._said()
+
+    def on_blur(self) -> None:
+        self._said()
+
+    def _said(self) -> None:
+        """The meta line says whether the keys write here or are commands."""
+        composer = self._composer()
+        if composer is not None:
+            composer.call_later(composer._meta)
 
     def check_consume_key(self, key: str, character: str | None = None) -> bool:
         """A character key types here, so the screen's binding on it is no key here (the footer offered
@@ -123,7 +143,7 @@ class Composer(Vertical):
     ]
 
     mtype: reactive[str] = reactive("request")
-    state: reactive[str | None] = reactive(None)
+    state: reactive[str | None] = reactive(DEFAULT_STATE)
     reply_to: reactive[dict | None] = reactive(None)
     new_topic: reactive[bool] = reactive(False)
 
@@ -134,17 +154,23 @@ class Composer(Vertical):
         self.completing = False
         self._in_flight: list[str] = []  # first lines of the messages sent and not answered yet
         self._addressed: str | None = None  # the `@name ` put in front by `address`, while it may still be untouched
+        self._said_to = ""  # the recipients the meta line shows
+        # no topic to write in (an empty conversation, a direct one to start): a new topic is no choice to cancel, so
+        # esc leaves the composer at once (it took two, the first rubbing out "new topic" for nothing)
+        self.only_new = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="reply-bar")
         with Horizontal(id="composer-meta"):
+            yield Static("", id="meta-focus")
             yield Static("", id="meta-type")
+            yield Static("", id="meta-to")
             yield Static("", id="meta-state")
             yield Static("", id="meta-topic")
             yield Static("", id="meta-hint")
         yield OptionList(id="completions")
         yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True,
-                           placeholder="Write here… start with @name to address someone; ⏎ sends")
+                           placeholder="Write… @name first addresses; ⏎ sends")
         yield Static("", id="sending")
         yield Static("", id="refusal")
 
@@ -184,13 +210,18 @@ class Composer(Vertical):
         self.area.move_cursor(self.area.document.end)
 
     def done(self) -> None:
-        """A message went out: the reply, new topic and response type it used are spent."""
+        """A message went out: the next one starts from the defaults (a request, working); its reply, new topic, type
+        and state are spent."""
         self.reply_to = None
         self.new_topic = False
-        if self.mtype == "response":
-            self.mtype = "request"
+        self.mtype = "request"
+        self.state = DEFAULT_STATE
         self._addressed = None
         self.hide_refusal()
+
+    def toggle_done(self) -> None:
+        """One key marks my part done (and takes it back): ctrl+g went round four states to get there."""
+        self.state = DEFAULT_STATE if self.state == "done" else "done"
 
     def address(self, name: str) -> None:
         """Start the text with `@name ` (seed 004: an @mention at the start addresses), to keep or rub out."""
@@ -201,8 +232,7 @@ class Composer(Vertical):
         """Another topic (or a new one) is on screen: a reply, its response type and an `address` left untouched
         belonged to the one before."""
         self.reply_to = None
-        if self.mtype == "response":
-            self.mtype = "request"
+        self.mtype, self.state = "request", DEFAULT_STATE
         if self._addressed is not None and self.text == self._addressed:
             self._set_text("")
         self._addressed = None
@@ -212,14 +242,22 @@ class Composer(Vertical):
     def _meta(self) -> None:
         if not self.children:
             return
-        self.query_one("#meta-type", Static).update(Text.assemble(("type ", "dim"), (self.mtype, "bold")))
+        keys = getattr(self.app, "keymap_overrides", {})
+        writing = self.area.has_focus
+        self.query_one("#meta-focus", Static).update(
+            Text("✎ writing ", style="bold") if writing else
+            Text(f" keys are commands · {hint('ygg.compose', keys)} writes ", style="reverse bold"))
+        self.query_one("#meta-type", Static).update(Text(f" {self.mtype}", style="bold"))
+        self._meta_to()
         st = self.state
         self.query_one("#meta-state", Static).update(
-            Text.assemble(("  state ", "dim"), (f"{STATE_MARK.get(st)} {st or 'none'}", "bold")))
+            Text.assemble((" · ", "dim"), (f"{STATE_MARK.get(st)} {st or 'no state'}", "bold")))
         self.query_one("#meta-topic", Static).update(
-            Text("  · new topic (asks for a title)", style="bold") if self.new_topic else "")
-        self.query_one("#meta-hint", Static).update(Text("  ⏎ send · ctrl+j newline · ctrl+t type · ctrl+g state",
-                                                        style="dim"))
+            Text(" · new topic (asks for a title)", style="bold") if self.new_topic else "")
+        done = hint("composer.done", keys)
+        self.query_one("#meta-hint", Static).update(
+            Text(f"   ⏎ send · {done} done · {hint('composer.type', keys)} type · {hint('composer.state', keys)} state"
+                 f" · esc leaves", style="dim") if writing else "")
         bar = self.query_one("#reply-bar", Static)
         if self.reply_to:
             m = self.reply_to
@@ -229,6 +267,21 @@ class Composer(Vertical):
             bar.display = True
         else:
             bar.display = False
+
+    def _meta_to(self) -> None:
+        said = f" to {self.recipients_said()}"
+        if said != self._said_to:  # (each key typed asks: the line is drawn again only when it changes)
+            self._said_to = said
+            self.query_one("#meta-to", Static).update(Text(said))
+
+    def recipients_said(self) -> str:
+        """Whom the text as it stands goes to: its leading @names, else the author replied to, else everyone."""
+        named = [t.lstrip("@") for t in leading_mentions(self.text)]
+        if named:
+            return ", ".join(named)
+        if self.reply_to:
+            return self.namer(self.reply_to.get("author", ""))
+        return "the new topic's conversation" if self.new_topic else "everyone in the topic"
 
     def watch_mtype(self) -> None:
         self._meta()
@@ -258,17 +311,16 @@ class Composer(Vertical):
 
     def set_reply(self, m: dict) -> None:
         self.reply_to = m
-        self.mtype = "response"
+        self.mtype, self.state = "response", DEFAULT_STATE
         self.area.focus()
 
     def cancel(self) -> None:
         if self.completing:
             self._close_completion()
-        elif self.reply_to is not None or self.new_topic:
+        elif self.reply_to is not None or (self.new_topic and not self.only_new):
             self.reply_to = None
             self.new_topic = False
-            if self.mtype == "response":
-                self.mtype = "request"
+            self.mtype, self.state = "request", DEFAULT_STATE
         else:
             self.hide_refusal()
             self.post_message(LeftComposer())
@@ -332,6 +384,7 @@ class Composer(Vertical):
 
     @on(TextArea.Changed, "#composer-text")
     def _changed(self) -> None:
+        self._meta_to()  # (whom it goes to follows the leading @names)
         word = self._word()
         if word is None:
             self._close_completion()
@@ -364,6 +417,13 @@ class Composer(Vertical):
         inside = [c for c in cands if c not in starts and w.lstrip("@").removeprefix("group:") in c[0].lower()]
         out = starts + inside
         return [] if len(out) == 1 and out[0][0] == word else out
+
+    def finish_word(self) -> None:
+        """Tab after a whole @name or group:name: the space after it (typing goes on); anything else: nothing."""
+        word = self._word()
+        if word and any(c == word for c, _ in self.candidates()):
+            row, col = self.area.cursor_location
+            self.area.insert(" ", (row, col))
 
     def move_completion(self, delta: int) -> None:
         ol = self.query_one("#completions", OptionList)

@@ -32,7 +32,9 @@ from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 
 SYSTEM = "system.ygg"
+POLL = "closure_poll"  # shown as one line: "⚙ asked X whether they are done"
 INDENT = 2
+GUTTER = 1  # a column left of every message: "▌" on the selected one's rows
 CACHE = 512  # rendered messages kept
 
 
@@ -118,6 +120,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--request", "message-list--response", "message-list--inform", "message-list--woke",
         "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
         "message-list--empty", "message-list--state", "message-list--handoff", "message-list--edited",
+        "message-list--cursor-mark",
     }
 
     BINDINGS = [
@@ -147,6 +150,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--notice { color: $warning; text-style: italic; background: $warning 10%; }
     MessageList > .message-list--notice-text { color: $text-muted; text-style: italic; background: $warning 10%; }
     MessageList > .message-list--cursor { background: $accent 25%; }
+    MessageList > .message-list--cursor-mark { color: $accent; text-style: bold; }
     MessageList > .message-list--reply { color: $text-muted; }
     MessageList > .message-list--handoff { color: $accent; text-style: bold; }
     MessageList > .message-list--empty { color: $text-muted; text-style: italic; }
@@ -277,9 +281,11 @@ class MessageList(ScrollView, can_focus=True):
     # --- layout ---
 
     def _text_width(self) -> int:
-        return max(self.scrollable_content_region.width - INDENT, 8)
+        return max(self.scrollable_content_region.width - GUTTER - INDENT, 8)
 
     def _height(self, m: dict, width: int) -> int:
+        if m.get("notice") == POLL:
+            return 1
         text = m.get("text") or ""  # (drawable: the store made it so)
         if "\n" not in text and len(text) <= width and text.isascii():
             return 2 if text else 1
@@ -304,6 +310,9 @@ class MessageList(ScrollView, can_focus=True):
         self.virtual_size = Size(self.scrollable_content_region.width, max(self._total, 1))
 
     def on_resize(self, event: events.Resize) -> None:
+        self._width_changed()
+
+    def _width_changed(self) -> None:
         if self._text_width() != self._width:
             end = self._follow or self.is_at_end()
             self._relayout()
@@ -351,13 +360,20 @@ class MessageList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         if line >= self._total or line < 0:
             return Strip.blank(width, base)
+        if y == 0 and self._text_width() != self._width:  # the scrollbar came or went (no resize): heights again
+            self.call_later(self._width_changed)
         i = bisect_right(self._offsets, line) - 1
-        strips = self._render(i, width)
+        strips = self._render(i, width - GUTTER)
         row = line - self._offsets[i]
-        strip = strips[row] if row < len(strips) else Strip.blank(width, base)
-        if i == self.cursor:
-            strip = strip.apply_style(self._style("cursor"))
-        return strip
+        strip = strips[row] if row < len(strips) else Strip.blank(width - GUTTER, base)
+        if i != self.cursor:
+            return Strip([Segment(" " * GUTTER, base), *strip], width)
+        # the selected message, every cell of it: its background laid over each segment's own (laid under them, it
+        # showed only where a segment had none), and a mark that shows in any theme
+        cursor = self._style("cursor")
+        over = Style(bgcolor=cursor.bgcolor)
+        mark = Segment("▌" + " " * (GUTTER - 1), base + self._style("cursor-mark") + over)
+        return Strip([mark, *Segment.apply_style(strip, post_style=over)], width)
 
     def _render(self, i: int, width: int) -> list[Strip]:
         m = self._msgs[i]
@@ -391,7 +407,7 @@ class MessageList(ScrollView, can_focus=True):
             if m.get("to"):
                 segs.append(Segment(" → " + ", ".join(self.namer(p) for p in m["to"]), base + st("meta")))
             mtype = m.get("type") or "inform"
-            segs.append(Segment("  "))
+            segs.append(Segment("  ", base))  # (its own background: unstyled, it was a hole in truecolor)
             if m.get("handoff"):  # seed 004: "a handoff is something you can see rather than infer"
                 segs.append(Segment("⇢ handoff", base + st("handoff")))
             else:
@@ -415,6 +431,8 @@ class MessageList(ScrollView, can_focus=True):
         if self.show_clock:
             segs.append(Segment("  " + clock(m.get("created_at", "")), base + st("meta")))
         fill = text_style if notice else base
+        if m.get("notice") == POLL:  # one line: the header says whom it asked, the text is the same every time
+            return [Strip(segs).crop(0, width).extend_cell_length(width, fill)]
         head_strip = Strip(segs).crop(0, width).extend_cell_length(width, fill)
         out = [head_strip]
         text = m.get("text") or ""  # (drawable: the store made it so)
@@ -422,6 +440,12 @@ class MessageList(ScrollView, can_focus=True):
             for line in wrap(text, width - INDENT):
                 out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
         return out
+
+    def notify_style_update(self) -> None:
+        """A theme switch (or any CSS change): the rows drawn in the old colours go."""
+        super().notify_style_update()
+        self._cache.clear()
+        self.refresh()
 
     # --- moving ---
 
@@ -493,7 +517,9 @@ class MessageList(ScrollView, can_focus=True):
         self.post_message(Revise(m, how))
 
     def action_reply(self) -> None:
-        m = self.selected
+        """The selected message, or the last one when none is (it did nothing, and the reply typed next fired
+        commands)."""
+        m = self.selected or (self._msgs[-1] if self._msgs else None)
         if m is not None:
             self.post_message(ReplyTo(m))
 

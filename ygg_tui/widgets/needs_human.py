@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ..state import Store
+from ..words import topic_status
 
 
 class NeedsHumanBar(Static):
@@ -22,12 +23,16 @@ class NeedsHumanBar(Static):
     def rebuild(self) -> None:
         s = self.store
         queue = s.needs_human()
+        credits = self.credit_waits()
         self.set_class(bool(queue), "-waiting")
         if not queue:
-            self.update(Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim")))
+            t = Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim"))
+            self.update(t + self._credits(credits) if credits else t)
             return
         t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"),
                           (f"  ({self.keys('ygg.next_needs_human')}: next)", "dim"))
+        if credits:
+            t += self._credits(credits)
         for topic in queue[:3]:
             w = s.workspaces.get(topic["workspace"])
             conv = s.conversation(topic["conversation"])
@@ -41,3 +46,16 @@ class NeedsHumanBar(Static):
         if len(queue) > 3:
             t.append(f"  … and {len(queue) - 3} more", "dim")
         self.update(t)
+
+    def credit_waits(self) -> int:
+        """Topics where an agent waits for credits (paused for them, or an agent in them refused for want of them),
+        and agents asking to be funded outside any such topic."""
+        s = self.store
+        topics = {t["id"] for t in s.topics.values() if t.get("status") != "closed"
+                  and (topic_status(t) == "paused:credits" or t.get("unfunded"))}
+        agents = {r["agent"] for r in s.funding.values() if r.get("topic") not in topics or r.get("topic") is None}
+        return len(topics) + len(agents)
+
+    def _credits(self, n: int) -> Text:
+        return Text.assemble(("   $ ", "bold yellow"), (f"{n} waiting for credits", "bold"),
+                             (f"  ({self.keys('ygg.fund')}: fund)", "dim"))
