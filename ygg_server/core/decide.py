@@ -129,6 +129,10 @@ def decide(view: View, post: Post, now: int) -> Decision:
         if moved is not None:
             return decide(*moved, now)
     absorbed = found == _ABSORBED
+    # Seed 000: "A reply an agent sends to Agent'Ygg itself (system.ygg) is absorbed: not delivered, not charged":
+    # free only as the single answer to a system notice that asked for one (a closure poll, still owed by the author);
+    # anything else to system.ygg is absorbed (delivered to nobody) but costs like any other message.
+    free = absorbed and pending is not None and pending.requester == SYSTEM and aid in pending.remaining
     recipients = tuple(r for r in found if r != SYSTEM) if SYSTEM in found else found
     state = post.state
     if not state:
@@ -145,13 +149,13 @@ def decide(view: View, post: Post, now: int) -> Decision:
         denial = permission_denial(d, aid, recipients)
         if denial:
             return refused(R.PERMISSION_DENIED, denial)
-    usage = 0 if absorbed else (len(recipients) or 1)
+    usage = 0 if free else (len(recipients) or 1)
     if view.plan_left is not None and usage > view.plan_left:
         return refused(R.PLAN_LIMIT, f"the organization's plan allows {view.plan_left} more messages this month")
 
     # Credits: "Every message an agent sends costs credits, even one delivered as context."
     cost, ledger, budget = 0, (), topic.budget if topic is not None else None
-    if agent and not absorbed:
+    if agent and not free:
         # rules.message_cost, inlined: 1 per started 1,000 characters, at least 1; files by size; per recipient
         cost = (len(post.text) + CHARS_PER_CREDIT - 1) // CHARS_PER_CREDIT or 1
         if post.attachment_bytes > 0:
@@ -174,11 +178,12 @@ def decide(view: View, post: Post, now: int) -> Decision:
             budget -= cost
 
     return _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-                   state, waiting_for, pending, cost, ledger, budget, usage, others, assignment)
+                   state, waiting_for, pending, cost, ledger, budget, usage, others, assignment, free)
 
 
 def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-            state, waiting_for, pending, cost, ledger, budget, usage, others=(), assignment=None) -> Decision:
+            state, waiting_for, pending, cost, ledger, budget, usage, others=(), assignment=None,
+            free=False) -> Decision:
     d = view.directory
     ps = d.participants
     aid = author.id
@@ -196,8 +201,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     prev = old.get(aid)
     folded = prev.folded if prev is not None else 0
     # state, last_at, wake_pending, folded, waiting_for; `asked` outlives the author's answer to a poll
-    members[aid] = Member(state, now, False, 0, waiting_for, asked=prev is not None and prev.asked)
-    for w in waiting_for:
+    members[aid] = Member(state, now, False, 0, waiting_for, asked=prev is not None and prev.asked,
+                          repolled=prev is not None and prev.repolled)
+    for w in (() if free else waiting_for):  # a free answer starts no nudges (docs/rules.md, "The bound")
         m = members.get(w)
         if m is None:
             members[w] = Member(None, now, awaited_since=now)
@@ -311,11 +317,13 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
             topic = replace(topic, members=members, pending=owed, recent=recent, budget=budget)
         if resume:
             routed.append(resume_folded(topic, aid, folded, now, post.id))
-        if any_done and topic.status == _OPEN:
+        if any_done and topic.status == _OPEN and not free:  # a free answer wakes nobody, by notice neither
             topic, polls = poll(d, topic, now, post.id, skip=(aid,))
             routed += polls
-        elif not any_done and any_asked(topic.members):  # nobody is done any more: the closure round is over
-            topic = replace(topic, members={p: replace(m, asked=False) if m.asked else m
+        elif human and not any_done and any_asked(topic.members):
+            # A person wrote and nobody is done: the closure round is over. Only a person ends it: agents
+            # flipping done/working would otherwise have the same participants polled again without end.
+            topic = replace(topic, members={p: replace(m, asked=False, repolled=False) if m.asked else m
                                             for p, m in topic.members.items()})
 
     if aid in topic.unfunded:  # it paid for this message: it no longer waits for funds here

@@ -43,7 +43,7 @@ def move(topic: Topic, event: str, now: int, **fields) -> Topic:
         members = fields.pop("members", topic.members)
         members = {
             p: m if not (m.wake_pending or m.polled_at is not None or m.awaited_since is not None or m.asked)
-            else replace(m, wake_pending=False, polled_at=None, awaited_since=None, asked=False)
+            else replace(m, wake_pending=False, polled_at=None, awaited_since=None, asked=False, repolled=False)
             for p, m in members.items()
         }
         return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={},

@@ -94,6 +94,7 @@ class Member(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     awaited_since: int | None = None  # someone waits on it since (nudges)
     nudges: int = 0
     asked: bool = False  # already polled in this closure round (answering does not clear it; see closing.poll)
+    repolled: bool = False  # polled again by the clock in this closure round (once at most; see closing.poll)
 
 
 class Pending(msgspec.Struct, frozen=True, gc=False):

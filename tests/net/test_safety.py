@@ -1,0 +1,90 @@
+"""The safety promise on loopback, tried from outside by scripted adversarial agents (issue 17; docs/rules.md,
+"The bound"): each hole the issue found, over the socket, on every backend."""
+
+import asyncio
+
+import pytest
+
+from ygg_server.ops import admin
+
+pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+
+
+def _base(ws: str, **kw) -> dict:
+    return {"workspace": ws, "conversation": "general", **kw}
+
+
+async def _drain(client, timeout: float = 0.3) -> list[dict]:
+    """Every delivery that reaches `client` until it is quiet for `timeout` seconds (acked)."""
+    out = []
+    while True:
+        try:
+            d = await client.next_delivery(timeout=timeout)
+        except asyncio.TimeoutError:
+            return out
+        await client.ack([d["id"]])
+        out.append(d)
+
+
+async def test_messages_to_system_ygg_cost_credits_unless_they_answer_a_notice(team):
+    """Seed 000: "A reply an agent sends to Agent'Ygg itself (system.ygg) is absorbed: not delivered, not
+    charged." and "Every agent message costs credits from a wallet only a human refills."
+
+    Before: every message whose only recipient was system.ygg was free, reply or not (31 of 31 accepted at
+    cost 0 from an agent with no credits, one of them opening a topic)."""
+    key = team.admin(admin.add_agent, "chatty", "alice")["api_key"]
+    team.admin(admin.fund, "chatty", 3)
+    chatty = await team.client(api_key=key)
+    opened = await chatty.send(**_base(team.ws, topic="new", title="To nobody", type="inform", to=["system.ygg"],
+                                       text="x" * 1500))
+    assert opened["op"] == "sent" and opened["message"]["cost"] == 2 and opened["deliveries"] == [], opened
+    tid = opened["message"]["topic"]
+    r = await chatty.send(**_base(team.ws, topic=tid, type="request", to=["system.ygg"], text="y"))
+    assert r["op"] == "sent" and r["message"]["cost"] == 1 and r["deliveries"] == [], r
+    r = await chatty.send(**_base(team.ws, topic=tid, type="response", to=["system.ygg"], text="z"))
+    assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
+
+
+async def test_the_answer_to_a_closure_poll_is_free_once(team):
+    """Seed 000: "When some are done and others are not, the backend asks the others once if they are done too"
+    and its reply to system.ygg is "not charged": one answer per poll; a second one costs."""
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    opened = await researcher.send(**_base(team.ws, topic="new", title="Review", type="inform", to=["reviewer"],
+                                           text="for your review"))
+    tid = opened["message"]["topic"]
+    await researcher.send(**_base(team.ws, topic=tid, type="inform", state="done", to=["reviewer"], text="done"))
+    got = await _drain(reviewer)
+    polls = [d for d in got if d["message"].get("notice") == "closure_poll"]
+    assert len(polls) == 1, got
+    pid = polls[0]["message"]["id"]
+    first = await reviewer.send(**_base(team.ws, topic=tid, type="response", in_reply_to=pid, state="working",
+                                        text="not yet"))
+    assert first["op"] == "sent" and first["message"]["cost"] == 0 and first["deliveries"] == [], first
+    second = await reviewer.send(**_base(team.ws, topic=tid, type="response", in_reply_to=pid, state="working",
+                                         to=["system.ygg"], text="still not"))
+    assert second["op"] == "sent" and second["message"]["cost"] == 1 and second["deliveries"] == [], second
+
+
+async def test_state_flips_do_not_poll_the_same_participants_again(team):
+    """Seed 000: "the backend asks the others once if they are done too". Before: "done" polled the others,
+    the next "working" ended the round and forgot who was asked, so the next "done" polled them again: a
+    population flipping done/working never went quiet."""
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    opened = await researcher.send(**_base(team.ws, topic="new", title="Flip", type="inform", to=["reviewer"],
+                                           text="working beside you"))
+    tid = opened["message"]["topic"]
+    polls = 0
+    for i in range(6):
+        for state in ("done", "working"):
+            r = await researcher.send(**_base(team.ws, topic=tid, type="inform", state=state, to=["reviewer"],
+                                              text=f"{state} {i}"))
+            assert r["op"] == "sent" and r["message"]["cost"] >= 1, r  # every flip is paid
+        for d in await _drain(reviewer, 0.15):
+            if d["message"].get("notice") == "closure_poll":
+                polls += 1
+                r = await reviewer.send(**_base(team.ws, topic=tid, type="response", in_reply_to=d["message"]["id"],
+                                                state="working", text="not done"))
+                assert r["op"] == "sent" and r["message"]["cost"] == 0, r
+    assert polls == 1
