@@ -263,8 +263,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
                         members[r] = replace(members[r], wake_pending=True, folded=0)
                 elif reason == _C_COALESCED:
                     members[r] = replace(members[r], folded=members[r].folded + 1)
+        holder = counters_of(view, conv, topic, human)
         if agent and not closing:
-            deliveries, gate_notice = _gate(view, conv, deliveries, members, old, now, post.id, topic.id)
+            deliveries, gate_notice = _gate(view, conv, holder, deliveries, members, old, now, post.id, topic.id)
         deliveries += [Delivery(o, False, _C_NOT_ADDRESSED) for o in others]
         deliveries += [Delivery(o, False, _C_OBSERVER) for o in human_members(d, conv)
                        if o != aid and o not in recipients]
@@ -329,11 +330,22 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     if aid in topic.unfunded:  # it paid for this message: it no longer waits for funds here
         topic = replace(topic, unfunded={a: w for a, w in topic.unfunded.items() if a != aid})
     conversation = _grown(conv, author, recipients, view.new_conversation)
-    counted = _counted(conv if conversation is None else conversation, view, human, agent and not absorbed,
-                       deliveries, gate_notice is not None)
-    if counted is not None:
-        conversation = counted
-    return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed)
+    side = None
+    if human and not topic.bought and view.side is None and conv.kind != _SIDE:
+        topic = replace(topic, bought=True, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
+    elif not absorbed:
+        holder = counters_of(view, conv, topic, human)
+        counted = _counted(conversation if holder is conv and conversation is not None else holder, conv, view,
+                           human, agent, deliveries, gate_notice is not None)
+        if counted is None:
+            pass
+        elif holder is topic:
+            topic = counted
+        elif holder is conv:
+            conversation = counted
+        else:
+            side = counted
+    return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed, side)
 
 
 def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)) -> int:
@@ -341,19 +353,32 @@ def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIREC
     return limits[0] if conv.kind == _DIRECT and len(conv.members) <= 2 else limits[1]
 
 
-def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: dict, old: dict, now: int,
+def counters_of(view: View, conv: Conversation, topic: Topic, human: bool = False):
+    """Who keeps the party's counters for a message in `topic` (docs/rules.md, "Parties"): a side conversation
+    (with its origin topic, one exchange), or the topic itself once a person wrote in it (`bought`; a person's
+    message does so now), or else the conversation (the topics only agents wrote in share its counters)."""
+    if conv.kind == _SIDE:
+        return conv
+    if view.side is not None:
+        return view.side
+    return topic if topic.bought or human else conv
+
+
+def _gate(view: View, conv: Conversation, holder, deliveries: list[Delivery], members: dict, old: dict, now: int,
           cause: str, topic: str | None = None) -> tuple[list[Delivery], Routed | None]:
     """The party's two safeguards on an agent's message: the throttle, then the hop limit.
 
-    Throttle (seed 003 §16): after `throttle_limit` agent messages in a row with no person in between,
-    an agent's message wakes nobody (`throttled`). Hop limit (seed 004): an agent message that wakes
-    another agent is a hop; once the conversation used `view.max_hops` since a person last wrote, its
-    wakes of agents become `hop_limit` context, and a `hop_limit` notice goes into the transcript once.
+    `holder` keeps the counters (`run`, `hops`, and whether each notice is out): the topic, or the side
+    conversation where a direct conversation's topic delegated work. Throttle (seed 003 §16): after
+    `throttle_limit` agent messages in a row with no person in between, an agent's message wakes nobody
+    (`throttled`). Hop limit (seed 004): an agent message that wakes another agent is a hop; once `view.max_hops`
+    were used since a person last wrote in the topic, its wakes of agents become `hop_limit` context, and a
+    `hop_limit` notice goes into the transcript once.
     """
     ps = view.directory.participants
-    if conv.run >= throttle_limit(conv, view.throttle):
+    if holder.run >= throttle_limit(conv, view.throttle):
         reason, hit = _C_THROTTLED, lambda r: True
-    elif conv.hops >= view.max_hops:
+    elif holder.hops >= view.max_hops:
         reason, hit = _C_HOP_LIMIT, lambda r: ps[r].kind == _AGENT
     else:
         return deliveries, None
@@ -370,36 +395,39 @@ def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: d
         return out, None
     people = human_members(view.directory, conv)
     if reason == _C_HOP_LIMIT:
-        if conv.hop_noticed:
+        if holder.hop_noticed:
             return out, None
         return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=topic, to=people,
                            now=now, cause=cause, wake=False, hops=str(view.max_hops))
-    if conv.throttle_noticed:
+    if holder.throttle_noticed:
         return out, None
     return out, notice(Notice.THROTTLED, workspace=conv.workspace, conversation=conv.id, topic=topic, to=people,
-                       now=now, cause=cause, wake=False, run=str(conv.run))
+                       now=now, cause=cause, wake=False, run=str(holder.run))
 
 
-def _counted(conv: Conversation, view: View, human: bool, agent: bool, deliveries: list[Delivery],
-             noticed: bool) -> Conversation | None:
-    """The conversation's party counters after this message, or None when they do not change."""
+def _counted(holder, conv: Conversation, view: View, human: bool, agent: bool, deliveries: list[Delivery],
+             noticed: bool):
+    """`holder` (a Topic or a side Conversation) with the party counters after this message, or None when they
+    do not change: a person's message resets them, an agent's counts one more in the run, and a hop when it
+    woke another agent."""
     if human:
-        if conv.run or conv.hops or conv.hop_noticed or conv.throttle_noticed:
-            return replace(conv, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
+        if holder.run or holder.hops or holder.hop_noticed or holder.throttle_noticed:
+            return replace(holder, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
         return None
     if not agent:
         return None
     ps = view.directory.participants
+    limit = throttle_limit(conv, view.throttle)
     hop = any(x.wake and ps[x.recipient].kind == _AGENT for x in deliveries)
-    run = min(conv.run + 1, throttle_limit(conv, view.throttle))
-    hops = conv.hops + 1 if hop else conv.hops
-    if run == conv.run and hops == conv.hops and not noticed:
+    run = min(holder.run + 1, limit)
+    hops = holder.hops + 1 if hop else holder.hops
+    if run == holder.run and hops == holder.hops and not noticed:
         return None
     if not noticed:
-        return replace(conv, run=run, hops=hops)
-    if conv.run >= throttle_limit(conv, view.throttle):  # _gate's order: the throttle before the hop limit
-        return replace(conv, run=run, hops=hops, throttle_noticed=True)
-    return replace(conv, run=run, hops=hops, hop_noticed=True)
+        return replace(holder, run=run, hops=hops)
+    if holder.run >= limit:  # _gate's order: the throttle before the hop limit
+        return replace(holder, run=run, hops=hops, throttle_noticed=True)
+    return replace(holder, run=run, hops=hops, hop_noticed=True)
 
 
 def _grown(conv: Conversation, author: Participant, recipients: tuple[str, ...], new: bool) -> Conversation | None:

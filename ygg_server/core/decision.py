@@ -63,7 +63,8 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
     ledger: tuple[Entry, ...] = ()
     usage: int = 0  # messages counted against the plan (once per recipient)
     flags: tuple[Flag, ...] = ()  # per-agent marks set (on) or cleared (off)
-    absorbed: bool = False  # addressed only to system.ygg: stored, not delivered, free
+    absorbed: bool = False  # addressed only to system.ygg: stored, not delivered (free only as a notice's answer)
+    side: Conversation | None = None  # a direct conversation's side conversation, its turn counters moved
 
     @property
     def message(self) -> Message | None:

@@ -47,9 +47,9 @@ class LiveState:
                 if was_open != (t.status != _CLOSED):
                     opened[t.opener] += -1 if was_open else 1
             topics[t.id] = t
-        c = d.conversation
-        if c is not None:
-            self.conversations.setdefault(c.workspace, {})[c.id] = c
+        for c in (d.conversation, d.side):
+            if c is not None:
+                self.conversations.setdefault(c.workspace, {})[c.id] = c
         for e in d.ledger:
             held = self.pools if e.account == POOL else self.wallets
             key = e.workspace if e.account == POOL else e.account

@@ -186,7 +186,7 @@ class Batch:
             flags=frozenset(state.flags or ()),
             new_conversation=conv is not None and conv.id not in known,
             **party_limits(settings),
-            side=core_side.existing(conv, post.topic, known) if agent else None,
+            side=core_side.existing(conv, post.topic, known),  # (a person's message there resets its counters)
         )
         if any(r.startswith(core_assign.PREFIX) for r in post.to):
             wakes = self.wakes

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import POOL, Directory, Kind, general_id, plan_of
-from ..core import assign as core_assign
+from ..core import assign as core_assign, side as core_side
 from ..store.port import Keys, Snapshot
 from .commands import Command
 
@@ -61,6 +61,9 @@ def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
     opening = t is None or t == "new"
     if not opening:
         (k.waited if c.deferred else k.topics).add(t)
+        if cid is not None and isinstance(t, str) and cid != general_id(ws):
+            # a direct conversation's topic that delegated work counts its hops on its side conversation (core.side)
+            k.conversations.add(core_side.side_id(cid, t))
     if agent:
         k.wallets.add(author)
         k.pools.add(ws)

@@ -501,8 +501,9 @@ class PgStore:
             for f in d.flags:
                 if self.flags is not None:
                     (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
-            if d.conversation is not None:
-                self.conversations.setdefault(d.conversation.workspace, {})[d.conversation.id] = d.conversation
+            for c in (d.conversation, d.side):
+                if c is not None:
+                    self.conversations.setdefault(c.workspace, {})[c.id] = c
         for t in outcome.topics:
             when = next_due(t)
             if when is not None:
