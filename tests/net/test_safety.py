@@ -88,3 +88,74 @@ async def test_state_flips_do_not_poll_the_same_participants_again(team):
                                                 state="working", text="not done"))
                 assert r["op"] == "sent" and r["message"]["cost"] == 0, r
     assert polls == 1
+
+
+def _woke(reply: dict, who: str | None = None) -> int:
+    return sum(1 for x in reply["deliveries"] if x["wake"] and (who is None or x["to"] == who))
+
+
+async def test_a_persons_message_buys_hops_for_its_topic_only(team):
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops — six by default. When the limit
+    ends an exchange, the transcript says so rather than going quiet."
+
+    Before: the hop limit was counted per conversation and any person's message anywhere in it reset it: two
+    tasks in General shared one budget, and "anyone for lunch?" in another topic gave a runaway exchange 6 more."""
+    alice = await team.person("alice")
+    agents = {n: await team.client(api_key=team.keys[n]) for n in ("researcher", "reviewer")}
+    ids = {n: (await c.request("whoami"))["id"] for n, c in agents.items()}
+    topics = []
+    for title in ("Task one", "Task two"):
+        r = await alice.send(**_base(team.ws, topic="new", title=title, type="inform", to=["researcher"],
+                                     text=title))
+        topics.append(r["message"]["topic"])
+    one, two = topics
+
+    async def exchange(tid: str, n: int) -> list[dict]:
+        out = []
+        for i in range(n):
+            author, other = ("researcher", "reviewer") if i % 2 == 0 else ("reviewer", "researcher")
+            r = await agents[author].send(**_base(team.ws, topic=tid, type="request", to=[other],
+                                                  text=f"{tid} step {i}"))
+            assert r["op"] == "sent", r
+            out.append(r)
+        return out
+
+    first = await exchange(one, 8)
+    assert [_woke(r, ids[o]) for r, o in zip(first, ["reviewer", "researcher"] * 4)] == [1] * 6 + [0] * 2
+    assert {x["reason"] for x in first[6]["deliveries"] if not x["wake"] and x["to"] in ids.values()} \
+        == {"hop_limit"}
+    assert sum(_woke(r) for r in await exchange(two, 6)) == 6  # the other task has its own six
+    await alice.send(**_base(team.ws, topic=two, type="inform", to=["reviewer"], text="anyone for lunch?"))
+    assert sum(_woke(r, ids["reviewer"]) + _woke(r, ids["researcher"]) for r in await exchange(one, 2)) == 0
+    page = await alice.request("history", workspace=team.ws, conversation="general", topic=one)
+    said = [m for m in page["messages"] if m.get("notice") == "hop_limit"]
+    assert len(said) == 1, page  # the transcript says so, once
+    await alice.send(**_base(team.ws, topic=one, type="inform", to=["researcher"], text="go on"))
+    assert _woke((await exchange(one, 1))[0], ids["reviewer"]) == 1
+
+
+async def test_delegating_again_spends_the_hops_of_the_persons_message(team):
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops" and seed 003 §15: "A separate
+    side conversation is opened". Before: each delegation from a direct conversation copied its counters into
+    the side conversation afresh: one person's message bought 18 agent-to-agent wakes against a limit of 6."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    r = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Numbers",
+                         type="inform", to=["researcher"], text="please check the numbers")
+    cid, tid = r["message"]["conversation"], r["message"]["topic"]
+    wakes = 0
+    for i in range(10):
+        d = await researcher.send(workspace=team.ws, conversation=cid, topic=tid, type="request", to=["reviewer"],
+                                  text=f"reviewer, table {i}")
+        assert d["op"] == "sent" and d["message"]["conversation"] != cid, d  # on the side
+        wakes += _woke(d)
+        side, stid = d["message"]["conversation"], d["message"]["topic"]
+        a = await reviewer.send(workspace=team.ws, conversation=side, topic=stid, type="response", in_reply_to=stid,
+                                state="done", text=f"table {i} checked")
+        assert a["op"] == "sent", a
+        wakes += sum(1 for x in a["deliveries"] if x["wake"] and not x["to"].startswith("human."))
+        c = await researcher.send(workspace=team.ws, conversation=side, topic=stid, type="inform", state="done",
+                                  to=["reviewer"], text="thanks")
+        assert c["op"] == "sent", c
+    assert wakes == 6
