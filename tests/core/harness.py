@@ -50,6 +50,7 @@ class World:
         self.live.wallets.update({a: wallet for a in agents})
         self.live.pools[self.ws] = pool
         self.plan_left = None
+        self.draws_pool: set[str] = set()  # agents an admin lets draw on the pool beyond their wallet
         self.messages = []
         self.deliveries = []  # (message, delivery)
 
@@ -121,6 +122,7 @@ class World:
         return View(
             self.directory, conv, self.topics.get(topic) if topic else None, open_opened=opened,
             wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,
+            draws_pool=author in self.draws_pool,
             flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
             max_hops=self.max_hops, throttle=self.throttle, weights=self.weights, fitness=self.fitness,
             side=self.conversations.get(side_id(conv.id, topic)) if conv is not None and topic else None,

@@ -159,3 +159,25 @@ async def test_delegating_again_spends_the_hops_of_the_persons_message(team):
                                   to=["reviewer"], text="thanks")
         assert c["op"] == "sent", c
     assert wakes == 6
+
+
+async def test_an_agents_wallet_is_its_cap_unless_an_admin_lets_it_draw_on_the_pool(team):
+    """Seed 000: "Credits come from the agent's own wallet, or from the workspace pool if it has none."
+    Before: funded 1 credit, an agent spent 3 more from the pool, and no funding request was raised."""
+    key = team.admin(admin.add_agent, "thrifty", "alice")["api_key"]
+    team.admin(admin.fund, "thrifty", 1)
+    team.admin(admin.fund, None, 10, pool_ws=team.ws)
+    thrifty = await team.client(api_key=key)
+    alice = await team.person("alice")
+    first = await thrifty.send(**_base(team.ws, topic="new", title="Spend", type="inform", to=["@alice"], text="a"))
+    assert first["op"] == "sent", first
+    tid = first["message"]["topic"]
+    r = await thrifty.send(**_base(team.ws, topic=tid, type="inform", to=["@alice"], text="b"))
+    assert r["op"] == "refused" and r["reason"] == "credits_exhausted" and "wallet 0, pool 10" in r["detail"], r
+    got = await _drain(alice)
+    assert any(d["message"].get("notice") == "funding_request" for d in got), got  # its funders were asked
+    me = (await thrifty.request("whoami"))["id"]
+    s = await alice.request("set_setting", workspace=team.ws, key="credits.poolDraw", value=[me])
+    assert s["op"] == "setting_set" or s.get("value") == [me], s
+    r = await thrifty.send(**_base(team.ws, topic=tid, type="inform", to=["@alice"], text="c"))
+    assert r["op"] == "sent" and r["message"]["cost"] == 1, r

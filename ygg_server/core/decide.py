@@ -161,13 +161,14 @@ def decide(view: View, post: Post, now: int) -> Decision:
         if post.attachment_bytes > 0:
             cost += (post.attachment_bytes + ATTACHMENT_BYTES_PER_CREDIT - 1) // ATTACHMENT_BYTES_PER_CREDIT
         cost *= len(recipients) or 1
-        # Seed 000: "Credits come from the agent's own wallet, or from the workspace pool if it has none"
-        # (the wallet if it covers the whole message, else the pool; within the topic's budget if it has one).
+        # Seed 000: "Credits come from the agent's own wallet, or from the workspace pool if it has none": a wallet
+        # is the agent's cap; the pool pays for an agent with none, or one its admins let draw on it when its wallet
+        # runs short (`credits.poolDraw`). Within the topic's budget if it has one.
         if budget is not None and budget < cost:
             payer = None
         elif view.wallet is not None and view.wallet >= cost:
             payer = aid
-        elif view.pool >= cost:
+        elif (view.wallet is None or view.draws_pool) and view.pool >= cost:
             payer = POOL
         else:
             payer = None

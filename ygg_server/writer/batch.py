@@ -182,6 +182,7 @@ class Batch:
             open_opened=state.opened.get(author, 0) if agent else 0,
             wallet=state.wallets.get(author) if agent else None,
             pool=state.pools.get(ws) or 0 if agent else 0,
+            draws_pool=agent and author in (settings.get("credits.poolDraw") or ()),
             plan_left=self._plan_left(ws),
             flags=frozenset(state.flags or ()),
             new_conversation=conv is not None and conv.id not in known,
@@ -296,6 +297,11 @@ class Batch:
             lo, hi = _SETTINGS[key]
             if value is not None and (type(value) is not int or not lo <= value <= hi):
                 return Refused(R.BAD_AMOUNT, f"{key} is a whole number from {lo} to {hi}, or null")
+        elif key == "credits.poolDraw":  # the agents (ids) the pool pays for beyond their own wallet
+            if value is not None and (not isinstance(value, list) or not all(
+                    isinstance(a, str) and a in directory.memberships
+                    and directory.participants[a].kind == Kind.AGENT for a in value)):
+                return Refused(R.UNKNOWN_RECIPIENT, "credits.poolDraw lists agents of this workspace by id")
         elif key == "assign.weights":
             if value is not None and (not isinstance(value, dict) or not all(
                     k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
