@@ -19,6 +19,34 @@ from ygg_server.core.rules import HOUR, MAX_HOPS, SECOND, THROTTLE_DIRECT, THROT
 T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
 
 
+class Wallets:
+    """One workspace's wallets as a dict by agent, over the live state's (workspace, agent) keys."""
+
+    def __init__(self, held: dict, ws: str):
+        self.held, self.ws = held, ws
+
+    def get(self, agent, default=None):
+        return self.held.get((self.ws, agent), default)
+
+    def __getitem__(self, agent):
+        return self.held[(self.ws, agent)]
+
+    def __setitem__(self, agent, value):
+        self.held[(self.ws, agent)] = value
+
+    def __delitem__(self, agent):
+        del self.held[(self.ws, agent)]
+
+    def __contains__(self, agent):
+        return (self.ws, agent) in self.held
+
+    def __iter__(self):
+        return iter([a for ws, a in self.held if ws == self.ws])
+
+    def values(self):
+        return [v for (ws, _), v in self.held.items() if ws == self.ws]
+
+
 class World:
     """Applies decisions to an in-memory state, like the store does, so tests read naturally."""
 
@@ -47,7 +75,7 @@ class World:
         self._rebuild()
         self.general = Conversation(general_id(self.ws), self.ws, ConversationKind.GENERAL, "General")
         self.live.conversations[self.ws] = {self.general.id: self.general}
-        self.live.wallets.update({a: wallet for a in agents})
+        self.live.wallets.update({(self.ws, a): wallet for a in agents})
         self.live.pools[self.ws] = pool
         self.plan_left = None
         self.draws_pool: set[str] = set()  # agents an admin lets draw on the pool beyond their wallet
@@ -63,8 +91,9 @@ class World:
         return self.live.conversations[self.ws]
 
     @property
-    def wallets(self) -> dict[str, int | None]:
-        return self.live.wallets
+    def wallets(self) -> "Wallets":
+        """The agents' wallets in this workspace, by agent (the live state keys them by workspace and agent)."""
+        return Wallets(self.live.wallets, self.ws)
 
     @property
     def flags(self) -> set:
@@ -99,7 +128,7 @@ class World:
         self._participants[pid] = Participant(pid, Kind.AGENT, name, owner=f"human.{owner_handle}")
         self._memberships[pid] = Membership(pid)
         if wallet is not None:
-            self.live.wallets[pid] = wallet
+            self.live.wallets[(self.ws, pid)] = wallet
         if rebuild:
             self._rebuild()
         return pid
@@ -153,7 +182,7 @@ class World:
     def apply(self, d: Decision):
         for e in d.ledger:
             if e.account != POOL:
-                self.live.wallets.setdefault(e.account, None)  # an agent given no wallet gets one when first funded
+                self.live.wallets.setdefault((e.workspace, e.account), None)  # one is made when first funded
         self.live.fold(d)
         for r in d.routed:
             self.messages.append(r.message)

@@ -131,7 +131,7 @@ class Batch:
                 state.pools.setdefault(e.workspace, None)
                 out.pools_charged.add(e.workspace)
             else:
-                state.wallets.setdefault(e.account, None)
+                state.wallets.setdefault((e.workspace, e.account), None)
         counted = org[0] if d.usage and org and month else None
         state.fold(d, counted, month)
         out.topics += d.topics
@@ -180,7 +180,7 @@ class Batch:
         view = View(
             directory, conv, topic,
             open_opened=state.opened.get(author, 0) if agent else 0,
-            wallet=state.wallets.get(author) if agent else None,
+            wallet=state.wallets.get((ws, author)) if agent else None,
             pool=state.pools.get(ws) or 0 if agent else 0,
             draws_pool=agent and author in (settings.get("credits.poolDraw") or ()),
             plan_left=self._plan_left(ws),

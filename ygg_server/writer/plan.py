@@ -65,7 +65,7 @@ def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
             # a direct conversation's topic that delegated work counts its hops on its side conversation (core.side)
             k.conversations.add(core_side.side_id(cid, t))
     if agent:
-        k.wallets.add(author)
+        k.wallets.add((ws, author))
         k.pools.add(ws)
         if opening:
             k.opening.add(author)
@@ -87,7 +87,7 @@ def _fund(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
     if account == POOL:
         k.pools.add(ws)
     elif isinstance(account, str):
-        k.wallets.add(account)
+        k.wallets.add((ws, account))
 
 
 def funded_account(d: Directory, account: Any) -> Any:

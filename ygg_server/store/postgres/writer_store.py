@@ -255,9 +255,9 @@ class PgStore:
         shared = set() if self._lock_general else set(k.shared)
         locked = k.conversations | (k.shared - shared)
         rows = await conn.fetch(
-            LOAD, sorted(locked), sorted(k.topics - k.waited), sorted(k.wallets), sorted(k.pools),
+            LOAD, sorted(locked), sorted(k.topics - k.waited), [a for _, a in sorted(k.wallets)], sorted(k.pools),
             [a for a, _ in k.idem], [c for _, c in k.idem], sorted(k.limited), k.month, sorted(shared),
-            sorted(k.waited), sorted(k.workspaces))
+            sorted(k.waited), sorted(k.workspaces), [ws for ws, _ in sorted(k.wallets)])
         version, held = None, set()
         topics, convs, wallets, pools, usage = {}, {}, {}, {}, {}
         for kind, a, b, c, x, y, n, blob in rows:
@@ -270,7 +270,7 @@ class PgStore:
             elif kind == "c":
                 convs[a] = conversation(a, b, c, x, y, blob.decode())
             elif kind == "w":
-                wallets[a] = n
+                wallets[(b, a)] = n
             elif kind == "p":
                 pools[a] = n
             elif kind == "i":
@@ -327,11 +327,12 @@ class PgStore:
             rows = await self.conn.fetch(
                 "SELECT id, state FROM topics WHERE workspace = $1 AND waits_funds IS NOT NULL ORDER BY id FOR UPDATE",
                 ws)
-        else:
+        else:  # (the agent's wallet in this workspace: its topics here)
             rows = await self.conn.fetch(
-                """SELECT id, state FROM topics WHERE waits_funds IS NOT NULL
+                """SELECT id, state FROM topics WHERE waits_funds IS NOT NULL AND workspace = $2
                    AND (convert_from(state, 'UTF8')::jsonb -> 'unfunded' ? $1
-                        OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""", account)
+                        OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""",
+                account, ws)
         out = []
         for tid, state in rows:
             t = topics.setdefault(tid, decode_topic(state))

@@ -36,7 +36,21 @@ class Step:
     postgres: tuple[str, ...]
 
 
-STEPS: list[Step] = []  # BASELINE + 1, BASELINE + 2, ...
+_WALLETS_PER_WORKSPACE = (
+    # an agent's one wallet (workspace '*') becomes its wallet in the workspace it joined first (no credit is
+    # made: the others start with none, so the pool pays there until someone funds it); an agent in none keeps it
+    "INSERT INTO wallets (workspace, account, balance) "
+    "SELECT (SELECT m.workspace FROM memberships m WHERE m.participant = w.account "
+    "ORDER BY m.created_at, m.workspace LIMIT 1), w.account, w.balance FROM wallets w "
+    "WHERE w.workspace = '*' AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = w.account) "
+    "ON CONFLICT (workspace, account) DO NOTHING",
+    "DELETE FROM wallets WHERE workspace = '*' "
+    "AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = wallets.account)",
+)
+
+STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
+    Step("13: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
+]
 
 
 def latest() -> int:
