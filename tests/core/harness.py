@@ -7,7 +7,7 @@ import itertools
 from msgspec.structs import replace
 
 from ygg_server.core.funding import set_budget
-from ygg_server.core.lifecycle import unfunded
+from ygg_server.core.lifecycle import holds_slot, unfunded
 from ygg_server.core.side import side_id
 from ygg_server.core.state import LiveState
 from ygg_server.core import (
@@ -147,7 +147,7 @@ class World:
 
     def view(self, author, conversation="general", topic=None) -> View:
         conv = self.directory.conversation(conversation, author, self.conversations)
-        opened = sum(1 for t in self.topics.values() if t.opener == author and t.status != "closed")
+        opened = sum(1 for t in self.topics.values() if t.opener == author and holds_slot(t))
         return View(
             self.directory, conv, self.topics.get(topic) if topic else None, open_opened=opened,
             wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,

@@ -355,3 +355,19 @@ def test_a_topic_stored_before_unfunded_still_wakes_its_agent():
     d = w.fund("human.alice", "researcher", 10)
     (msg,) = notices(d, Notice.CREDITS_REFILLED)
     assert msg.topic == tid and w.topic(tid).status == TopicStatus.OPEN
+
+
+def test_a_credits_pause_nobody_funds_does_not_hold_the_agents_topic_slots():
+    """Seed 000: "`topic_limit` The agent already holds 3 topics it opened." and "its message is refused, its topic
+    pauses, and the people who can fund it see a request" (issue 17: a credits pause nobody funded held the agent's
+    slots forever). Core decision (docs/rules.md, "Credits"): a topic paused for funds holds no slot."""
+    w = World(wallet=3)
+    tids = [w.open("researcher", title=f"T{i}", type="inform", to=["reviewer"]) for i in range(3)]
+    assert_refused(w.send("researcher", title="T3", type="inform", to=["reviewer"]), R.TOPIC_LIMIT)
+    w.wallets["researcher"] = 0
+    assert_refused(w.send("researcher", topic=tids[0], type="inform", to=["reviewer"]), R.CREDITS_EXHAUSTED)
+    assert w.topic(tids[0]).status == TopicStatus.PAUSED
+    w.wallets["researcher"] = 1
+    d = w.send("researcher", title="T3", type="inform", to=["reviewer"])
+    assert d.refusal is None, d.refusal  # the paused topic's slot is free
+    assert_refused(w.send("researcher", title="T4", type="inform", to=["reviewer"]), R.TOPIC_LIMIT)

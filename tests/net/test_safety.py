@@ -181,3 +181,22 @@ async def test_an_agents_wallet_is_its_cap_unless_an_admin_lets_it_draw_on_the_p
     assert s["op"] == "setting_set" or s.get("value") == [me], s
     r = await thrifty.send(**_base(team.ws, topic=tid, type="inform", to=["@alice"], text="c"))
     assert r["op"] == "sent" and r["message"]["cost"] == 1, r
+
+
+async def test_a_credits_pause_nobody_funds_frees_the_agents_topic_slot(team):
+    """Seed 000: "`topic_limit` The agent already holds 3 topics it opened." Before: a topic paused for credits
+    that nobody funded held one of its opener's three slots forever."""
+    key = team.admin(admin.add_agent, "opener", "alice")["api_key"]
+    team.admin(admin.fund, "opener", 3, ws_ref=team.ws)
+    opener = await team.client(api_key=key)
+    tids = []
+    for i in range(3):
+        r = await opener.send(**_base(team.ws, topic="new", title=f"T{i}", type="inform", to=["@alice"], text="x"))
+        assert r["op"] == "sent", r
+        tids.append(r["message"]["topic"])
+    r = await opener.send(**_base(team.ws, topic="new", title="T3", type="inform", to=["@alice"], text="x"))
+    assert r["reason"] == "topic_limit", r
+    r = await opener.send(**_base(team.ws, topic=tids[0], type="inform", to=["@alice"], text="y"))
+    assert r["reason"] == "credits_exhausted", r  # T0 pauses for credits
+    r = await opener.send(**_base(team.ws, topic="new", title="T3", type="inform", to=["@alice"], text="x"))
+    assert r["reason"] == "credits_exhausted", r  # past the topic limit now: only its credits stop it

@@ -82,6 +82,16 @@ def waiting_on(members: dict[str, Member], pid: str) -> tuple[str, ...]:
 WALLET, BUDGET = "wallet", "budget"  # what ran dry for an agent in Topic.unfunded
 
 
+def holds_slot(topic: Topic) -> bool:
+    """Whether `topic` counts against its opener's TOPIC_LIMIT: open, or paused for anything but funds (issue 17:
+    a credits pause nobody funds held the agent's slots forever). The store counts the same (`OPEN_SLOT`)."""
+    return topic.status != C and not (topic.status == P and unfunded(topic))
+
+
+# `holds_slot` in SQL, over the topics row (`waits_funds` is 1 exactly while `unfunded` is not empty)
+OPEN_SLOT = "status != 'closed' AND NOT (status = 'paused' AND waits_funds IS NOT NULL)"
+
+
 def unfunded(topic: Topic) -> dict[str, str]:
     """The agents waiting for funds on `topic`, and what ran dry for each.
 

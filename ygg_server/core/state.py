@@ -11,10 +11,9 @@ state does not hold (a cache that never loaded a row) it leaves alone.
 from __future__ import annotations
 
 from .decision import Decision
+from .lifecycle import holds_slot
 from .model import Conversation, Topic
-from .vocabulary import POOL, TopicStatus
-
-_CLOSED = TopicStatus.CLOSED
+from .vocabulary import POOL
 
 
 class LiveState:
@@ -43,8 +42,8 @@ class LiveState:
         for t in d.topics:
             if t.opener in opened:
                 before = topics.get(t.id)
-                was_open = before is not None and before.status != _CLOSED
-                if was_open != (t.status != _CLOSED):
+                was_open = before is not None and holds_slot(before)
+                if was_open != holds_slot(t):
                     opened[t.opener] += -1 if was_open else 1
             topics[t.id] = t
         for c in (d.conversation, d.side):

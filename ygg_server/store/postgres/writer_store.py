@@ -38,6 +38,7 @@ import msgspec
 
 from ... import idempotency, protocol
 from ...core import POOL, Conversation, next_due
+from ...core.lifecycle import OPEN_SLOT
 from ...core.decide import throttle_limit
 from ...core.rules import party_limits
 from ...core.state import LiveState
@@ -296,7 +297,7 @@ class PgStore:
         if k.opening:  # after the wallet locks: another node's new topic for the same agent is visible now
             opened = dict.fromkeys(k.opening, 0)
             for opener, count in await conn.fetch(
-                    "SELECT opener, count(*) FROM topics WHERE opener = ANY($1::text[]) AND status != 'closed' "
+                    "SELECT opener, count(*) FROM topics WHERE opener = ANY($1::text[]) AND " + OPEN_SLOT + " "
                     "GROUP BY opener", sorted(k.opening)):
                 opened[opener] = count
         for ws, account in k.paused:  # where agents wait for funds (after the wallet's lock: none pauses meanwhile)
