@@ -200,6 +200,13 @@ FUND_ALL = {"credits": [("ada", 150), ("bix", 150), ("cor", 150), ("pool", 100)]
 @given(population, unprompted, person)
 def test_agent_traffic_stays_within_what_people_fund(tmp_path_factory, scripts, pushy, people):
     run = Run(db.db_path(tmp_path_factory.mktemp("safety")))
+    try:
+        _play(run, scripts, pushy, people)
+    finally:
+        run.writer.store.close()
+
+
+def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
     for account, amount in people["credits"]:
         frame = frames.Fund(workspace=run.ws, pool=True, amount=amount) if account == "pool" else \
             frames.Fund(workspace=run.ws, agent=account, amount=amount)
