@@ -5,8 +5,9 @@ say." Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops".
 
 Hypothesis draws a population of adversarial agents (each answers every wake with its own script: any type,
 state, recipient, `in_reply_to`, topic, delegation out of a direct conversation, repeated and huge texts,
-messages to system.ygg), and a person who funds C credits and writes M messages. The writer (SQLite; the
-`Writer` with its `SqliteStore`, one command a batch) decides everything; the agents then act on every wake
+messages to system.ygg), and a person who funds C credits and writes M messages. The real writer decides
+everything (the `Writer` over `SqliteStore`, and over `PgStore` on a fresh PostgreSQL schema; one command a
+batch); the agents then act on every wake
 they get, and the clock moves on by the hour while anything is left, until nothing wakes anyone. For every run:
 
 - agent messages stored <= credits funded + closure polls (the only notices a free answer may answer);
@@ -19,23 +20,25 @@ they get, and the clock moves on by the hour while anything is left, until nothi
 from __future__ import annotations
 
 import asyncio
+import secrets
 
+import asyncpg
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from ygg_server.core import Kind, TopicStatus
-from ygg_server.core.rules import HOUR, MAX_HOPS
+from ygg_server.core.rules import HOUR, MAX_HOPS, SECOND
 from ygg_server.core.side import side_id
 from ygg_server.ops import admin
 from ygg_server.protocol import frames
 from ygg_server.protocol.results import Funded, Sent
-from ygg_server.store import sqlite as db
+from ygg_server.store import postgres as pg, sqlite as db
+from ygg_server.store.postgres.writer_store import PgStore
 from ygg_server.store.sqlite.writer_store import SqliteStore
 from ygg_server.writer import Writer
 from ygg_server.writer.commands import Command
 
-from tests.core.harness import T0
-
 AGENTS = ("ada", "bix", "cor")
+T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
 CAP = 3000  # messages: a run still going after this many never went quiet
 PW = "pw-" + "x" * 8
 
@@ -58,18 +61,17 @@ person = st.fixed_dictionaries({
 
 
 class Run:
-    """A workspace on a SQLite file, its writer, and what the checks need of every batch."""
+    """A workspace in a store (SQLite, or PostgreSQL), its writer, and what the checks need of every batch."""
 
-    def __init__(self, path):
+    def __init__(self, conn, store_of):
         self.now = T0
-        conn = db.connect(path)
-        db.migrate(conn)
         self.alice = admin.add_person(conn, "alice", PW, now=self.now)["id"]
         self.ws = admin.add_workspace(conn, "team", "alice", now=self.now)["id"]
         self.ids = {a: admin.add_agent(conn, a, "alice", now=self.now)["id"] for a in AGENTS}
         conn.close()
         self.names = {i: a for a, i in self.ids.items()}
-        self.writer = Writer(SqliteStore(path, lambda: self.now), lambda: self.now)
+        self.store = store_of(lambda: self.now)
+        self.writer = Writer(self.store, lambda: self.now)
         self.funded = self.agent_messages = self.polls = 0
         self.hops: dict[tuple, int] = {}  # exchange -> hops since a person last wrote there
         self.worst = 0
@@ -93,8 +95,8 @@ class Run:
             return ("side", side_id(m.conversation, m.topic))
         return ("topic", m.topic) if m.topic in self.bought else ("conversation", m.conversation)
 
-    def command(self, kind: str, *args):
-        answers, later, out = asyncio.run(self.writer.run([Command(kind, args)]))
+    async def command(self, kind: str, *args):
+        answers, later, out = await self.writer.run([Command(kind, args)])
         assert not later
         for w, account, balance in out.balances:
             assert balance >= 0, (account, balance)
@@ -109,7 +111,8 @@ class Run:
 
     def kind(self, cid: str) -> str | None:
         """A conversation's kind, as the writer's live state holds it."""
-        c = self.writer.store.snap.state.conversations.get(self.ws, {}).get(cid)
+        held = getattr(self.store, "conversations", None)  # (PostgreSQL's: what the node saw)
+        c = (self.store.snap.state.conversations if held is None else held).get(self.ws, {}).get(cid)
         return None if c is None else str(c.kind)
 
     def check(self, m, deliveries) -> None:
@@ -139,12 +142,12 @@ class Run:
         self.wakes += [(self.names[s.recipient], m) for s in woke if s.recipient in self.names]
         self.woke += [(self.names[s.recipient], m) for s in deliveries if s.recipient in self.names]
 
-    def send(self, who: str, **kw):
+    async def send(self, who: str, **kw):
         self.n += 1
-        return self.command("send", who, frames.Send(workspace=self.ws, **kw))
+        return await self.command("send", who, frames.Send(workspace=self.ws, **kw))
 
 
-def act(run: Run, agent: str, script: list[dict], step: int, woken_by) -> None:
+async def act(run: Run, agent: str, script: list[dict], step: int, woken_by) -> None:
     """The agent's next move, whatever woke it (or nothing, unprompted)."""
     mv = script[step % len(script)]
     if mv["where"] == "new" or woken_by is None or woken_by.topic is None:
@@ -153,25 +156,9 @@ def act(run: Run, agent: str, script: list[dict], step: int, woken_by) -> None:
         conversation, topic = "dm:alice", "new"
     else:  # where it was woken (a request there to an agent outside a direct conversation is a delegation)
         conversation, topic = woken_by.conversation, woken_by.topic
-    run.send(run.ids[agent], conversation=conversation, topic=topic, title=f"{agent} {step}", type=mv["type"],
+    await run.send(run.ids[agent], conversation=conversation, topic=topic, title=f"{agent} {step}", type=mv["type"],
              to=list(mv["to"]) or None, state=mv["state"],
              text=mv["text"] if mv["text"] is not None else f"{agent} step {step}",
-             in_reply_to=woken_by.id if mv["reply"] and woken_by is not None else None)
-
-
-def act(run: Run, agent: str, script: list[dict], step: int, woken_by) -> None:
-    mv = script[step % len(script)]
-    aid = run.ids[agent]
-    topic, conversation = (woken_by.topic, woken_by.conversation) if woken_by is not None else ("new", "general")
-    if mv["where"] == "new" or topic is None:
-        topic, conversation = "new", "general"
-    elif mv["where"] == "dm":
-        conversation = "dm:alice"
-    text = mv["text"] if mv["text"] is not None else f"{agent} step {step}"
-    to = list(mv["to"]) if mv["to"] else None
-    run.send(aid, conversation=conversation, topic=topic if conversation != "dm:alice" or woken_by is None
-             or woken_by.conversation != "general" else "new", title=f"{agent} {step}", type=mv["type"],
-             to=to, state=mv["state"], text=text,
              in_reply_to=woken_by.id if mv["reply"] and woken_by is not None else None)
 
 
@@ -192,31 +179,76 @@ FUND_ALL = {"credits": [("ada", 150), ("bix", 150), ("cor", 150), ("pool", 100)]
             "messages": [("task1", "ada", "request"), ("task2", "bix", "request"), ("dm", "ada", "request")]}
 
 
-@example(PING_PONG, dict.fromkeys(AGENTS, 2), FUND_ALL)
-@example(FLIPPERS, dict.fromkeys(AGENTS, 30), FUND_ALL)
-@example(SPAMMERS, dict.fromkeys(AGENTS, 8), {"credits": [("pool", 3)], "messages": [("task1", "ada", "inform")]})
-@example(DELEGATORS, {"ada": 3, "bix": 0, "cor": 0}, FUND_ALL)
+EXAMPLES = (  # what issue 17 tried from outside, each a run of its own
+    (PING_PONG, dict.fromkeys(AGENTS, 2), FUND_ALL),
+    (FLIPPERS, dict.fromkeys(AGENTS, 30), FUND_ALL),
+    (SPAMMERS, dict.fromkeys(AGENTS, 8), {"credits": [("pool", 3)], "messages": [("task1", "ada", "inform")]}),
+    (DELEGATORS, {"ada": 3, "bix": 0, "cor": 0}, FUND_ALL),
+)
+
+
+def _examples(test):
+    for e in reversed(EXAMPLES):
+        test = example(*e)(test)
+    return test
+
+
+@_examples
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(population, unprompted, person)
 def test_agent_traffic_stays_within_what_people_fund(tmp_path_factory, scripts, pushy, people):
-    run = Run(db.db_path(tmp_path_factory.mktemp("safety")))
+    path = db.db_path(tmp_path_factory.mktemp("safety"))
+    conn = db.connect(path)
+    db.migrate(conn)
+    run = Run(conn, lambda clock: SqliteStore(path, clock))
     try:
-        _play(run, scripts, pushy, people)
+        asyncio.run(_play(run, scripts, pushy, people))
     finally:
-        run.writer.store.close()
+        run.store.close()
 
 
-def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
+@_examples
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(population, unprompted, person)
+def test_agent_traffic_stays_within_what_people_fund_on_postgres(pg_database, scripts, pushy, people):
+    """The same over the PostgreSQL store (its batches under row locks), on a fresh schema each run."""
+    schema = f"t_{secrets.token_hex(5)}"
+
+    async def admin_sql(sql):
+        c = await asyncpg.connect(pg_database)
+        try:
+            await c.execute(sql)
+        finally:
+            await c.close()
+
+    asyncio.run(admin_sql(f'CREATE SCHEMA "{schema}"'))
+    url = f"{pg_database}?search_path={schema}"
+    try:
+        run = Run(pg.connect_sync(url), lambda clock: PgStore(url, clock=clock, timer_interval=0.0))
+
+        async def main():
+            await run.store.open()
+            try:
+                await _play(run, scripts, pushy, people)
+            finally:
+                await run.store.aclose()
+
+        asyncio.run(main())
+    finally:
+        asyncio.run(admin_sql(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+async def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
     for account, amount in people["credits"]:
         frame = frames.Fund(workspace=run.ws, pool=True, amount=amount) if account == "pool" else \
             frames.Fund(workspace=run.ws, agent=account, amount=amount)
-        assert isinstance(run.command("fund", run.alice, frame), Funded)
+        assert isinstance(await run.command("fund", run.alice, frame), Funded)
         run.funded += amount
     topics: dict[str, str] = {}
     for where, agent, mtype in people["messages"]:
         conv = f"dm:{agent}" if where == "dm" else "general"
         key = (where, agent) if where == "dm" else where
-        r = run.send(run.alice, conversation=conv, topic=topics.get(key, "new"), title=where, type=mtype, to=[agent],
+        r = await run.send(run.alice, conversation=conv, topic=topics.get(key, "new"), title=where, type=mtype, to=[agent],
                      text=f"alice: {where}")
         assert isinstance(r, Sent), r
         topics.setdefault(key, r.message.topic)
@@ -227,17 +259,17 @@ def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
             if pushy[agent] and not run.wakes:
                 pushy[agent] -= 1
                 last = next((m for a, m in reversed(run.woke) if a == agent), None)
-                act(run, agent, scripts[agent], steps[agent], last)
+                await act(run, agent, scripts[agent], steps[agent], last)
                 steps[agent] += 1
         if run.wakes:
             agent, m = run.wakes.pop(0)
-            act(run, agent, scripts[agent], steps[agent], m)
+            await act(run, agent, scripts[agent], steps[agent], m)
             steps[agent] += 1
             continue
         if any(pushy.values()):
             continue
         run.now += HOUR + 1  # nobody is woken: the clock moves (polls, nudges, auto-done)
-        run.command("sync")
+        await run.command("sync")
         quiet_hours = 0 if run.wakes else quiet_hours + 1
         if quiet_hours >= 4:
             break
