@@ -188,7 +188,8 @@ async def test_a_postgres_database_of_every_earlier_version_migrates_to_the_new_
         seen = await _fill_postgres(c)
         assert await pg.migrate(c) == schema.latest()
         assert await postgres_shape(c) == fresh_postgres
-        got = {t: [tuple(r) for r in await c.fetch(f"SELECT {', '.join(cols)} FROM {t}")] for t, (cols, _) in seen.items()}
+        got = {t: [tuple(r) for r in await c.fetch(f"SELECT {', '.join(cols)} FROM {t}")]
+               for t, (cols, _) in seen.items()}
         _kept(lambda sql: got[sql.rsplit(" ", 1)[1]], seen)
         assert await pg.migrate(c) == schema.latest()  # again: nothing to do
     finally:

@@ -248,8 +248,8 @@ async def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
     for where, agent, mtype in people["messages"]:
         conv = f"dm:{agent}" if where == "dm" else "general"
         key = (where, agent) if where == "dm" else where
-        r = await run.send(run.alice, conversation=conv, topic=topics.get(key, "new"), title=where, type=mtype, to=[agent],
-                     text=f"alice: {where}")
+        r = await run.send(run.alice, conversation=conv, topic=topics.get(key, "new"), title=where, type=mtype,
+                           to=[agent], text=f"alice: {where}")
         assert isinstance(r, Sent), r
         topics.setdefault(key, r.message.topic)
     steps = dict.fromkeys(AGENTS, 0)

@@ -18,7 +18,8 @@ tw AS (SELECT id, state FROM topics WHERE id = ANY($10::text[]) ORDER BY id FOR 
 t AS (SELECT id, state FROM topics WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED),
 k AS (SELECT id FROM topics WHERE id = ANY($2::text[]) EXCEPT SELECT id FROM t),
 w AS (SELECT workspace, account, balance FROM wallets
-      WHERE (workspace, account) IN (SELECT * FROM unnest($12::text[], $3::text[])) ORDER BY workspace, account FOR UPDATE),
+      WHERE (workspace, account) IN (SELECT * FROM unnest($12::text[], $3::text[]))
+      ORDER BY workspace, account FOR UPDATE),
 nw AS (SELECT count(pg_advisory_xact_lock(hashtextextended('wallet:' || ws || ':' || a, 0))) AS n
        FROM (SELECT ws, a FROM unnest($12::text[], $3::text[]) AS u(ws, a)
              WHERE (ws, a) NOT IN (SELECT workspace, account FROM w) ORDER BY ws, a) s),
