@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("fund")
     x.add_argument("target", nargs="?", help="the agent (name, name@owner, or id)")
     x.add_argument("--pool", default=None, metavar="WORKSPACE", help="the pool of this workspace: " + _WORKSPACE)
+    x.add_argument("--workspace", default=None, help="the agent's wallet in this workspace (default: the last made "
+                   "that it shares with its owner): " + _WORKSPACE)
     x.add_argument("amount", type=int)
     x = asub.add_parser("set-plan")
     x.add_argument("org", help="an organization id, or its owner's handle")
@@ -246,7 +248,7 @@ def run_admin(args) -> int:
         elif act == "fund":
             if (args.target is None) == (args.pool is None):
                 raise admin.AdminError("bad_args", "fund takes an AGENT or --pool WORKSPACE")
-            out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool, now=now)
+            out = admin.fund(conn, args.target, args.amount, pool_ws=args.pool, ws_ref=args.workspace, now=now)
         elif act == "add-group":
             out = admin.add_group(conn, args.workspace, args.name, args.members)
         elif act == "remove-group":

@@ -508,12 +508,12 @@ class Store:
                 else:
                     w.balances[frame["account"]] = frame["balance"]
                 if frame["balance"] and frame["balance"] > 0:
-                    if frame["account"] == POOL:
+                    if frame["account"] == POOL:  # the pool pays for an agent with no wallet here (docs/rules.md)
                         for a, req in list(self.funding.items()):
-                            if req["workspace"] == w.id and not w.balances.get(a):
+                            if req["workspace"] == w.id and w.balances.get(a) is None:
                                 self.funding.pop(a)
-                    else:
-                        self.funding.pop(frame["account"], None)
+                    elif self.funding.get(frame["account"], {}).get("workspace") == w.id:  # (a wallet per workspace)
+                        self.funding.pop(frame["account"])
             return ch
         if kind == "presence":  # the server says it as it happens (the TUI asked every 15 s: 15-30 s late)
             w = self.workspaces.get(frame["workspace"])

@@ -7,7 +7,7 @@ import itertools
 from msgspec.structs import replace
 
 from ygg_server.core.funding import set_budget
-from ygg_server.core.lifecycle import unfunded
+from ygg_server.core.lifecycle import holds_slot, unfunded
 from ygg_server.core.side import side_id
 from ygg_server.core.state import LiveState
 from ygg_server.core import (
@@ -17,6 +17,34 @@ from ygg_server.core import (
 from ygg_server.core.rules import HOUR, MAX_HOPS, SECOND, THROTTLE_DIRECT, THROTTLE_GROUP
 
 T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
+
+
+class Wallets:
+    """One workspace's wallets as a dict by agent, over the live state's (workspace, agent) keys."""
+
+    def __init__(self, held: dict, ws: str):
+        self.held, self.ws = held, ws
+
+    def get(self, agent, default=None):
+        return self.held.get((self.ws, agent), default)
+
+    def __getitem__(self, agent):
+        return self.held[(self.ws, agent)]
+
+    def __setitem__(self, agent, value):
+        self.held[(self.ws, agent)] = value
+
+    def __delitem__(self, agent):
+        del self.held[(self.ws, agent)]
+
+    def __contains__(self, agent):
+        return (self.ws, agent) in self.held
+
+    def __iter__(self):
+        return iter([a for ws, a in self.held if ws == self.ws])
+
+    def values(self):
+        return [v for (ws, _), v in self.held.items() if ws == self.ws]
 
 
 class World:
@@ -47,9 +75,10 @@ class World:
         self._rebuild()
         self.general = Conversation(general_id(self.ws), self.ws, ConversationKind.GENERAL, "General")
         self.live.conversations[self.ws] = {self.general.id: self.general}
-        self.live.wallets.update({a: wallet for a in agents})
+        self.live.wallets.update({(self.ws, a): wallet for a in agents})
         self.live.pools[self.ws] = pool
         self.plan_left = None
+        self.draws_pool: set[str] = set()  # agents an admin lets draw on the pool beyond their wallet
         self.messages = []
         self.deliveries = []  # (message, delivery)
 
@@ -62,8 +91,9 @@ class World:
         return self.live.conversations[self.ws]
 
     @property
-    def wallets(self) -> dict[str, int | None]:
-        return self.live.wallets
+    def wallets(self) -> "Wallets":
+        """The agents' wallets in this workspace, by agent (the live state keys them by workspace and agent)."""
+        return Wallets(self.live.wallets, self.ws)
 
     @property
     def flags(self) -> set:
@@ -98,7 +128,7 @@ class World:
         self._participants[pid] = Participant(pid, Kind.AGENT, name, owner=f"human.{owner_handle}")
         self._memberships[pid] = Membership(pid)
         if wallet is not None:
-            self.live.wallets[pid] = wallet
+            self.live.wallets[(self.ws, pid)] = wallet
         if rebuild:
             self._rebuild()
         return pid
@@ -117,10 +147,11 @@ class World:
 
     def view(self, author, conversation="general", topic=None) -> View:
         conv = self.directory.conversation(conversation, author, self.conversations)
-        opened = sum(1 for t in self.topics.values() if t.opener == author and t.status != "closed")
+        opened = sum(1 for t in self.topics.values() if t.opener == author and holds_slot(t))
         return View(
             self.directory, conv, self.topics.get(topic) if topic else None, open_opened=opened,
             wallet=self.wallets.get(author), pool=self.pool, plan_left=self.plan_left,
+            draws_pool=author in self.draws_pool,
             flags=frozenset(self.flags), new_conversation=conv is not None and conv.id not in self.conversations,
             max_hops=self.max_hops, throttle=self.throttle, weights=self.weights, fitness=self.fitness,
             side=self.conversations.get(side_id(conv.id, topic)) if conv is not None and topic else None,
@@ -151,7 +182,7 @@ class World:
     def apply(self, d: Decision):
         for e in d.ledger:
             if e.account != POOL:
-                self.live.wallets.setdefault(e.account, None)  # an agent given no wallet gets one when first funded
+                self.live.wallets.setdefault((e.workspace, e.account), None)  # one is made when first funded
         self.live.fold(d)
         for r in d.routed:
             self.messages.append(r.message)

@@ -61,26 +61,36 @@ def test_people_send_for_free():
 
 
 @pytest.mark.parametrize(
-    "wallet, pool, payer",
+    "wallet, pool, draws, payer",
     [
-        (10, 0, "researcher"),
-        (10, 10, "researcher"),  # the wallet first
-        (None, 10, POOL),  # no wallet: the pool
-        (0, 10, POOL),  # an empty wallet: the pool
-        (1, 10, POOL),  # a wallet that cannot cover the whole message: the pool pays it all
+        (10, 0, False, "researcher"),
+        (10, 10, False, "researcher"),  # the wallet first
+        (None, 10, False, POOL),  # no wallet: the pool
+        (0, 10, False, None),  # an empty wallet is the cap: refused, its funders asked (issue 17)
+        (1, 10, False, None),  # a wallet that cannot cover the whole message: refused
+        (0, 10, True, POOL),  # an agent an admin lets draw on the pool (credits.poolDraw): the pool
+        (1, 10, True, POOL),  # ... pays the whole message when the wallet cannot
     ],
 )
-def test_wallet_then_pool(wallet, pool, payer):
+def test_wallet_then_pool(wallet, pool, draws, payer):
     """Seed 000: "Credits come from the agent's own wallet, or from the workspace pool if it has none."
 
-    Core decision (docs/rules.md): the wallet pays if it covers the whole message, else the pool does.
+    Core decision (docs/rules.md, "Credits"): an agent's wallet, when it has one, is its cap (before, the pool
+    paid whatever the wallet could not: funded 1 credit, an agent spent 3 more from the pool); the pool pays for
+    an agent with no wallet, or for one the workspace's admins let draw on it (`credits.poolDraw`).
     """
     w = World(pool=pool)
     if wallet is None:
         del w.wallets["researcher"]
     else:
         w.wallets["researcher"] = wallet
+    if draws:
+        w.draws_pool.add("researcher")
     d = w.send("researcher", "x" * 1500, to=["reviewer"])
+    if payer is None:
+        assert_refused(d, R.CREDITS_EXHAUSTED)
+        assert notices(d, Notice.FUNDING_REQUEST), "the people who can fund it see a request"
+        return
     assert [(e.account, e.delta) for e in d.ledger] == [(payer, -2)]
 
 
@@ -345,3 +355,19 @@ def test_a_topic_stored_before_unfunded_still_wakes_its_agent():
     d = w.fund("human.alice", "researcher", 10)
     (msg,) = notices(d, Notice.CREDITS_REFILLED)
     assert msg.topic == tid and w.topic(tid).status == TopicStatus.OPEN
+
+
+def test_a_credits_pause_nobody_funds_does_not_hold_the_agents_topic_slots():
+    """Seed 000: "`topic_limit` The agent already holds 3 topics it opened." and "its message is refused, its topic
+    pauses, and the people who can fund it see a request" (issue 17: a credits pause nobody funded held the agent's
+    slots forever). Core decision (docs/rules.md, "Credits"): a topic paused for funds holds no slot."""
+    w = World(wallet=3)
+    tids = [w.open("researcher", title=f"T{i}", type="inform", to=["reviewer"]) for i in range(3)]
+    assert_refused(w.send("researcher", title="T3", type="inform", to=["reviewer"]), R.TOPIC_LIMIT)
+    w.wallets["researcher"] = 0
+    assert_refused(w.send("researcher", topic=tids[0], type="inform", to=["reviewer"]), R.CREDITS_EXHAUSTED)
+    assert w.topic(tids[0]).status == TopicStatus.PAUSED
+    w.wallets["researcher"] = 1
+    d = w.send("researcher", title="T3", type="inform", to=["reviewer"])
+    assert d.refusal is None, d.refusal  # the paused topic's slot is free
+    assert_refused(w.send("researcher", title="T4", type="inform", to=["reviewer"]), R.TOPIC_LIMIT)

@@ -196,19 +196,22 @@ def test_a_handoff_is_a_request_to_exactly_one_colleague():
                           st.sampled_from(["request", "response", "inform"]), st.booleans()), max_size=40),
        st.integers(0, 8))
 def test_no_persons_message_buys_more_than_max_hops(actions, max_hops):
-    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops" — whatever the agents do."""
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops" — whatever the agents do.
+
+    Core decision (docs/rules.md, "Parties"): per topic: the person's topic gets `max_hops`, and the topics
+    only agents wrote in share their conversation's `max_hops` (which no person's message elsewhere refills)."""
     w, cid = party()
     w.max_hops = max_hops
     tid = w.send("human.alice", "start", conversation=cid).topics[0].id
-    hops = 0
+    hops = {"person's topic": 0, "agents' topics": 0}
     for author, to, mtype, new_topic in actions:
         last = next((m for m in reversed(w.messages) if m.author != author and m.author in AGENTS), None)
         d = w.send(author, None, topic="new" if new_topic else tid, conversation=cid, to=to, type=mtype,
                    in_reply_to=last.id if last and mtype == "response" else None, title="t")
         if d.refusal is None and any(x.wake and w.directory.participants[x.recipient].kind == Kind.AGENT
                                      for x in d.routed[0].deliveries):
-            hops += 1
-    assert hops <= max_hops
+            hops["person's topic" if d.message.topic == tid else "agents' topics"] += 1
+    assert max(hops.values()) <= max_hops
 
 
 def test_each_agent_is_told_who_else_is_in_the_party():
@@ -258,3 +261,39 @@ def test_removed_authors_lose_their_name_for_agents_and_names_ride_along_in_a_pa
     solo = w.send("human.alice", "hi", to=["pike"], conversation="dm:pike").message
     reply = message_obj(w.send("pike", "hello", conversation=solo.conversation, to=["human.alice"], title="t").message)
     assert for_agent(reply, party_view(w.directory, w.conversations[solo.conversation])) == reply
+
+
+def test_hops_are_counted_per_topic_a_persons_message_buys_its_own():
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops" (issue 17: two independent tasks
+    in General shared one budget, and an unrelated message in another topic gave a runaway exchange more hops).
+
+    Core decision (docs/rules.md, "Parties"): a person's message in a topic buys that topic `party.maxHops`; work
+    in another topic neither spends nor refills it."""
+    w = World(agents=("pike", "nova"), party=True)
+    w.max_hops = 2
+    one = w.open("human.alice", "task one", to=["pike"], type="inform")
+    two = w.open("human.alice", "task two", to=["nova"], type="inform")
+    for tid in (one, two):  # each task has its own two hops
+        assert_woken(w.send("pike", "a", topic=tid, to=["nova"]), "nova")
+        assert_woken(w.send("nova", "b", topic=tid, to=["pike"]), "pike")
+    d = w.send("pike", "c", topic=one, to=["nova"])
+    assert_context(d, "nova", "hop_limit")
+    said = notices(d, "hop_limit")
+    assert len(said) == 1 and said[0].topic == one  # the transcript says so, in the topic
+    w.send("human.alice", "anyone for lunch?", topic=two, to=["nova"])  # elsewhere: refills nothing in `one`
+    assert_context(w.send("nova", "d", topic=one, to=["pike"]), "pike", "hop_limit")
+    w.send("human.alice", "go on", topic=one, to=["pike"])
+    assert_woken(w.send("pike", "e", topic=one, to=["nova"]), "nova")
+
+
+def test_the_throttle_counts_per_topic():
+    """Seed 003 §16: "if too many consecutive messages come from agents with no human input in between, the
+    conversation is throttled until a human joins in again" (Core decision: counted per topic, as hops are)."""
+    w = World(agents=("pike", "nova"), party=True)
+    w.max_hops, w.throttle = 10**6, (2, 3)
+    one = w.open("human.alice", "task one", to=["pike"])
+    two = w.open("human.alice", "task two", to=["nova"])
+    for i in range(3):
+        assert_woken(w.send("pike", f"x{i}", topic=one, to=["human.alice"]), "human.alice")
+    assert_context(w.send("pike", "more", topic=one, to=["human.alice"]), "human.alice", "throttled")
+    assert_woken(w.send("nova", "y", topic=two, to=["human.alice"]), "human.alice")

@@ -93,13 +93,16 @@ def test_plan_limit(left, to, refused):
 def test_plan_usage_counts_people_and_absorbed_replies():
     """Seed 002: "An organization's plan sets how many messages it can send a month" — once per recipient, at least 1.
 
-    Core decision (docs/rules.md): a person's message counts too; a reply absorbed by system.ygg does not.
+    Core decision (docs/rules.md): a person's message counts too; the free answer to a closure poll does not,
+    any other message to system.ygg does.
     """
     w = World()
     assert w.send("human.alice", to=["researcher", "reviewer"]).usage == 2
     assert w.send("researcher", title="Alone").usage == 1
     tid = w.open("researcher", to=["reviewer"])
-    assert w.send("reviewer", topic=tid, type="response", to=["system.ygg"]).usage == 0
+    assert w.send("reviewer", topic=tid, type="response", to=["system.ygg"]).usage == 1
+    poll = w.send("researcher", topic=tid, type="inform", state="done", to=["reviewer"]).routed[1].message
+    assert w.send("reviewer", topic=tid, type="response", in_reply_to=poll.id, to=["system.ygg"]).usage == 0
 
 
 def test_a_participant_who_left_is_not_a_default_recipient():

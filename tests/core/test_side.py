@@ -89,3 +89,29 @@ def test_a_side_conversations_counters_continue_its_origins():
     assert again.message.conversation == side
     assert_woken(again, "reviewer")
     assert w.conversations[side].run == 1
+
+
+def test_delegating_again_does_not_buy_the_side_conversation_more_hops():
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops" (issue 17: each delegation copied
+    the origin's counters into the side conversation afresh while the origin's never moved: one person's message
+    bought 18 agent-to-agent wakes against a limit of 6).
+
+    Core decision (docs/rules.md, "Parties"): the origin topic and its side conversation are one exchange; its hops
+    follow the work into the side conversation and every delegation spends them."""
+    w, cid, tid, deleg = dm_task()
+    w.max_hops = 6
+    wakes = 1 if any(x.wake for x in deleg.routed[0].deliveries) else 0
+    for i in range(12):
+        d = w.send("researcher", f"reviewer, table {i}", to=["reviewer"], conversation=cid, topic=tid, title=None)
+        wakes += sum(1 for x in d.routed[0].deliveries if x.wake and x.recipient == "reviewer")
+        side, stid = d.message.conversation, d.message.topic
+        a = w.send("reviewer", f"done with {i}", to=["researcher"], conversation=side, topic=stid, type="response",
+                   in_reply_to=stid, title=None, state="done")
+        wakes += sum(1 for x in a.routed[0].deliveries if x.wake and x.recipient == "researcher")
+        w.send("researcher", "thanks", to=["reviewer"], conversation=side, topic=stid, type="inform", title=None,
+               state="done")  # the side topic closes: its opener's slot is free again
+        assert w.topic(stid).status == "closed"
+    assert wakes == 6
+    w.send("human.alice", "carry on", to=["researcher"], conversation=cid, topic=tid)  # the person buys 6 more
+    assert_woken(w.send("researcher", "reviewer, once more", to=["reviewer"], conversation=cid, topic=tid,
+                        title=None), "reviewer")

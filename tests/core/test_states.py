@@ -194,7 +194,8 @@ def test_a_participant_is_polled_once_per_round_whoever_writes():
     """Seed 000: "When some are done and others are not, the backend asks the others once if they are done too;"
 
     Core decision (docs/rules.md): answering the poll does not make a participant pollable again by
-    the next message (a person's included); the round ends when nobody is done any more.
+    the next message (a person's included); the round ends when a person writes and nobody is done (agents
+    flipping done and working again do not end it: that re-polled the same participants without bound).
     """
     w = World()
     tid = w.open("researcher", to=["reviewer"])
@@ -208,10 +209,15 @@ def test_a_participant_is_polled_once_per_round_whoever_writes():
     assert [m.to for m in notices(d, Notice.CLOSURE_POLL)] == [("human.alice",)]  # alice: never asked yet
     d = w.send("human.alice", topic=tid, type="inform", text="ok", to=["researcher"])
     assert notices(d, Notice.CLOSURE_POLL) == []
-    # a new round: nobody is done any more (a person woke the reviewer), then someone is done again
+    # nobody is done any more (the reviewer flips to working), then done again: still the same round
     d = w.send("human.alice", topic=tid, type="request", text="reviewer, one more look", to=["reviewer"])
     assert_woken(d, "reviewer")
     w.send("reviewer", topic=tid, type="response", in_reply_to=d.routed[0].message.id, state="working")
+    d = w.send("reviewer", topic=tid, type="inform", state="done", to=["researcher"])
+    assert notices(d, Notice.CLOSURE_POLL) == []
+    # a new round: a person writes while nobody is done, then someone is done again
+    w.send("reviewer", topic=tid, type="inform", state="working", to=["researcher"])
+    w.send("human.alice", topic=tid, type="inform", text="carry on", to=["reviewer"])
     assert not any(m.asked for m in w.topic(tid).members.values())
     d = w.send("reviewer", topic=tid, type="inform", state="done", to=["researcher"])
     assert sorted(m.to for m in notices(d, Notice.CLOSURE_POLL)) == [("human.alice",), ("researcher",)]

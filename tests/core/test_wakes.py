@@ -2,9 +2,9 @@
 
 import pytest
 
-from ygg_server.core import SYSTEM, MessageType, Notice, State, TopicStatus
+from ygg_server.core import SYSTEM, MessageType, Notice, RefusalReason as R, State, TopicStatus
 
-from .harness import World, assert_context, assert_woken, delivery, notices, woken
+from .harness import World, assert_context, assert_refused, assert_woken, delivery, notices, woken
 
 
 @pytest.mark.parametrize(
@@ -235,16 +235,31 @@ def test_a_malformed_message_is_an_inform():
         assert d.message.id not in w.topic(tid).pending
 
 
-def test_a_message_to_system_ygg_is_absorbed():
-    """Seed 000: "A reply an agent sends to Agent'Ygg itself (system.ygg) is absorbed: not delivered, not charged." """
+def test_a_message_to_system_ygg_is_absorbed_and_paid_unless_it_answers_a_notice():
+    """Seed 000: "A reply an agent sends to Agent'Ygg itself (system.ygg) is absorbed: not delivered, not charged."
+    and "Every agent message costs credits from a wallet only a human refills."
+
+    Core decision (docs/rules.md, "The bound"): only the single answer to a system notice that asked for one is
+    free; anything else to system.ygg is absorbed (no deliveries) but costs like any other message.
+    """
     w = World(wallet=10)
     tid = w.open("researcher", to=["reviewer"])
     before = w.wallets["reviewer"]
     d = w.send("reviewer", topic=tid, type="response", to=[SYSTEM], text="x" * 5000)
     assert d.refusal is None and d.absorbed
-    assert d.routed[0].deliveries == () and d.ledger == () and d.message.cost == 0 and d.usage == 0
+    assert d.routed[0].deliveries == () and d.message.cost == 5 and d.usage == 1
     assert d.message.to == (SYSTEM,)
-    assert w.wallets["reviewer"] == before
+    assert w.wallets["reviewer"] == before - 5
+    poll = notices(w.send("researcher", topic=tid, type="inform", state="done", to=["reviewer"]),
+                   Notice.CLOSURE_POLL)[0]
+    before = w.wallets["reviewer"]
+    d = w.send("reviewer", topic=tid, type="response", in_reply_to=poll.id, to=[SYSTEM], text="x" * 5000)
+    assert d.absorbed and d.ledger == () and d.message.cost == 0 and d.usage == 0
+    again = w.send("reviewer", topic=tid, type="response", in_reply_to=poll.id, to=[SYSTEM], text="again")
+    assert again.absorbed and again.message.cost == 1  # a single answer: the second one is paid
+    assert w.wallets["reviewer"] == before - 1
+    d = w.send("reviewer", topic=tid, type="request", to=[SYSTEM], text="y" * 6000)
+    assert_refused(d, R.CREDITS_EXHAUSTED)  # 4 left: unfunded, refused with its reason
 
 
 def test_answering_a_closure_poll_with_done_counts():

@@ -87,7 +87,7 @@ async def test_a_topic_changed_twice_in_a_batch_is_stored_in_its_last_state_with
     sent_to = {(a["message"]["id"], d["to"]) for a in answers for d in a["deliveries"]}
     assert sent_to == {(m, r) for _, m, r in out}
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
-    assert balance == writer.store.snap.state.wallets[ids["researcher"]] == 1000 - 2
+    assert balance == writer.store.snap.state.wallets[(ws, ids["researcher"])] == 1000 - 2
 
 
 async def test_one_client_id_twice_in_one_batch_is_one_message(world):
@@ -116,7 +116,7 @@ async def test_a_failing_command_undoes_itself_alone(world):
     assert {s.message.text for p in published for s in p.deliveries} == {"before", "after"}
     assert rows(path, "SELECT count(*) FROM deliveries") == [(sum(len(p.deliveries) for p in published),)]
     (balance,) = rows(path, "SELECT balance FROM wallets WHERE account = ?", ids["researcher"])[0]
-    assert balance == 999 and writer.store.snap.state.wallets.get(ids["researcher"], 999) == 999  # (if held)
+    assert balance == 999 and writer.store.snap.state.wallets.get((ws, ids["researcher"]), 999) == 999  # (if held)
 
 
 async def test_topics_an_agent_opened_count_at_once_toward_its_topic_limit(world):

@@ -112,12 +112,12 @@ async def test_topic_budget_bounds_an_agents_spend(team):
     assert d["wake"]
 
 
-async def test_funding_an_agent_in_one_workspace_tells_followers_of_another_its_topic_resumed(team):
-    """Seed 002: "An agent can be in any number of workspaces its owner can reach", and its wallet is one:
-    funding it from one workspace resumes its topics paused for credits in another (seed 000: "`credits_exhausted`
-    The agent (or the topic's budget) is out of credits"). That topic's event reaches those following its
-    workspace, as for any topic of a General conversation; and the writer carries on (with the writer in its
-    own process, a topic whose conversation it did not hand over made the server drop the writer)."""
+async def test_funding_an_agent_in_one_workspace_resumes_nothing_in_another(team):
+    """Seed 000: "a workspace is a team's space: its people, its agents, its conversations and its credits.
+    Workspaces are isolated from each other": an agent in two workspaces has a wallet in each (issue 17: one
+    wallet spanned them, and funding it in one resumed its topics in the other). Funding it in the other
+    workspace leaves its topic here paused and tells this workspace's followers nothing; funding it here
+    resumes it, and the topic's event reaches them."""
     lab = team.admin(admin.add_workspace, "lab", "alice")["id"]
     team.admin(admin.add_member, lab, "bob")
     key = team.admin(admin.add_agent, "worker", "alice")["api_key"]  # no credits; in both workspaces
@@ -132,8 +132,18 @@ async def test_funding_an_agent_in_one_workspace_tells_followers_of_another_its_
     assert (await alice.call("topic", workspace=lab, topic=topic))["topic"]["status"] == "paused"
     while (await _event(bob, "topic"))["topic"]["status"] != "paused":  # what bob saw so far
         pass
-    funded = await alice.call("fund", workspace=team.ws, agent="worker", amount=50)  # from the other workspace
+    funded = await alice.call("fund", workspace=team.ws, agent="worker", amount=50)  # in the other workspace
     assert funded["balance"] == 50
+    with pytest.raises(asyncio.TimeoutError):
+        while True:  # nothing of the other workspace's funding reaches lab's followers
+            ev = await _event(bob, "topic", timeout=0.5)
+            assert ev["topic"]["id"] != topic, ev
+    assert (await alice.call("topic", workspace=lab, topic=topic))["topic"]["status"] == "paused"
+    again = await worker.send(workspace=lab, topic=topic, type="response", in_reply_to=asked["message"]["id"],
+                              text="done")
+    assert again["op"] == "refused" and again["reason"] == "credits_exhausted", again  # its wallet here is empty
+    funded = await alice.call("fund", workspace=lab, agent="worker", amount=5)
+    assert funded["balance"] == 5
     loop = asyncio.get_running_loop()
     end = loop.time() + 10
     while True:

@@ -293,9 +293,12 @@ async def test_agent_goes_with_its_person_into_every_workspace_unless_pinned(tea
 
 
 async def test_one_agent_one_queue_across_workspaces(team):
-    """Seed 003: "Wherever it appears it is one agent: one identity, one work queue, not a copy per workspace"."""
+    """Seed 003: "Wherever it appears it is one agent: one identity, one work queue, not a copy per workspace"; and
+    seed 000: "a workspace is a team's space: its people, its agents, its conversations and its credits": a wallet
+    in each (issue 17)."""
     alice = await team.person("alice")
     personal = [w["id"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["personal"]][0]
+    team.admin(admin.fund, "researcher", 10, ws_ref=personal)
     researcher = await team.client(api_key=team.keys["researcher"])
     a = await alice.send(workspace=team.ws, topic="new", title="From team", to=["researcher"], text="in team")
     b = await alice.send(workspace=personal, topic="new", title="From home", to=["researcher"], text="at home")
@@ -309,7 +312,7 @@ async def test_one_agent_one_queue_across_workspaces(team):
         assert r["op"] == "sent" and r["cost"] == 1
         await researcher.ack([d["id"]])
     rid = researcher.me["id"]
-    assert await balance(alice, team.ws, rid) == await balance(alice, personal, rid) == 998, "one wallet"
+    assert (await balance(alice, team.ws, rid), await balance(alice, personal, rid)) == (999, 9), "a wallet in each"
 
 
 # --- organizations and restricted workspaces (seed 002) ---
@@ -352,7 +355,7 @@ async def test_a_workspace_is_open_to_its_organization_and_a_restricted_one_only
     assert await workspaces_of(erin) == {"erin (personal)": "owner", "secret": "member"}, "not the org's other workspaces"
 
     scout = team.admin(admin.add_agent, "scout", "carol")  # carol's agent goes where carol goes
-    team.admin(admin.fund, "scout", 10)
+    team.admin(admin.fund, "scout", 10, ws_ref=team.ws)  # (its wallet in team)
     members = {m["name"] for m in (await alice.call("list_members", workspace=team.ws))["members"]}
     assert {"carol", "dave", "scout"} <= members
     assert "scout" not in {m["name"] for m in (await alice.call("list_members", workspace=secret["id"]))["members"]}

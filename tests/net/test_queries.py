@@ -218,7 +218,7 @@ async def test_monitor_sees_a_message_with_no_deliveries(team):
     await alice.call("subscribe", workspace=team.ws, monitor=True)
     r = await researcher.send(workspace=team.ws, topic="new", title="Note", type="inform", to=["system.ygg"],
                               text="to nobody")
-    assert r["op"] == "sent" and r["deliveries"] == [] and r["cost"] == 0, r
+    assert r["op"] == "sent" and r["deliveries"] == [] and r["cost"] == 1, r  # paid: it answers no notice (issue 17)
     got = await message_events(alice)
     assert [e["message"]["id"] for e in got] == [r["message"]["id"]] and got[0]["deliveries"] == []
 

@@ -88,7 +88,7 @@ async def test_load_brings_every_row_the_plan_names(world):
     async with store.batch() as tx:
         snap = await _load(tx, cmds)
     st = snap.state
-    assert st.topics[topic].id == topic and st.wallets[bot] == 100 - 1 and ws in st.pools
+    assert st.topics[topic].id == topic and st.wallets[(ws, bot)] == 100 - 1 and ws in st.pools
     assert st.opened[bot] == 1, "the topic it opened is counted"
     assert (bot, "c1") in snap.idem, "the stored answer of a client_id"
 
@@ -120,7 +120,7 @@ async def test_confirm_asks_for_the_batch_again_only_when_a_charged_pool_moved_m
     """PostgreSQL reads a pool unlocked and locks it only when a decision charges it (and then compares); SQLite has
     one writer, so nothing it read can move under it."""
     store, conn, ws, bot = world
-    conn.execute("UPDATE wallets SET balance = 0 WHERE account = ?", (bot,))  # the agent pays from the pool
+    conn.execute("DELETE FROM wallets WHERE account = ?", (bot,))  # no wallet: the agent pays from the pool
     admin.fund(conn, None, 10, pool_ws=ws, now=now_us())
     cmds = [_send(bot, ws, topic="new", to=["@alice"], text="from the pool")]
     async with store.batch() as tx:

@@ -55,7 +55,7 @@ class FakeStore:
     async def catalog(self, workspaces):
         self.calls.append("catalog")
         self.snap = Snapshot(directories={WS: self.directory}, settings={WS: {}}, orgs={WS: None}, busy=set(self.busy))
-        self.snap.state.wallets["bot"] = 100
+        self.snap.state.wallets[(WS, "bot")] = 100
         self.snap.state.pools[WS] = 0
         self.snap.state.opened["bot"] = 0
         general = Conversation(general_id(WS), WS, ConversationKind.GENERAL, "General")

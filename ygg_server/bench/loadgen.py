@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import websockets
 from websockets.asyncio.client import connect
 
+from ..core.rules import MAX_HOPS
 from ..gcpolicy import calm_gc
 from .wire import decode, dumps
 
@@ -28,6 +29,54 @@ class Target:
     names: dict[str, str]  # participant id -> name
     urls: list[str] = field(default_factory=list)  # several nodes: agent i connects to urls[i % len(urls)]
     directives: bool = False  # whether the agents take the server's directive with each wake (--directives)
+    # Ygg's person (handle, password), who opens each agent's topic and writes there again as real work has it
+    # (a person's message buys its topic party.maxHops hops: docs/rules.md, "Parties"); None: agents alone (relays)
+    person: tuple[str, str] | None = None
+
+
+
+class Person:
+    """The bench's person on its own connection: writes in a topic and waits for the `sent`. The deliveries it is
+    pushed as an observer are neither read nor acked (they stop at its prefetch)."""
+
+    def __init__(self, gen: "LoadGen", handle: str, password: str):
+        self.gen, self.handle, self.password = gen, handle, password
+        self.id: str | None = None
+        self.seq = itertools.count(1)
+        self.waiting: dict[int, asyncio.Future] = {}
+        self.ws = None
+        self.reader: asyncio.Task | None = None
+
+    async def connect(self, url: str) -> None:
+        self.ws = await connect(url, max_size=1 << 22, ping_interval=None, open_timeout=30)
+        await self.ws.send(dumps({"op": "auth", "ref": "a", "handle": self.handle, "password": self.password,
+                                  "prefetch": 1}))
+        session = decode(await self.ws.recv())
+        if session.get("op") != "session":
+            raise RuntimeError(f"the bench's person could not sign in: {session}")
+        self.id = session["me"]["id"]
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def write(self, topic: str, agent: str, title: str | None = None) -> dict:
+        ref = next(self.seq)
+        fut = self.waiting[ref] = asyncio.get_running_loop().create_future()
+        await self.ws.send(dumps({"op": "send", "ref": ref, "workspace": self.gen.workspace, "conversation": "general",
+                                  "topic": topic, "title": title, "type": "inform", "to": [agent],
+                                  "text": f"go on, {agent}"}))
+        reply = await asyncio.wait_for(fut, 60)
+        if reply.get("op") != "sent":
+            raise RuntimeError(f"the bench's person could not write: {reply}")
+        return reply
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.ws:
+                f = decode(raw)
+                fut = self.waiting.pop(f.get("ref"), None) if f.get("op") in ("sent", "refused", "error") else None
+                if fut is not None and not fut.done():
+                    fut.set_result(f)
+        except websockets.ConnectionClosed:
+            pass
 
 
 @dataclass
@@ -71,6 +120,9 @@ class Agent:
         self.last: str | None = None  # the peer asked last: never asked twice in a row (see `request`)
         self.seq = 0
         self.topic: str | None = None
+        self.hops_left = MAX_HOPS  # hops its person's last message left its topic, each request reserving two
+        self.waiting_for = 0  # its requests not answered yet
+        self.buying = False  # its person is writing in its topic
         self.opened: asyncio.Future | None = None
         self.ws = None
         self.reader: asyncio.Task | None = None
@@ -86,7 +138,13 @@ class Agent:
         self.reader = asyncio.ensure_future(self._read())
 
     async def open_topic(self) -> None:
-        """The one topic this agent opens (and reuses): a first request, to its first peer."""
+        """The one topic this agent works in (and reuses): its person opens it, or else the agent does, with a first
+        request to its first peer."""
+        person = self.gen.person
+        if person is not None:
+            self.topic = (await person.write("new", self.name, title=f"Bench topic of {self.name}"))["message"]["topic"]
+            await self.request()
+            return
         self.opened = asyncio.get_running_loop().create_future()
         await self.request(title=f"Bench topic of {self.name}")
         self.topic = await asyncio.wait_for(self.opened, 60)
@@ -96,6 +154,14 @@ class Agent:
         one peer when only that peer is free at each tick, and the loop rule (seed 000) would stop it."""
         if not self.free or list(self.free) == [self.last]:
             return False
+        if self.gen.person is not None and self.topic is not None:
+            if self.hops_left < 2:  # a request and its answer: two hops of what its person's message bought
+                if not self.buying:
+                    self.buying = True
+                    asyncio.ensure_future(self._buy())  # (reading goes on meanwhile)
+                return False
+            self.hops_left -= 2
+            self.waiting_for += 1
         peer = self.free.popleft()
         if peer == self.last:
             self.free.append(peer)
@@ -111,6 +177,17 @@ class Agent:
         }))
         return True
 
+    async def _buy(self) -> None:
+        """Its person writes in its topic, buying it party.maxHops hops again (the answers still to come land in the
+        new count), then it asks its next peer."""
+        try:
+            await self.gen.person.write(self.topic, self.name)
+            self.hops_left = MAX_HOPS - self.waiting_for
+        finally:
+            self.buying = False
+        if self.gen.window.running:
+            await self.request()
+
     async def _read(self) -> None:
         gen = self.gen
         names = gen.names
@@ -122,6 +199,9 @@ class Agent:
                 w = gen.window
                 if op == "deliver":
                     m = f["message"]
+                    if gen.person is not None and m["author"] == gen.person.id:  # its person's word: context
+                        await self.ws.send(dumps({"op": "ack", "ids": [f["id"]]}))
+                        continue
                     if m.get("notice") or m["author"] not in names:
                         w.result.errors[f"notice:{m.get('notice')}"] += 1
                         await self.ws.send(dumps({"op": "ack", "ids": [f["id"]]}))
@@ -148,6 +228,7 @@ class Agent:
                     elif m["type"] == "response":
                         self.free.append(names[m["author"]])
                         w.outstanding -= 1
+                        self.waiting_for -= 1
                         if w.running:
                             await self.request()
                 elif op == "sent":
@@ -181,9 +262,13 @@ class LoadGen:
         for i, a in zip(mine, self.agents):
             a.url = target.urls[i % len(target.urls)] if target.urls else None
         self.window = _Window()
+        self.person = Person(self, *target.person) if target.person else None
+        self.person_url = target.url
 
     async def connect(self) -> None:
         sem = asyncio.Semaphore(20)
+        if self.person is not None:
+            await self.person.connect(self.person_url)
 
         async def one(a: Agent):
             async with sem:

@@ -56,6 +56,9 @@ def _names(n: int) -> list[str]:
     return [f"bench{i:03d}" for i in range(n)]
 
 
+PERSON = ("bench", "bench-password")  # setup_ygg's person
+
+
 def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
     """A person, a workspace, `agents` agents in it, each funded with 10^9 credits (a data dir, or a PostgreSQL URL)."""
     from ..clock import now_us
@@ -69,15 +72,14 @@ def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, s
     else:
         conn = db.connect(db.db_path(data_dir))
     try:
-        admin.add_person(conn, "bench", "bench-password", now=now_us())
+        admin.add_person(conn, *PERSON, now=now_us())
         ws = admin.add_workspace(conn, "bench", "bench", now=now_us())["id"]
-        # agents talk to agents with no person here: the party safeguards (hop limit, throttle) are set out of reach
-        conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (json.dumps(
-            {"party.maxHops": 10**9, "party.throttleDirect": 10**9, "party.throttleGroup": 10**9}), ws))
+        # the default limits (party.maxHops, the throttle): the person opens each agent's topic and writes there
+        # again as real work has it (loadgen.Person), so its agents' exchanges stay within what it buys
         keys, names = [], {}
         for name in _names(agents):
             out = admin.add_agent(conn, name, "bench", ws, now=now_us())
-            admin.fund(conn, out["id"], 1_000_000_000, now=now_us())
+            admin.fund(conn, out["id"], 1_000_000_000, ws_ref=ws, now=now_us())
             keys.append((name, out["api_key"]))
             names[out["id"]] = name
     finally:
@@ -111,13 +113,13 @@ def start_server(kind: str, workdir: Path, agents: int, profile: str | None = No
                        "serve", "--db", db, "--port", "0", "--node-id", f"bench{i}"],
                       workdir / f"{kind}-node{i}.log") for i in range(1 if kind == "pg" else 2)]
         procs = Procs(nodes, db)
-        return procs, Target(nodes[0].url, ws, keys, names, [n.url for n in nodes])
+        return procs, Target(nodes[0].url, ws, keys, names, [n.url for n in nodes], person=PERSON)
     if kind == "ygg":
         data = workdir / "ygg-data"
         ws, keys, names = setup_ygg(data, agents)
         proc = Proc([*py, "-m", "ygg_server.cli", "serve", "--data-dir", str(data), "--port", "0"],
                     workdir / "ygg-server.log")
-        return proc, Target(proc.url, ws, keys, names)
+        return proc, Target(proc.url, ws, keys, names, person=PERSON)
     keys = [(n, f"relaykey_{n}") for n in _names(agents)]
     kf = workdir / "relay-keys.json"
     kf.write_text(json.dumps({k: n for n, k in keys}))

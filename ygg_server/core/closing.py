@@ -20,13 +20,14 @@ def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset(),
     """Seed 000: "the backend asks the others once if they are done too".
 
     Once per closure round: a participant already asked (`asked`) is not asked again, even after it
-    answered, until nobody is done any more; only the clock re-polls, naming them in `again`.
+    answered, until a person writes in the topic with nobody done (decide); only the clock re-polls, naming
+    them in `again`, and only once per round (`repolled`). So a round polls each participant at most twice.
     An agent that already has an unanswered wake here gets the poll folded into it (seed 000: "further
     requests on that topic are folded into it"): context, `wake_coalesced`, so one decision wakes it once.
     """
     ask = [pid for pid, m in topic.members.items()
            if m.state != _DONE and m.polled_at is None and pid not in skip and pid != SYSTEM
-           and (not m.asked or pid in again)]
+           and (not m.asked or (pid in again and not m.repolled))]
     if not ask:
         return topic, []
     members = dict(topic.members)
@@ -39,7 +40,7 @@ def poll(d: Directory, topic: Topic, now: int, cause: str, skip=frozenset(),
                    topic=topic.id, to=(pid,), now=now, cause=f"{cause}:{now}")
         if agent and m.wake_pending:
             r = Routed(r.message, (Delivery(pid, False, _C_COALESCED),))
-        members[pid] = replace(m, polled_at=now, asked=True, wake_pending=agent)
+        members[pid] = replace(m, polled_at=now, asked=True, repolled=m.repolled or m.asked, wake_pending=agent)
         out.append(r)
     pending = dict(topic.pending)
     for r in out:

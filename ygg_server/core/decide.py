@@ -129,6 +129,10 @@ def decide(view: View, post: Post, now: int) -> Decision:
         if moved is not None:
             return decide(*moved, now)
     absorbed = found == _ABSORBED
+    # Seed 000: "A reply an agent sends to Agent'Ygg itself (system.ygg) is absorbed: not delivered, not charged":
+    # free only as the single answer to a system notice that asked for one (a closure poll, still owed by the author);
+    # anything else to system.ygg is absorbed (delivered to nobody) but costs like any other message.
+    free = absorbed and pending is not None and pending.requester == SYSTEM and aid in pending.remaining
     recipients = tuple(r for r in found if r != SYSTEM) if SYSTEM in found else found
     state = post.state
     if not state:
@@ -145,25 +149,26 @@ def decide(view: View, post: Post, now: int) -> Decision:
         denial = permission_denial(d, aid, recipients)
         if denial:
             return refused(R.PERMISSION_DENIED, denial)
-    usage = 0 if absorbed else (len(recipients) or 1)
+    usage = 0 if free else (len(recipients) or 1)
     if view.plan_left is not None and usage > view.plan_left:
         return refused(R.PLAN_LIMIT, f"the organization's plan allows {view.plan_left} more messages this month")
 
     # Credits: "Every message an agent sends costs credits, even one delivered as context."
     cost, ledger, budget = 0, (), topic.budget if topic is not None else None
-    if agent and not absorbed:
+    if agent and not free:
         # rules.message_cost, inlined: 1 per started 1,000 characters, at least 1; files by size; per recipient
         cost = (len(post.text) + CHARS_PER_CREDIT - 1) // CHARS_PER_CREDIT or 1
         if post.attachment_bytes > 0:
             cost += (post.attachment_bytes + ATTACHMENT_BYTES_PER_CREDIT - 1) // ATTACHMENT_BYTES_PER_CREDIT
         cost *= len(recipients) or 1
-        # Seed 000: "Credits come from the agent's own wallet, or from the workspace pool if it has none"
-        # (the wallet if it covers the whole message, else the pool; within the topic's budget if it has one).
+        # Seed 000: "Credits come from the agent's own wallet, or from the workspace pool if it has none": a wallet
+        # is the agent's cap; the pool pays for an agent with none, or one its admins let draw on it when its wallet
+        # runs short (`credits.poolDraw`). Within the topic's budget if it has one.
         if budget is not None and budget < cost:
             payer = None
         elif view.wallet is not None and view.wallet >= cost:
             payer = aid
-        elif view.pool >= cost:
+        elif (view.wallet is None or view.draws_pool) and view.pool >= cost:
             payer = POOL
         else:
             payer = None
@@ -174,11 +179,12 @@ def decide(view: View, post: Post, now: int) -> Decision:
             budget -= cost
 
     return _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-                   state, waiting_for, pending, cost, ledger, budget, usage, others, assignment)
+                   state, waiting_for, pending, cost, ledger, budget, usage, others, assignment, free)
 
 
 def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
-            state, waiting_for, pending, cost, ledger, budget, usage, others=(), assignment=None) -> Decision:
+            state, waiting_for, pending, cost, ledger, budget, usage, others=(), assignment=None,
+            free=False) -> Decision:
     d = view.directory
     ps = d.participants
     aid = author.id
@@ -196,8 +202,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     prev = old.get(aid)
     folded = prev.folded if prev is not None else 0
     # state, last_at, wake_pending, folded, waiting_for; `asked` outlives the author's answer to a poll
-    members[aid] = Member(state, now, False, 0, waiting_for, asked=prev is not None and prev.asked)
-    for w in waiting_for:
+    members[aid] = Member(state, now, False, 0, waiting_for, asked=prev is not None and prev.asked,
+                          repolled=prev is not None and prev.repolled)
+    for w in (() if free else waiting_for):  # a free answer starts no nudges (docs/rules.md, "The bound")
         m = members.get(w)
         if m is None:
             members[w] = Member(None, now, awaited_since=now)
@@ -257,8 +264,9 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
                         members[r] = replace(members[r], wake_pending=True, folded=0)
                 elif reason == _C_COALESCED:
                     members[r] = replace(members[r], folded=members[r].folded + 1)
+        holder = counters_of(view, conv, topic, human)
         if agent and not closing:
-            deliveries, gate_notice = _gate(view, conv, deliveries, members, old, now, post.id, topic.id)
+            deliveries, gate_notice = _gate(view, conv, holder, deliveries, members, old, now, post.id, topic.id)
         deliveries += [Delivery(o, False, _C_NOT_ADDRESSED) for o in others]
         deliveries += [Delivery(o, False, _C_OBSERVER) for o in human_members(d, conv)
                        if o != aid and o not in recipients]
@@ -311,21 +319,34 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
             topic = replace(topic, members=members, pending=owed, recent=recent, budget=budget)
         if resume:
             routed.append(resume_folded(topic, aid, folded, now, post.id))
-        if any_done and topic.status == _OPEN:
+        if any_done and topic.status == _OPEN and not free:  # a free answer wakes nobody, by notice neither
             topic, polls = poll(d, topic, now, post.id, skip=(aid,))
             routed += polls
-        elif not any_done and any_asked(topic.members):  # nobody is done any more: the closure round is over
-            topic = replace(topic, members={p: replace(m, asked=False) if m.asked else m
+        elif human and not any_done and any_asked(topic.members):
+            # A person wrote and nobody is done: the closure round is over. Only a person ends it: agents
+            # flipping done/working would otherwise have the same participants polled again without end.
+            topic = replace(topic, members={p: replace(m, asked=False, repolled=False) if m.asked else m
                                             for p, m in topic.members.items()})
 
     if aid in topic.unfunded:  # it paid for this message: it no longer waits for funds here
         topic = replace(topic, unfunded={a: w for a, w in topic.unfunded.items() if a != aid})
     conversation = _grown(conv, author, recipients, view.new_conversation)
-    counted = _counted(conv if conversation is None else conversation, view, human, agent and not absorbed,
-                       deliveries, gate_notice is not None)
-    if counted is not None:
-        conversation = counted
-    return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed)
+    side = None
+    if human and not topic.bought and view.side is None and conv.kind != _SIDE:
+        topic = replace(topic, bought=True, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
+    elif not absorbed:
+        holder = counters_of(view, conv, topic, human)
+        counted = _counted(conversation if holder is conv and conversation is not None else holder, conv, view,
+                           human, agent, deliveries, gate_notice is not None)
+        if counted is None:
+            pass
+        elif holder is topic:
+            topic = counted
+        elif holder is conv:
+            conversation = counted
+        else:
+            side = counted
+    return Decision(None, tuple(routed), (topic,), conversation, ledger, usage, tuple(flags), absorbed, side)
 
 
 def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)) -> int:
@@ -333,19 +354,32 @@ def throttle_limit(conv: Conversation, limits: tuple[int, int] = (THROTTLE_DIREC
     return limits[0] if conv.kind == _DIRECT and len(conv.members) <= 2 else limits[1]
 
 
-def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: dict, old: dict, now: int,
+def counters_of(view: View, conv: Conversation, topic: Topic, human: bool = False):
+    """Who keeps the party's counters for a message in `topic` (docs/rules.md, "Parties"): a side conversation
+    (with its origin topic, one exchange), or the topic itself once a person wrote in it (`bought`; a person's
+    message does so now), or else the conversation (the topics only agents wrote in share its counters)."""
+    if conv.kind == _SIDE:
+        return conv
+    if view.side is not None:
+        return view.side
+    return topic if topic.bought or human else conv
+
+
+def _gate(view: View, conv: Conversation, holder, deliveries: list[Delivery], members: dict, old: dict, now: int,
           cause: str, topic: str | None = None) -> tuple[list[Delivery], Routed | None]:
     """The party's two safeguards on an agent's message: the throttle, then the hop limit.
 
-    Throttle (seed 003 §16): after `throttle_limit` agent messages in a row with no person in between,
-    an agent's message wakes nobody (`throttled`). Hop limit (seed 004): an agent message that wakes
-    another agent is a hop; once the conversation used `view.max_hops` since a person last wrote, its
-    wakes of agents become `hop_limit` context, and a `hop_limit` notice goes into the transcript once.
+    `holder` keeps the counters (`run`, `hops`, and whether each notice is out): the topic, or the side
+    conversation where a direct conversation's topic delegated work. Throttle (seed 003 §16): after
+    `throttle_limit` agent messages in a row with no person in between, an agent's message wakes nobody
+    (`throttled`). Hop limit (seed 004): an agent message that wakes another agent is a hop; once `view.max_hops`
+    were used since a person last wrote in the topic, its wakes of agents become `hop_limit` context, and a
+    `hop_limit` notice goes into the transcript once.
     """
     ps = view.directory.participants
-    if conv.run >= throttle_limit(conv, view.throttle):
+    if holder.run >= throttle_limit(conv, view.throttle):
         reason, hit = _C_THROTTLED, lambda r: True
-    elif conv.hops >= view.max_hops:
+    elif holder.hops >= view.max_hops:
         reason, hit = _C_HOP_LIMIT, lambda r: ps[r].kind == _AGENT
     else:
         return deliveries, None
@@ -362,36 +396,39 @@ def _gate(view: View, conv: Conversation, deliveries: list[Delivery], members: d
         return out, None
     people = human_members(view.directory, conv)
     if reason == _C_HOP_LIMIT:
-        if conv.hop_noticed:
+        if holder.hop_noticed:
             return out, None
         return out, notice(Notice.HOP_LIMIT, workspace=conv.workspace, conversation=conv.id, topic=topic, to=people,
                            now=now, cause=cause, wake=False, hops=str(view.max_hops))
-    if conv.throttle_noticed:
+    if holder.throttle_noticed:
         return out, None
     return out, notice(Notice.THROTTLED, workspace=conv.workspace, conversation=conv.id, topic=topic, to=people,
-                       now=now, cause=cause, wake=False, run=str(conv.run))
+                       now=now, cause=cause, wake=False, run=str(holder.run))
 
 
-def _counted(conv: Conversation, view: View, human: bool, agent: bool, deliveries: list[Delivery],
-             noticed: bool) -> Conversation | None:
-    """The conversation's party counters after this message, or None when they do not change."""
+def _counted(holder, conv: Conversation, view: View, human: bool, agent: bool, deliveries: list[Delivery],
+             noticed: bool):
+    """`holder` (a Topic or a side Conversation) with the party counters after this message, or None when they
+    do not change: a person's message resets them, an agent's counts one more in the run, and a hop when it
+    woke another agent."""
     if human:
-        if conv.run or conv.hops or conv.hop_noticed or conv.throttle_noticed:
-            return replace(conv, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
+        if holder.run or holder.hops or holder.hop_noticed or holder.throttle_noticed:
+            return replace(holder, run=0, hops=0, hop_noticed=False, throttle_noticed=False)
         return None
     if not agent:
         return None
     ps = view.directory.participants
+    limit = throttle_limit(conv, view.throttle)
     hop = any(x.wake and ps[x.recipient].kind == _AGENT for x in deliveries)
-    run = min(conv.run + 1, throttle_limit(conv, view.throttle))
-    hops = conv.hops + 1 if hop else conv.hops
-    if run == conv.run and hops == conv.hops and not noticed:
+    run = min(holder.run + 1, limit)
+    hops = holder.hops + 1 if hop else holder.hops
+    if run == holder.run and hops == holder.hops and not noticed:
         return None
     if not noticed:
-        return replace(conv, run=run, hops=hops)
-    if conv.run >= throttle_limit(conv, view.throttle):  # _gate's order: the throttle before the hop limit
-        return replace(conv, run=run, hops=hops, throttle_noticed=True)
-    return replace(conv, run=run, hops=hops, hop_noticed=True)
+        return replace(holder, run=run, hops=hops)
+    if holder.run >= limit:  # _gate's order: the throttle before the hop limit
+        return replace(holder, run=run, hops=hops, throttle_noticed=True)
+    return replace(holder, run=run, hops=hops, hop_noticed=True)
 
 
 def _grown(conv: Conversation, author: Participant, recipients: tuple[str, ...], new: bool) -> Conversation | None:

@@ -63,7 +63,8 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
     ledger: tuple[Entry, ...] = ()
     usage: int = 0  # messages counted against the plan (once per recipient)
     flags: tuple[Flag, ...] = ()  # per-agent marks set (on) or cleared (off)
-    absorbed: bool = False  # addressed only to system.ygg: stored, not delivered, free
+    absorbed: bool = False  # addressed only to system.ygg: stored, not delivered (free only as a notice's answer)
+    side: Conversation | None = None  # a direct conversation's side conversation, its turn counters moved
 
     @property
     def message(self) -> Message | None:
@@ -79,6 +80,7 @@ class View(msgspec.Struct, frozen=True, gc=False):
     open_opened: int = 0  # topics the author opened that are not closed
     wallet: int | None = None  # the author's wallet here; None: it has none
     pool: int = 0
+    draws_pool: bool = False  # an admin lets the author draw on the pool beyond its wallet (`credits.poolDraw`)
     plan_left: int | None = None  # messages the organization may still send this month
     flags: frozenset[tuple[str, str]] = frozenset()  # (flag name, agent) marks in force
     new_conversation: bool = False  # `conversation` is not stored yet (a first direct message)

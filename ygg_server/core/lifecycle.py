@@ -43,7 +43,7 @@ def move(topic: Topic, event: str, now: int, **fields) -> Topic:
         members = fields.pop("members", topic.members)
         members = {
             p: m if not (m.wake_pending or m.polled_at is not None or m.awaited_since is not None or m.asked)
-            else replace(m, wake_pending=False, polled_at=None, awaited_since=None, asked=False)
+            else replace(m, wake_pending=False, polled_at=None, awaited_since=None, asked=False, repolled=False)
             for p, m in members.items()
         }
         return replace(topic, status=C, pause=None, paused_by=None, closed_at=now, members=members, pending={},
@@ -80,6 +80,16 @@ def waiting_on(members: dict[str, Member], pid: str) -> tuple[str, ...]:
 
 
 WALLET, BUDGET = "wallet", "budget"  # what ran dry for an agent in Topic.unfunded
+
+
+def holds_slot(topic: Topic) -> bool:
+    """Whether `topic` counts against its opener's TOPIC_LIMIT: open, or paused for anything but funds (issue 17:
+    a credits pause nobody funds held the agent's slots forever). The store counts the same (`OPEN_SLOT`)."""
+    return topic.status != C and not (topic.status == P and unfunded(topic))
+
+
+# `holds_slot` in SQL, over the topics row (`waits_funds` is 1 exactly while `unfunded` is not empty)
+OPEN_SLOT = "status != 'closed' AND NOT (status = 'paused' AND waits_funds IS NOT NULL)"
 
 
 def unfunded(topic: Topic) -> dict[str, str]:

@@ -71,7 +71,8 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     kind: ConversationKind
     name: str
     members: frozenset[str] = frozenset()  # General: empty, meaning the whole workspace
-    # Parties (docs/rules.md, "Parties"): the Lead, and the turn-taking counters since a person last wrote here.
+    # Parties (docs/rules.md, "Parties"): the Lead; the turn-taking counters of the conversation's topics no
+    # person wrote in (a side conversation's: one exchange with its origin topic); other topics count their own.
     lead: str | None = None
     hops: int = 0  # agent messages that woke another agent since a person last wrote here
     run: int = 0  # agent messages in a row since a person last wrote here (capped at the throttle)
@@ -94,6 +95,7 @@ class Member(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     awaited_since: int | None = None  # someone waits on it since (nudges)
     nudges: int = 0
     asked: bool = False  # already polled in this closure round (answering does not clear it; see closing.poll)
+    repolled: bool = False  # polled again by the clock in this closure round (once at most; see closing.poll)
 
 
 class Pending(msgspec.Struct, frozen=True, gc=False):
@@ -132,6 +134,14 @@ class Topic(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     # Agents refused credits_exhausted here and not yet refilled, in order, with what ran dry:
     # "wallet" (their wallet and the pool) or "budget" (this topic's budget). See lifecycle.unfunded.
     unfunded: dict[str, str] = {}
+    # Parties (docs/rules.md, "Parties"): the turn-taking counters since a person last wrote in this topic, once
+    # one did (`bought`; before that its conversation's count; a topic of a direct conversation that delegated
+    # work counts them on its side conversation instead).
+    bought: bool = False  # a person wrote here: the topic counts its own hops
+    hops: int = 0  # agent messages that woke another agent
+    run: int = 0  # agent messages in a row (capped at the throttle)
+    hop_noticed: bool = False  # the hop_limit notice for this run is in the transcript
+    throttle_noticed: bool = False  # the throttled notice for this run is in the transcript
 
 
 class Fitness(msgspec.Struct, frozen=True, gc=False):

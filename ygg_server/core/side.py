@@ -54,12 +54,13 @@ def redirect(view: View, post: Post, recipients: tuple[str, ...]) -> tuple[View,
         new = True
     else:
         new = False
-    # The delegation continues the exchange a person's message bought in the origin: the side conversation's
-    # turn counters (hop limit, throttle) continue the origin's, so they reset when a person writes there.
-    moved = replace(side, hops=conv.hops, run=conv.run, hop_noticed=conv.hop_noticed,
-                    throttle_noticed=conv.throttle_noticed)
-    new = new or moved != side  # (stored even when this message moves no counter)
-    side = moved
+    # The delegation continues the exchange a person's message bought in the origin topic: the side conversation
+    # takes over the origin topic's turn counters (hop limit, throttle) once, when it opens; from then on the origin
+    # topic and its side conversation count as one exchange there (decide), reset when a person writes in either.
+    if new:
+        was = topic if topic is not None and topic.bought else conv
+        side = replace(side, hops=was.hops, run=was.run, hop_noticed=was.hop_noticed,
+                       throttle_noticed=was.throttle_noticed)
     title = post.title or (topic.title if topic is not None else None) or side.name
     return (replace(view, conversation=side, topic=None, new_conversation=new, side=None),
             replace(post, topic="new", title=title, in_reply_to=None))

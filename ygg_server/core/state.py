@@ -11,10 +11,9 @@ state does not hold (a cache that never loaded a row) it leaves alone.
 from __future__ import annotations
 
 from .decision import Decision
+from .lifecycle import holds_slot
 from .model import Conversation, Topic
-from .vocabulary import POOL, TopicStatus
-
-_CLOSED = TopicStatus.CLOSED
+from .vocabulary import POOL
 
 
 class LiveState:
@@ -25,17 +24,17 @@ class LiveState:
     def __init__(self) -> None:
         self.topics: dict[str, Topic] = {}
         self.conversations: dict[str, dict[str, Conversation]] = {}  # workspace -> id -> conversation
-        self.wallets: dict[str, int | None] = {}  # agent -> its one wallet (None: it has none yet)
+        self.wallets: dict[tuple[str, str], int | None] = {}  # (workspace, agent) -> its wallet there (None: none)
         self.pools: dict[str, int | None] = {}  # workspace -> its pool
         self.opened: dict[str, int] = {}  # agent -> open topics it opened (for the agents counted)
         self.flags: set[tuple[str, str]] | None = set()  # (flag, agent) marks in force; None: not loaded
         self.usage: dict[tuple[str, str], int] = {}  # (organization, month) -> messages counted
 
     def balance(self, workspace: str, account: str) -> int | None:
-        return self.pools.get(workspace) if account == POOL else self.wallets.get(account)
+        return self.pools.get(workspace) if account == POOL else self.wallets.get((workspace, account))
 
     def holds_balance(self, workspace: str, account: str) -> bool:
-        return workspace in self.pools if account == POOL else account in self.wallets
+        return workspace in self.pools if account == POOL else (workspace, account) in self.wallets
 
     def fold(self, d: Decision, org: str | None = None, month: str | None = None) -> None:
         """Move the state by one decision; `org` and `month` count its usage against a plan (None: not counted)."""
@@ -43,16 +42,16 @@ class LiveState:
         for t in d.topics:
             if t.opener in opened:
                 before = topics.get(t.id)
-                was_open = before is not None and before.status != _CLOSED
-                if was_open != (t.status != _CLOSED):
+                was_open = before is not None and holds_slot(before)
+                if was_open != holds_slot(t):
                     opened[t.opener] += -1 if was_open else 1
             topics[t.id] = t
-        c = d.conversation
-        if c is not None:
-            self.conversations.setdefault(c.workspace, {})[c.id] = c
+        for c in (d.conversation, d.side):
+            if c is not None:
+                self.conversations.setdefault(c.workspace, {})[c.id] = c
         for e in d.ledger:
             held = self.pools if e.account == POOL else self.wallets
-            key = e.workspace if e.account == POOL else e.account
+            key = e.workspace if e.account == POOL else (e.workspace, e.account)
             if key in held:
                 held[key] = (held[key] or 0) + e.delta
         if d.flags and self.flags is not None:

@@ -528,10 +528,11 @@ def rotate_key(conn: sqlite3.Connection, ref: str) -> dict:
 
 
 def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws: str | None = None,
-         funder: str | None = None, *, now: int) -> dict:
+         funder: str | None = None, ws_ref: str | None = None, *, now: int) -> dict:
     """Fund an agent's wallet or a workspace pool through the core's rule (only a person funds).
 
-    From the command line the operator acts as the agent's owner, or as the workspace's owner.
+    From the command line the operator acts as the agent's owner, or as the workspace's owner. An agent has a
+    wallet per workspace: the one in `ws_ref`, or else in the last made workspace it shares with its owner.
     """
     with Tx(conn):
         if pool_ws is not None:
@@ -545,14 +546,16 @@ def fund(conn: sqlite3.Connection, account_ref: str | None, amount: int, pool_ws
         else:
             account = agent(conn, account_ref)
             funder = funder or conn.execute("SELECT owner FROM agents WHERE id = ?", (account,)).fetchone()[0]
+            only, args = ("", (account, funder)) if ws_ref is None else \
+                (" AND a.workspace = ?", (account, funder, workspace(conn, ws_ref)))
             row = conn.execute(
                 """SELECT a.workspace FROM memberships a JOIN memberships o ON o.workspace = a.workspace
-                   WHERE a.participant = ? AND o.participant = ? LIMIT 1""", (account, funder)
-            ).fetchone()
+                   JOIN workspaces w ON w.id = a.workspace WHERE a.participant = ? AND o.participant = ?""" + only
+                + " ORDER BY w.created_at DESC, w.id DESC LIMIT 1", args).fetchone()
             if row is None:
-                raise AdminError("unknown_agent", "the agent shares no workspace with its owner")
+                raise AdminError("unknown_agent", "the agent shares no such workspace with its owner")
             ws = row[0]
-            paused = loaders.credit_paused(conn, agent=account)
+            paused = loaders.credit_paused(conn, workspace=ws, agent=account)
         view = View(loaders.load_directory(conn, ws), None, flags=frozenset(loaders.load_flags(conn)))
         d = core_fund(view, funder, account, amount, tuple(paused), now, f"fund:{new_id()}")
         if d.refusal:

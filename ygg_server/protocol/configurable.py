@@ -26,7 +26,7 @@ WHOLE_SETTINGS = {  # key: (lowest, highest, default) for whole-number settings
     "party.throttleDirect": (1, MAX_HOPS_CEILING, THROTTLE_DIRECT),
     "party.throttleGroup": (1, MAX_HOPS_CEILING, THROTTLE_GROUP),
 }
-SETTINGS = (*WHOLE_SETTINGS, "assign.weights")
+SETTINGS = (*WHOLE_SETTINGS, "assign.weights", "credits.poolDraw")
 
 
 class UnknownSetting(KeyError):
@@ -56,6 +56,10 @@ def setting_problem(key: str, value: Any) -> str | None:
                 k in core_assign.WEIGHTS and type(v) in (int, float) and 0 <= v <= 1000 for k, v in value.items())):
             return "assign.weights maps parts (" + ", ".join(core_assign.WEIGHTS) + ") to numbers from 0 to 1000"
         return None
+    if key == "credits.poolDraw":  # the agents (ids) the pool pays for beyond their own wallet (the writer checks
+        if value is not None and not isinstance(value, list):  # they are this workspace's agents)
+            return "credits.poolDraw is a list of agent ids, or null"
+        return None
     raise UnknownSetting(key)
 
 
@@ -63,4 +67,5 @@ def settings_in_force(stored: dict[str, Any]) -> dict[str, Any]:
     """Every setting as decided with: the workspace's own value, else its default."""
     out: dict[str, Any] = {k: stored.get(k, default) for k, (_, _, default) in WHOLE_SETTINGS.items()}
     out["assign.weights"] = {**core_assign.WEIGHTS, **(stored.get("assign.weights") or {})}
+    out["credits.poolDraw"] = list(stored.get("credits.poolDraw") or [])
     return out

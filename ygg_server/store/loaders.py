@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from ..core import Conversation, Directory, Kind, Membership, Participant, Profile, Role, Topic
-from ..core.lifecycle import unfunded
+from ..core.lifecycle import OPEN_SLOT, unfunded
 from ..core.model import Fitness
 from ..core.party import party_view
 from . import rows as codec
@@ -101,7 +101,7 @@ def load_topic(conn, topic_id: str) -> Topic | None:
 
 
 def open_opened(conn, agent: str) -> int:
-    return conn.execute("SELECT count(*) FROM topics WHERE opener = ? AND status != 'closed'", (agent,)).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM topics WHERE opener = ? AND {OPEN_SLOT}", (agent,)).fetchone()[0]
 
 
 def due_topics(conn) -> list[tuple[int, str]]:

@@ -30,7 +30,7 @@ class Keys:
     shared: set[str] = field(default_factory=set)  # General conversations only agents write in: read unlocked
     topics: set[str] = field(default_factory=set)  # a send's topic: skipped if another node holds it
     waited: set[str] = field(default_factory=set)  # topics waited for (a send left for later, a budget)
-    wallets: set[str] = field(default_factory=set)  # agents' wallets
+    wallets: set[tuple[str, str]] = field(default_factory=set)  # agents' wallets: (workspace, agent)
     pools: set[str] = field(default_factory=set)  # workspaces' pools
     opening: set[str] = field(default_factory=set)  # agents whose open topics are counted
     limited: set[str] = field(default_factory=set)  # organizations on a plan with a monthly limit

@@ -93,8 +93,9 @@ def decode_message(body: bytes) -> Message:
 
 
 def wallet_key(workspace: str, account: str) -> tuple[str, str]:
-    """An agent has one wallet wherever it appears (one identity); each workspace has its pool."""
-    return (workspace, account) if account == POOL else ("*", account)
+    """A wallet row's key: an agent has a wallet per workspace it works in (issue 17: one wallet spanned every
+    workspace), and each workspace has its pool."""
+    return (workspace, account)
 
 
 @dataclass(slots=True)

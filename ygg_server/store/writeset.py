@@ -30,8 +30,9 @@ class WriteSet:
         w = cls()
         seen: set[str] = set()
         for d, now, org, month in decisions:
-            if d.conversation is not None:
-                w.conversations[d.conversation.id] = (d.conversation, now)
+            for c in (d.conversation, d.side):
+                if c is not None:
+                    w.conversations[c.id] = (c, now)
             for t in d.topics:
                 w.topics[t.id] = (t, now)
             for r in d.routed:

@@ -122,7 +122,7 @@ class Batch:
                 state.pools.setdefault(e.workspace, None)
                 out.pools_charged.add(e.workspace)
             else:
-                state.wallets.setdefault(e.account, None)
+                state.wallets.setdefault((e.workspace, e.account), None)
         counted = org[0] if d.usage and org and month else None
         state.fold(d, counted, month)
         out.topics += d.topics
@@ -171,13 +171,14 @@ class Batch:
         view = View(
             directory, conv, topic,
             open_opened=state.opened.get(author, 0) if agent else 0,
-            wallet=state.wallets.get(author) if agent else None,
+            wallet=state.wallets.get((ws, author)) if agent else None,
             pool=state.pools.get(ws) or 0 if agent else 0,
+            draws_pool=agent and author in (settings.get("credits.poolDraw") or ()),
             plan_left=self._plan_left(ws),
             flags=frozenset(state.flags or ()),
             new_conversation=conv is not None and conv.id not in known,
             **party_limits(settings),
-            side=core_side.existing(conv, post.topic, known) if agent else None,
+            side=core_side.existing(conv, post.topic, known),  # (a person's message there resets its counters)
         )
         if any(r.startswith(core_assign.PREFIX) for r in post.to):
             wakes = self.wakes
@@ -279,6 +280,10 @@ class Batch:
             return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
         if directory.participants[who].kind != Kind.HUMAN or directory.memberships[who].role not in ("owner", "admin"):
             return Refused(R.PERMISSION_DENIED, "owners and admins change workspace settings")
+        if key == "credits.poolDraw" and isinstance(value, list) and not all(
+                isinstance(a, str) and a in directory.memberships and directory.participants[a].kind == Kind.AGENT
+                for a in value):
+            return Refused(R.UNKNOWN_RECIPIENT, "credits.poolDraw lists agents of this workspace by id")
         try:
             problem = configurable.setting_problem(key, value)
         except configurable.UnknownSetting:

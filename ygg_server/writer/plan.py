@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import POOL, Directory, Kind, general_id, plan_of
-from ..core import assign as core_assign
+from ..core import assign as core_assign, side as core_side
 from ..store.port import Keys, Snapshot
 from .commands import Command
 
@@ -61,8 +61,11 @@ def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
     opening = t is None or t == "new"
     if not opening:
         (k.waited if c.deferred else k.topics).add(t)
+        if cid is not None and isinstance(t, str) and cid != general_id(ws):
+            # a direct conversation's topic that delegated work counts its hops on its side conversation (core.side)
+            k.conversations.add(core_side.side_id(cid, t))
     if agent:
-        k.wallets.add(author)
+        k.wallets.add((ws, author))
         k.pools.add(ws)
         if opening:
             k.opening.add(author)
@@ -84,7 +87,7 @@ def _fund(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
     if account == POOL:
         k.pools.add(ws)
     elif isinstance(account, str):
-        k.wallets.add(account)
+        k.wallets.add((ws, account))
 
 
 def funded_account(d: Directory, account: Any) -> Any:

@@ -7,7 +7,7 @@
 # move with agents' messages),
 # topics, agent wallets, limited plans' shared usage rows; then, unlocked, pools, the other usage
 # rows and the idempotency replies. UNION ALL runs its parts in order, so the lock order holds.
-# Agents with no wallet row yet are serialized by an advisory lock on their id instead.
+# Agents with no wallet row yet in a workspace are serialized by an advisory lock on (workspace, id) instead.
 LOAD = """
 WITH v AS (SELECT value FROM meta WHERE key = 'config'),
 s AS (SELECT id FROM workspaces WHERE id = ANY($11::text[]) ORDER BY id FOR KEY SHARE),
@@ -17,9 +17,12 @@ g AS (SELECT id, workspace, kind, name, members, party FROM conversations WHERE 
 tw AS (SELECT id, state FROM topics WHERE id = ANY($10::text[]) ORDER BY id FOR UPDATE),
 t AS (SELECT id, state FROM topics WHERE id = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED),
 k AS (SELECT id FROM topics WHERE id = ANY($2::text[]) EXCEPT SELECT id FROM t),
-w AS (SELECT account, balance FROM wallets WHERE workspace = '*' AND account = ANY($3::text[]) ORDER BY account FOR UPDATE),
-nw AS (SELECT count(pg_advisory_xact_lock(hashtextextended('wallet:' || a, 0))) AS n
-       FROM (SELECT a FROM unnest($3::text[]) AS a WHERE a NOT IN (SELECT account FROM w) ORDER BY a) s),
+w AS (SELECT workspace, account, balance FROM wallets
+      WHERE (workspace, account) IN (SELECT * FROM unnest($12::text[], $3::text[]))
+      ORDER BY workspace, account FOR UPDATE),
+nw AS (SELECT count(pg_advisory_xact_lock(hashtextextended('wallet:' || ws || ':' || a, 0))) AS n
+       FROM (SELECT ws, a FROM unnest($12::text[], $3::text[]) AS u(ws, a)
+             WHERE (ws, a) NOT IN (SELECT workspace, account FROM w) ORDER BY ws, a) s),
 ul AS (SELECT org, count::bigint AS count FROM usage WHERE org = ANY($7::text[]) AND month = $8 ORDER BY org FOR UPDATE),
 uo AS (SELECT org, sum(count)::bigint AS count FROM usage_nodes WHERE org = ANY($7::text[]) AND month = $8
        GROUP BY org),
@@ -33,7 +36,7 @@ UNION ALL SELECT 'c', id, workspace, kind, name, members, NULL, convert_to(party
 UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM tw
 UNION ALL SELECT 't', id, NULL, NULL, NULL, NULL, NULL, state FROM t
 UNION ALL SELECT 'k', id, NULL, NULL, NULL, NULL, NULL, NULL FROM k
-UNION ALL SELECT 'w', account, NULL, NULL, NULL, NULL, balance, NULL FROM w
+UNION ALL SELECT 'w', account, workspace, NULL, NULL, NULL, balance, NULL FROM w
 UNION ALL SELECT 'x', NULL, NULL, NULL, NULL, NULL, n, NULL FROM nw
 UNION ALL SELECT 'u', org, NULL, NULL, NULL, NULL, count, NULL FROM ul
 UNION ALL SELECT 'u', org, NULL, NULL, NULL, NULL, count, NULL FROM uo

@@ -38,6 +38,7 @@ import msgspec
 
 from ... import idempotency, protocol
 from ...core import POOL, Conversation, next_due
+from ...core.lifecycle import OPEN_SLOT
 from ...core.decide import throttle_limit
 from ...core.rules import party_limits
 from ...core.state import LiveState
@@ -256,9 +257,9 @@ class PgStore:
         shared = set() if self._lock_general else set(k.shared)
         locked = k.conversations | (k.shared - shared)
         rows = await conn.fetch(
-            LOAD, sorted(locked), sorted(k.topics - k.waited), sorted(k.wallets), sorted(k.pools),
+            LOAD, sorted(locked), sorted(k.topics - k.waited), [a for _, a in sorted(k.wallets)], sorted(k.pools),
             [a for a, _ in k.idem], [c for _, c in k.idem], sorted(k.limited), k.month, sorted(shared),
-            sorted(k.waited), sorted(k.workspaces))
+            sorted(k.waited), sorted(k.workspaces), [ws for ws, _ in sorted(k.wallets)])
         version, held = None, set()
         topics, convs, wallets, pools, usage = {}, {}, {}, {}, {}
         for kind, a, b, c, x, y, n, blob in rows:
@@ -271,7 +272,7 @@ class PgStore:
             elif kind == "c":
                 convs[a] = conversation(a, b, c, x, y, blob.decode())
             elif kind == "w":
-                wallets[a] = n
+                wallets[(b, a)] = n
             elif kind == "p":
                 pools[a] = n
             elif kind == "i":
@@ -297,7 +298,7 @@ class PgStore:
         if k.opening:  # after the wallet locks: another node's new topic for the same agent is visible now
             opened = dict.fromkeys(k.opening, 0)
             for opener, count in await conn.fetch(
-                    "SELECT opener, count(*) FROM topics WHERE opener = ANY($1::text[]) AND status != 'closed' "
+                    "SELECT opener, count(*) FROM topics WHERE opener = ANY($1::text[]) AND " + OPEN_SLOT + " "
                     "GROUP BY opener", sorted(k.opening)):
                 opened[opener] = count
         for ws, account in k.paused:  # where agents wait for funds (after the wallet's lock: none pauses meanwhile)
@@ -365,11 +366,12 @@ class PgStore:
             rows = await self.conn.fetch(
                 "SELECT id, state FROM topics WHERE workspace = $1 AND waits_funds IS NOT NULL ORDER BY id FOR UPDATE",
                 ws)
-        else:
+        else:  # (the agent's wallet in this workspace: its topics here)
             rows = await self.conn.fetch(
-                """SELECT id, state FROM topics WHERE waits_funds IS NOT NULL
+                """SELECT id, state FROM topics WHERE waits_funds IS NOT NULL AND workspace = $2
                    AND (convert_from(state, 'UTF8')::jsonb -> 'unfunded' ? $1
-                        OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""", account)
+                        OR convert_from(state, 'UTF8')::jsonb ->> 'paused_by' = $1) ORDER BY id FOR UPDATE""",
+                account, ws)
         out = []
         for tid, state in rows:
             t = topics.setdefault(tid, decode_topic(state))
@@ -541,8 +543,9 @@ class PgStore:
             for f in d.flags:
                 if self.flags is not None:
                     (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
-            if d.conversation is not None:
-                self.conversations.setdefault(d.conversation.workspace, {})[d.conversation.id] = d.conversation
+            for c in (d.conversation, d.side):
+                if c is not None:
+                    self.conversations.setdefault(c.workspace, {})[c.id] = c
         for t in outcome.topics:
             when = next_due(t)
             if when is not None:

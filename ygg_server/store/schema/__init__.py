@@ -37,9 +37,22 @@ class Step:
     postgres: tuple[str, ...]
 
 
+_WALLETS_PER_WORKSPACE = (
+    # an agent's one wallet (workspace '*') becomes its wallet in the workspace it joined first (no credit is
+    # made: the others start with none, so the pool pays there until someone funds it); an agent in none keeps it
+    "INSERT INTO wallets (workspace, account, balance) "
+    "SELECT (SELECT m.workspace FROM memberships m WHERE m.participant = w.account "
+    "ORDER BY m.created_at, m.workspace LIMIT 1), w.account, w.balance FROM wallets w "
+    "WHERE w.workspace = '*' AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = w.account) "
+    "ON CONFLICT (workspace, account) DO NOTHING",
+    "DELETE FROM wallets WHERE workspace = '*' "
+    "AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = wallets.account)",
+)
+
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("13: a message's older texts, kept as its author edits it (edit_message)",
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
+    Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
 ]
 
 

@@ -137,9 +137,9 @@ class SqliteStore:
                 t = load_topic(conn, tid)
                 if t is not None:
                     st.topics[tid] = t
-        for a in k.wallets:
-            if a not in st.wallets:
-                st.wallets[a] = balance(conn, "*", a)
+        for ws, a in k.wallets:
+            if (ws, a) not in st.wallets:
+                st.wallets[(ws, a)] = balance(conn, ws, a)
         for ws in k.pools:
             if ws not in st.pools:
                 st.pools[ws] = balance(conn, ws, POOL)
@@ -159,7 +159,7 @@ class SqliteStore:
             s.fitness = fitness(conn, sorted(k.capable), self.present.__contains__)
         for ws, account in k.paused:  # (held as the live state's topics: what a decision folds in is counted from them)
             s.paused[(ws, account)] = [st.topics.setdefault(t.id, t) for t in (
-                credit_paused(conn, workspace=ws) if account == POOL else credit_paused(conn, agent=account))]
+                credit_paused(conn, workspace=ws, agent=None if account == POOL else account))]
         for owner, ref in k.agents:
             s.agents[(owner, ref)] = conn.execute(
                 "SELECT id, profile FROM agents WHERE owner = ? AND (id = ? OR name = ?) AND revoked = 0",
