@@ -33,8 +33,10 @@ def test_the_old_steps_kept_are_those_main_ran():
 def test_each_version_runs_what_it_has_not_run():
     old_sqlite = [legacy.SQLITE[n - 1] for n in range(6, 12)]
     assert schema.pending("sqlite", 0) == [(schema.latest(), schema.create("sqlite"))]
-    assert schema.pending("sqlite", 5) == [(schema.BASELINE, old_sqlite)]
-    assert schema.pending("sqlite", 11) == schema.pending("postgres", 9) == [(schema.BASELINE, [])]
+    after = [(n, list(schema.STEPS[n - schema.BASELINE - 1].sqlite)) for n in range(schema.BASELINE + 1, schema.latest() + 1)]
+    assert schema.pending("sqlite", 5) == [(schema.BASELINE, old_sqlite), *after]
+    assert schema.pending("sqlite", 11) == [(schema.BASELINE, []), *after]
+    assert schema.pending("postgres", 9)[0] == (schema.BASELINE, [])
     assert schema.pending("postgres", schema.latest()) == schema.pending("postgres", 99) == []
     with pytest.raises(ValueError):
         schema.pending("postgres", 10)  # (PostgreSQL's old list stopped at 9)

@@ -36,7 +36,26 @@ class Step:
     postgres: tuple[str, ...]
 
 
-STEPS: list[Step] = []  # BASELINE + 1, BASELINE + 2, ...
+def _accounts() -> Step:
+    """13: accounts and consent (issue 18): people's compared handles and deactivation, sessions' device, address
+    and last use, and invitations. Existing handles get their key from `ops.accounts.backfill_keys` (Python's
+    NFKC, which SQL has not), run by the next `add_person`; two older handles that clash keep working."""
+    from .ddl import add_column
+    from .tables import INDEXES as IX, TABLES as TB
+
+    table = {t.name: t for t in TB}
+    index = {i.name: i for i in IX}
+    cols = [("people", "handle_key"), ("people", "deactivated"), ("sessions", "device"), ("sessions", "address"),
+            ("sessions", "last_seen")]
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        return (*(add_column(table[t], c, dialect) for t, c in cols), table["invitations"].sql(dialect),
+                index["people_handle_folded"].sql(dialect), index["invitations_invitee"].sql(dialect))
+
+    return Step("accounts and consent", sql(SQLITE), sql(POSTGRES))
+
+
+STEPS: list[Step] = [_accounts()]  # BASELINE + 1, BASELINE + 2, ...
 
 
 def latest() -> int:
