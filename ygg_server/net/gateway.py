@@ -228,8 +228,11 @@ class Gateway(Handlers, Fanout):
             return False
         res = await self.read(auth.credentials, frame, self.clock())
         if isinstance(res, auth.Password):  # a slow hash by design: not on the reader connection everyone queries
+            password = res
             async with self._hashing:
                 res = await asyncio.to_thread(res.check)
+            if res is not None:
+                await self._rehash(password, res[0])
         if res is None:
             self._limiter.failed(keys, time.monotonic())
             still = f" (this connection stays signed in as {conn.handle})" if conn.participant else ""
@@ -243,7 +246,15 @@ class Gateway(Handlers, Fanout):
             conn.push(protocol.error(ref, E.BAD_FRAME, f"this connection is signed in as {conn.handle}; auth again "
                                      "here renews that session: open another connection to sign in as another"))
             return False
-        if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
+        if kind == Kind.HUMAN:  # (a person's session: its device, address, lifetime and idle expiry)
+            made = await self._person_session(conn, frame, pid, token)
+            if made is None:
+                conn.push(protocol.error(ref, E.UNAUTHENTICATED, "that session ended: sign in again"))
+                if quiet:
+                    await self._close(conn, 1008, "unauthenticated")
+                return False
+            token, expires = made
+        elif token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.api_key) if kind == Kind.AGENT else None
             token, row = auth.session_row(pid, self.clock(), expires, secrets.token_urlsafe(32))
             await self.writer.submit("session", *row, key)
@@ -383,7 +394,10 @@ class Gateway(Handlers, Fanout):
         elif op in _OPS:
             fn, writes, stable = _OPS[op]
             args = (conn.participant, frame, self.clock()) if op in _TIMED else (conn.participant, frame)
-            reply = replies.reply(frame, await (self.manage if writes else self.read)(fn, *args))
+            out = await (self.manage if writes else self.read)(fn, *args)
+            if isinstance(out, dict) and "_notify" in out:  # (another participant's connections told: not the asker)
+                self._notify(*out.pop("_notify"))
+            reply = replies.reply(frame, out)
         else:
             return protocol.error(frame.ref, E.BAD_FRAME, f"op {op!r} is not available here")
         if stable:  # a party, a profile, a persona or a rulebook is part of the directives' stable part
@@ -469,6 +483,10 @@ class Gateway(Handlers, Fanout):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+            try:
+                await self._touch_people()
+            except Exception:
+                log.exception("sessions in use not marked")
 
 
 def _guarded(guard: threading.Lock, fn, conn, *args):

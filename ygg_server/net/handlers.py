@@ -14,9 +14,10 @@ from ..core import Kind
 from ..ops import access, actions, queries
 from ..ops.refusals import Forbidden, NotFound
 from ..protocol import frames, replies
+from .accounts import AccountHandlers
 
 
-class Handlers:
+class Handlers(AccountHandlers):
     async def _op_auth(self, conn, frame: frames.Auth) -> None:
         await self._session(conn, frame)  # a renewal (its answers pushed there)
 

@@ -35,6 +35,13 @@ class ErrorCode(StrEnum):
     UNAUTHENTICATED = "unauthenticated"
     UNAVAILABLE = "unavailable"
     INTERNAL = "internal"
+    # people's accounts (issue 18: ops/accounts.py, ops/invitations.py)
+    BAD_HANDLE = "bad_handle"  # a handle that breaks a naming rule (protocol/names.py)
+    HANDLE_TAKEN = "handle_taken"  # a handle that is, compared as handles are (names.handle_key), another's
+    WEAK_PASSWORD = "weak_password"  # shorter than accounts.MIN_PASSWORD
+    WRONG_PASSWORD = "wrong_password"  # change_password: the current password given is not it
+    NOT_A_MEMBER = "not_a_member"  # remove_member: that person is not in it (an unknown handle is not either)
+    OWNER_PERMANENT = "owner_permanent"  # seed 003 §66: an owner is never removed or lowered
 
 
 class _Result(msgspec.Struct, tag_field="result", frozen=True, gc=False):

@@ -46,7 +46,7 @@ def _accounts() -> Step:
     table = {t.name: t for t in TB}
     index = {i.name: i for i in IX}
     cols = [("people", "handle_key"), ("people", "deactivated"), ("sessions", "device"), ("sessions", "address"),
-            ("sessions", "last_seen")]
+            ("sessions", "last_seen"), ("sessions", "ends_at"), ("org_members", "agents")]
 
     def sql(dialect: str) -> tuple[str, ...]:
         return (*(add_column(table[t], c, dialect) for t, c in cols), table["invitations"].sql(dialect),

@@ -20,7 +20,9 @@ TABLES: tuple[Table, ...] = (
           text("handle_key", null=True), integer("deactivated", default="0")),
     Table("orgs", text("id", key=True), text("name"), text("plan"), text("owner"), big("created_at"),
           big("licensed", null=True)),  # a Team plan's licensed messages a month; NULL: not metered
-    Table("org_members", text("org"), text("person"), text("role"), key=("org", "person")),
+    Table("org_members", text("org"), text("person"), text("role"),
+          integer("agents", default="1"),  # migration 13: 0: the person's agents stay out of its workspaces
+          key=("org", "person")),
     Table("workspaces", text("id", key=True), text("org"), text("name"), integer("restricted", default="0"),
           text("personal_of", null=True), text("settings", default="'{}'"), big("created_at")),
     Table("agents", text("id", key=True), text("owner"), text("name"), text("key_id", null=True, unique=True),
@@ -54,8 +56,9 @@ TABLES: tuple[Table, ...] = (
           only=PG),
     Table("sessions", text("token_hash", key=True), text("participant"), big("expires_at"), big("created_at"),
           # migration 13: a person's session as `list_sessions` shows it (the device it named, its address, when
-          # it was last used: idle expiry counts from there)
-          text("device", null=True), text("address", null=True), big("last_seen", null=True)),
+          # it was last used: idle expiry counts from there, up to ends_at)
+          text("device", null=True), text("address", null=True), big("last_seen", null=True),
+          big("ends_at", null=True)),  # its lifetime's end, which use does not move (NULL: expires_at never moves)
     Table("idempotency", text("participant"), text("client_id"), blob("reply"), big("created_at"),
           key=("participant", "client_id")),
     Table("nodes", text("id", key=True), big("started_at"), big("heartbeat_at"), only=PG),
