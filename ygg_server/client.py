@@ -57,8 +57,9 @@ class Refused(Exception):
 class Client:
     def __init__(self, url: str, *, api_key: str | None = None, handle: str | None = None,
                  password: str | None = None, token: str | None = None, prefetch: int | None = None,
-                 reconnect: bool = True, timeout: float = 30.0):
+                 reconnect: bool = True, timeout: float = 30.0, device: str | None = None):
         self.url = url
+        self.device = device  # a person's: named in their list of sessions (docs/protocol.md, "Accounts")
         self.api_key, self.handle, self.password, self.token = api_key, handle, password, token
         self.prefetch = prefetch
         self.reconnect = reconnect
@@ -162,6 +163,8 @@ class Client:
         frame = {"op": "auth", "ref": "auth", **self._credentials()}
         if self.prefetch:
             frame["prefetch"] = self.prefetch
+        if self.device and self.api_key is None:
+            frame["device"] = self.device
         await ws.send(_frame(frame))
         while True:
             reply = json.loads(await asyncio.wait_for(ws.recv(), self.timeout))

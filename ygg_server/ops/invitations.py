@@ -59,7 +59,7 @@ def invite(conn: sqlite3.Connection, kind: str, place: str, inviter: str, handle
     if pid is not None:
         made = next((i for i in mine(conn, pid) if i[kind] == place), None)
         if made is not None:
-            out["_notify"] = (pid, {"op": "invitation", "invitation": made})
+            out["_notify"] = (pid, {"op": "event", "kind": "invitation", "invitation": made})
     return out
 
 
