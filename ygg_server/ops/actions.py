@@ -156,7 +156,9 @@ def leave_org(conn, who: str, f: frames.LeaveOrg) -> dict:
     """A person leaves an organization they are in (not its last owner: `last_owner`)."""
     person_only(who)
     _role(conn, admin.org_role, f.org, who)
-    return admin.leave_org(conn, f.org, who)
+    out = admin.leave_org(conn, f.org, who)
+    audit.record("org_left", participant=who, org=out["org"])
+    return out
 
 
 def leave_workspace(conn, who: str, f: frames.LeaveWorkspace) -> dict:
@@ -164,7 +166,9 @@ def leave_workspace(conn, who: str, f: frames.LeaveWorkspace) -> dict:
     other connections lose what went as on any revocation (`workspace_gone`, the gateway's rescan)."""
     person_only(who)
     _role(conn, admin.role_in, f.workspace, who)
-    return admin.leave_workspace(conn, f.workspace, who)
+    out = admin.leave_workspace(conn, f.workspace, who)
+    audit.record("workspace_left", participant=who, workspace=f.workspace)
+    return out
 
 
 def join_workspace(conn, who: str, f: frames.JoinWorkspace, now: int) -> dict:
@@ -179,7 +183,9 @@ def delete_workspace(conn, who: str, f: frames.DeleteWorkspace) -> dict:
     person_only(who)
     if _role(conn, admin.role_in, f.workspace, who) != Role.OWNER:
         raise AdminError("forbidden", "only the workspace's owner deletes it")
-    return admin.delete_workspace(conn, f.workspace)
+    out = admin.delete_workspace(conn, f.workspace)
+    audit.record("workspace_deleted", participant=who, workspace=f.workspace)
+    return out
 
 
 def set_permissions(conn, who: str, f: frames.SetPermissions) -> dict:
@@ -194,7 +200,9 @@ def set_permissions(conn, who: str, f: frames.SetPermissions) -> dict:
             raise AdminError("forbidden", "members change only their own agents' permissions")
         if "monitor" in changes:
             raise AdminError("forbidden", "monitor is set by a workspace admin")
-    return permissions.set_permissions(conn, f.workspace, aid, changes)
+    out = permissions.set_permissions(conn, f.workspace, aid, changes)
+    audit.record("permissions_changed", participant=who, workspace=f.workspace, agent=aid, changes=sorted(changes))
+    return out
 
 
 def set_restricted(conn, who: str, f: frames.SetRestricted, now: int) -> dict:
