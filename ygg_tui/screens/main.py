@@ -23,11 +23,12 @@ from ..widgets.sidebar import Sidebar
 from ..widgets.topics import NEW, TopicList
 from ..words import topic_status
 from .key_actions import KeyActions
+from .account import AccountActions
 from .manage import ManageActions
 from .sending import SendActions
 
 
-class MainScreen(ManageActions, KeyActions, SendActions, Screen):
+class MainScreen(AccountActions, ManageActions, KeyActions, SendActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
