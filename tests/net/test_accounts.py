@@ -239,3 +239,50 @@ def test_older_clashing_handles_still_work_and_block_new_clashes(server):
     with pytest.raises(admin.AdminError) as e:
         server.admin(admin.add_person, "aLice", PW)
     assert e.value.code == "handle_taken"
+
+
+@pytest.mark.backends("sqlite")
+async def test_the_operators_commands_ask_for_passwords_reset_them_deactivate_and_remove(served_dir, monkeypatch, capsys):
+    """Issue 18: "an operator's reset (admin CLI)", "deactivate a person (admin CLI …)", "remove a member … (the admin
+    CLI)", "the admin CLI prompts for a password instead of requiring it on the command line (keep `--password`
+    working for scripts and tests)"."""
+    import getpass
+
+    from ygg_server import cli
+
+    s, d = served_dir
+    typed = iter([PW, PW, "other", "else", NEW, NEW])
+    monkeypatch.setattr(getpass, "getpass", lambda prompt="": next(typed))
+
+    def run(*args) -> tuple[int, dict]:
+        code = cli.main(["admin", "--data-dir", str(d), *args])
+        return code, json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    assert run("add-person", "carol")[1]["handle"] == "carol", "asked twice, not on the command line"
+    code, out = run("add-person", "dave")
+    assert code == 1 and out["error"] == "password_mismatch"
+    ws, token = await _signed_in(s.url, "carol")
+    code, out = run("reset-password", "carol")
+    assert code == 0 and out["sessions_ended"] == 1
+    assert await _closed(ws) == 1008
+    assert (await _auth(s.url, handle="carol", password=NEW))["op"] == "session"
+    assert run("reset-password", "carol", "--password", "x")[1]["error"] == "weak_password"
+    run("add-person", "erin", "--password", PW)
+    team = run("add-workspace", "lab", "--owner", "carol")[1]["id"]
+    run("add-member", team, "erin")
+    assert run("remove-member", team, "erin")[1]["removed"] is True
+    assert run("remove-member", team, "carol")[1]["error"] == "owner_permanent"
+    out = run("deactivate-person", "carol")[1]
+    assert out["deactivated"] is True and team in out["ownerless"] and len(out["ownerless"]) == 2, "lab and her organization"
+    assert (await _auth(s.url, handle="carol", password=NEW))["code"] == "unauthenticated"
+
+
+@pytest.fixture
+async def served_dir(tmp_path):
+    from ygg_server.store import sqlite as db
+
+    from ..backends import start_server, stop_server
+
+    s = await start_server("sqlite", db.db_path(tmp_path), Limits(auth_timeout=5.0))
+    yield s, tmp_path
+    await stop_server(s)

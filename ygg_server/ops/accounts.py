@@ -15,7 +15,7 @@ import hashlib
 import sqlite3
 
 from . import auth
-from .refusals import AdminError
+from .refusals import AdminError, NotFound
 from .. import audit
 from ..protocol import names
 from ..protocol.results import ErrorCode as E
@@ -169,8 +169,6 @@ def end_sessions(conn: sqlite3.Connection, pid: str, session: str, current: str 
         else:
             ended = 0
     if ended == 0 and session not in ("all", "others"):
-        from .refusals import NotFound
-
         raise NotFound
     audit.record("sessions_ended", participant=pid, address=address, which=session if session in ("all", "others")
                  else "one", count=ended)
