@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 
 import pytest
 import websockets
@@ -23,6 +22,7 @@ from ygg_server.ops import accounts, admin
 from ygg_server.store.transactions import Tx
 
 from ..backends import serving
+from .test_agent_keys import closed_within
 
 pytestmark = pytest.mark.backends("sqlite", "postgres")
 
@@ -34,18 +34,6 @@ async def _auth(url: str, **creds) -> dict:
     async with websockets.connect(url) as ws:
         await ws.send(json.dumps({"op": "auth", "ref": 1, **creds}))
         return json.loads(await asyncio.wait_for(ws.recv(), 5))
-
-
-async def _closed(ws, within: float = 2.0) -> int:
-    """Ping until the server closes `ws`; its close code (failing after `within` seconds)."""
-    started = time.monotonic()
-    with pytest.raises(websockets.ConnectionClosed):
-        while True:
-            await ws.send(json.dumps({"op": "ping", "ref": 9}))
-            await asyncio.wait_for(ws.recv(), within)
-            assert time.monotonic() - started < within, "still open"
-            await asyncio.sleep(0.05)
-    return ws.close_code
 
 
 async def _signed_in(url: str, handle: str, password: str = PW, device: str | None = None):
@@ -77,7 +65,7 @@ async def test_changing_ones_password_ends_ones_other_sessions(team, caplog):
     assert weak["code"] == "weak_password" and str(accounts.MIN_PASSWORD) in weak["detail"]
     done = await _ask(phone, "change_password", password=PW, new_password=NEW)
     assert done["changed"] is True and done["sessions_ended"] == 1, done
-    assert await _closed(laptop) == 1008, "the other session's connection closes"
+    assert await closed_within(laptop) == 1008, "the other session's connection closes"
     assert (await _ask(phone, "ping"))["op"] == "pong", "this one stays"
     assert (await _auth(team.url, token=laptop_token))["code"] == "unauthenticated"
     assert (await _auth(team.url, handle="alice", password=PW))["code"] == "unauthenticated"
@@ -107,11 +95,11 @@ async def test_sessions_are_listed_with_device_and_address_and_ended_one_or_all(
 
     laptops = next(s["id"] for s in listed if s["device"] == "laptop")
     assert (await _ask(phone, "end_session", session=laptops))["ended"] == 1
-    assert await _closed(laptop) == 1008
+    assert await closed_within(laptop) == 1008
     assert (await _auth(team.url, token=laptop_token))["code"] == "unauthenticated"
     assert [s["device"] for s in (await _ask(phone, "list_sessions"))["sessions"]] == ["phone"]
     assert (await _ask(phone, "end_session", session="all"))["ended"] == 1
-    assert await _closed(phone) == 1008, "all: this one too"
+    assert await closed_within(phone) == 1008, "all: this one too"
     await bob.close()
 
 
@@ -119,7 +107,7 @@ async def test_sign_out_ends_the_session_on_the_server(team):
     """Issue 18: "sign out from the TUI ends the session on the server": its token is refused afterwards."""
     ws, token = await _signed_in(team.url, "alice")
     assert (await _ask(ws, "sign_out"))["signed_out"] is True
-    assert await _closed(ws) == 1000
+    assert await closed_within(ws) == 1000
     assert (await _auth(team.url, token=token))["code"] == "unauthenticated"
 
 
@@ -151,7 +139,7 @@ async def test_a_deactivated_person_is_signed_out_refused_and_taken_out_of_every
     ws, token = await _signed_in(team.url, "bob")
     out = team.admin(accounts.deactivate, "bob")
     assert out["deactivated"] is True and out["agents_revoked"] == [scout["id"]]
-    assert await _closed(ws) == 1008
+    assert await closed_within(ws) == 1008
     refused = await _auth(team.url, handle="bob", password=PW)
     wrong = await _auth(team.url, handle="bob", password="not it")
     assert refused["code"] == "unauthenticated" and refused == wrong
@@ -264,7 +252,7 @@ async def test_the_operators_commands_ask_for_passwords_reset_them_deactivate_an
     ws, token = await _signed_in(s.url, "carol")
     code, out = run("reset-password", "carol")
     assert code == 0 and out["sessions_ended"] == 1
-    assert await _closed(ws) == 1008
+    assert await closed_within(ws) == 1008
     assert (await _auth(s.url, handle="carol", password=NEW))["op"] == "session"
     assert run("reset-password", "carol", "--password", "x")[1]["error"] == "weak_password"
     run("add-person", "erin", "--password", PW)
