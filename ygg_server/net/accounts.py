@@ -41,6 +41,7 @@ class AccountHandlers:
             token = f"{auth.TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
             expires = await self.manage(accounts.open_session, pid, token, now, lim.person_session_us,
                                         lim.person_idle_us, device(frame), address(conn))
+            self._touched()[token] = time.monotonic()  # (just used: the sweeper marks it again a quarter idle on)
             return token, expires
         expires = (await self.manage(accounts.touch, [token], now, lim.person_idle_us, address(conn))).get(token)
         self._touched()[token] = time.monotonic()
