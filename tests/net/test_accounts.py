@@ -116,6 +116,10 @@ async def test_a_persons_session_ends_when_unused_and_after_its_lifetime(backend
     limits = Limits(auth_timeout=5.0, person_idle=1.0, person_session=2.5, session_sweep=0.2)
     async with serving(backend, database, limits) as s:
         s.admin(admin.add_person, "alice", PW)
+        open_ws, _ = await _signed_in(s.url, "alice")
+        await asyncio.sleep(1.6)
+        assert (await _ask(open_ws, "ping"))["op"] == "pong", "an open connection is use: not idle"
+        await open_ws.close()
         ws, token = await _signed_in(s.url, "alice")
         await ws.close()
         await asyncio.sleep(0.5)
