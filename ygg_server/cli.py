@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import asyncio
+import dataclasses
 import json
 import signal
 import sys
@@ -47,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--log-file", default=None, help="append the log here (default: stderr)")
     s.add_argument("--log-json", action="store_true", help="one JSON object a line")
     add_limit_flags(s)
+    s.add_argument("--session-days", type=float, default=None,
+                   help="a person's session ends this many days after sign-in (default 30)")
+    s.add_argument("--session-idle-days", type=float, default=None,
+                   help="… or sooner, when unused this many days (default 14)")
     s.add_argument("--writer", choices=("process", "thread"), default=None,
                    help="SQLite: run the single writer in its own process (default; or $YGG_WRITER) or on a thread")
 
@@ -55,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--db", default=None, help="postgresql://… (instead of the data dir's SQLite)")
     _pg_arguments(a)
     asub = a.add_subparsers(dest="action", required=True)
-    x = asub.add_parser("add-person")
+    x = asub.add_parser("add-person", help="a person (the password is asked for unless --password is given)")
     x.add_argument("handle")
-    x.add_argument("--password", required=True)
+    x.add_argument("--password", default=None, help="for scripts; left out, it is asked for (not echoed)")
     x.add_argument("--plan", default=admin.DEFAULT_PLAN)
     x = asub.add_parser("add-workspace")
     x.add_argument("name")
@@ -125,6 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("agent")
     x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
     x.add_argument("agent")
+    x = asub.add_parser("reset-password", help="a person's new password; every session of theirs ends")
+    x.add_argument("handle")
+    x.add_argument("--password", default=None, help="for scripts; left out, it is asked for (not echoed)")
+    x = asub.add_parser("deactivate-person", help="sessions end, sign-in refused, memberships and agents taken away")
+    x.add_argument("handle")
+    x = asub.add_parser("remove-member", help="a person out of a workspace, with their agents there")
+    x.add_argument("workspace", help=_WORKSPACE)
+    x.add_argument("handle")
+    x = asub.add_parser("remove-org-member", help="a person out of an organization and the workspaces it opened")
+    x.add_argument("org", help="an organization id, or its owner's handle")
+    x.add_argument("handle")
 
     configure_arguments(asub)
     maintenance.add_parsers(asub)
@@ -165,6 +181,10 @@ def _settle_serve(s: argparse.ArgumentParser, args) -> None:
     file = load_file(args.config)
     apply_serve_section(s, args, file, args.config or "")
     args.limits = limits_from(args, file, args.config or "--config")
+    days = {k: v * 86400 for k, v in (("person_session", args.session_days), ("person_idle", args.session_idle_days))
+            if v is not None}  # (--person-session/--person-idle in seconds, or these in days)
+    if days:
+        args.limits = dataclasses.replace(args.limits, **days)
     try:
         networks(args.limits.trusted_proxies + args.limits.metrics_from)
     except ValueError as e:
@@ -217,7 +237,9 @@ def run_admin(args) -> int:
     try:
         act, now = args.action, now_us()  # (the one clock: what a command makes is stamped with it)
         if act == "add-person":
-            out = admin.add_person(conn, args.handle, args.password, args.plan, now=now)
+            out = admin.add_person(conn, args.handle, _password(args), args.plan, now=now)
+        elif act in _ACCOUNTS:
+            out = _ACCOUNTS[act](conn, args)
         elif act == "add-workspace":
             out = admin.add_workspace(conn, args.name, args.owner, args.restricted, args.org, now=now)
         elif act == "add-org":
@@ -261,6 +283,10 @@ def run_admin(args) -> int:
             out = run_configure(conn, args, now)
         else:
             out = admin.revoke_agent(conn, args.agent)
+        if act in _MEMBERSHIP:  # (the audit log: membership changes and deletions by the operator)
+            from . import audit
+
+            audit.record(_MEMBERSHIP[act], participant=None, by="operator", result=out)
     except admin.AdminError as e:
         print(json.dumps({"error": e.code, "detail": e.detail}))
         return 1
@@ -268,6 +294,42 @@ def run_admin(args) -> int:
         conn.close()
     print(json.dumps(out))
     return 0
+
+
+def _password(args) -> str:
+    """`--password`, else asked for twice on the terminal (never echoed, never in the shell's history)."""
+    if args.password is not None:
+        return args.password
+    import getpass
+
+    first = getpass.getpass(f"password for @{args.handle}: ")
+    if getpass.getpass("again: ") != first:
+        raise admin.AdminError("password_mismatch", "the two passwords differ")
+    return first
+
+
+def _accounts():
+    from .ops import accounts, membership
+
+    return {
+        "reset-password": lambda c, a: accounts.reset_password(c, a.handle, _password(a)),
+        "deactivate-person": lambda c, a: accounts.deactivate(c, a.handle),
+        "remove-member": lambda c, a: _audited(membership.remove_member(c, a.workspace, a.handle), "workspace"),
+        "remove-org-member": lambda c, a: _audited(membership.remove_org_member(c, a.org, a.handle), "org"),
+    }
+
+
+def _audited(out: dict, kind: str) -> dict:
+    from . import audit
+
+    audit.record("member_removed", participant=None, by="operator", kind=kind, place=out[kind], member=out["id"])
+    return out
+
+
+_ACCOUNTS = _accounts()
+_MEMBERSHIP = {"add-member": "member_added", "add-org-member": "org_member_added", "leave-org": "org_left",
+               "leave-workspace": "workspace_left", "join-workspace": "workspace_joined",
+               "delete-workspace": "workspace_deleted", "set-restricted": "workspace_restricted"}
 
 
 async def serve(args) -> int:

@@ -84,9 +84,10 @@ def plaintext_warning(url: str) -> str | None:
 class Client:
     def __init__(self, url: str, *, api_key: str | None = None, handle: str | None = None,
                  password: str | None = None, token: str | None = None, prefetch: int | None = None,
-                 reconnect: bool = True, timeout: float = 30.0, ssl=None):
+                 reconnect: bool = True, timeout: float = 30.0, ssl=None, device: str | None = None):
         self.url = url
         self.ssl = ssl  # a client SSLContext for wss:// (None: the system's trusted certificates)
+        self.device = device  # a person's: named in their list of sessions (docs/protocol.md, "Accounts")
         self.api_key, self.handle, self.password, self.token = api_key, handle, password, token
         self.prefetch = prefetch
         self.reconnect = reconnect
@@ -194,6 +195,8 @@ class Client:
         frame = {"op": "auth", "ref": "auth", **self._credentials()}
         if self.prefetch:
             frame["prefetch"] = self.prefetch
+        if self.device and self.api_key is None:
+            frame["device"] = self.device
         await ws.send(_frame(frame))
         busy = 0
         while True:

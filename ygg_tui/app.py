@@ -161,6 +161,10 @@ class YggApp(App):
         ch = Change()
         for f in event.frames:
             ch.merge(self.store.apply_event(f))
+            if f.get("kind") == "invitation" and isinstance(f.get("invitation"), dict):
+                inv = f["invitation"]
+                self.notify(f"{inv.get('inviter')} invites you to {inv.get('name')} as {inv.get('role')}: accept or "
+                            "decline from the command palette (ctrl+p, \"invitation\").", title="invitation", timeout=15)
         self.apply_change(ch)
 
     @on(ConnectionChanged)

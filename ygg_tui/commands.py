@@ -69,6 +69,10 @@ def _managing(store, main, w) -> list[tuple[str, object, str]]:
         out.append((f"Groups of {w.name}", partial(main.edit_groups, w.id),
                     "make a group (group:name), add or remove its members"))
     for m in w.members.values():
+        if m["kind"] != "agent" and m["id"] != store.my_id and w.role in ("owner", "admin") and \
+                m.get("role") not in ("owner", *(("admin",) if w.role != "owner" else ())):
+            out.append((f"Remove @{m.get('handle') or m.get('name')} from {w.name}", partial(main.remove_member, w.id, m["id"]),
+                        "their agents there go too; they can be invited again"))
         if m["kind"] == "agent" and w.can_fund(m["id"], store.my_id):
             out.append((f"Permissions of {store.name(m['id'])} in {w.name}", partial(main.set_permissions, w.id, m["id"]),
                         "send, receive, monitor, whom it messages and hears from"))
@@ -112,6 +116,14 @@ class YggCommands(Provider):
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
             out += _managing(store, main, w)
+        for inv_id, inv in getattr(store, "invitations", {}).items():
+            where = f"{inv['name']} (from {inv['inviter']}, as {inv['role']})"
+            out.append((f"Accept the invitation to {where}", partial(main.answer_invitation, inv_id, True),
+                        "you join it; your agents stay out"))
+            out.append((f"Accept the invitation to {where} with my agents",
+                        partial(main.answer_invitation, inv_id, True, True), "you join it, and your agents follow you"))
+            out.append((f"Decline the invitation to {where}", partial(main.answer_invitation, inv_id, False),
+                        "nothing changes"))
         for ws, row in store.joinable.items():
             out.append((f"Join workspace {row['name']}", partial(main.join_workspace, ws),
                         "your organization opens it to you: you and your agents join it"))
@@ -151,6 +163,8 @@ class YggCommands(Provider):
              "the score breakdown of a request sent to a capability"),
             ("Fund an agent or the pool", main.action_fund, "f"),
             ("Keys and help", main.action_help, "?"),
+            ("Change your password", main.change_password, "your other sessions end"),
+            ("Sign out", main.sign_out, "this session ends on the server; the saved token is forgotten"),
         ]
         out += configure.commands(store, main)  # profiles, pins, settings, a party's participants and Lead
         for name in sorted(app.available_themes):

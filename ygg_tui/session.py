@@ -54,6 +54,7 @@ class Session:
         except Refused:  # a server without list_orgs: organizations go by their workspaces' names
             pass
         await self.load_joinable()
+        await self.load_invitations()
         await self.load_my_agents()
         await asyncio.gather(*(self.load_workspace(w) for w in list(self.store.workspaces)))
 
@@ -64,6 +65,14 @@ class Session:
         except Refused:  # a server without list_joinable: none offered
             rows = []
         self.store.joinable = {r["id"]: r for r in rows}
+
+    async def load_invitations(self) -> None:
+        """The invitations waiting for this person's answer (`list_invitations`)."""
+        try:
+            rows = (await self.call("list_invitations"))["invitations"]
+        except Refused:  # a server without invitations: none
+            rows = []
+        self.store.invitations = {r["id"]: r for r in rows}
 
     async def load_my_agents(self) -> None:
         """This person's own agents wherever they are (`my_agents`): what they may revoke or give a new key."""

@@ -193,6 +193,7 @@ class Store:
         self.workspaces: dict[str, Workspace] = {}
         self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
         self.org_roles: dict[str, str] = {}  # organization id -> this person's role there (list_orgs)
+        self.invitations: dict[str, dict] = {}  # invitation id -> list_invitations' row: waiting for an answer
         self.joinable: dict[str, dict] = {}  # workspace id -> its row: one's organizations open it, one is not in
         self.my_agents: dict[str, dict] | None = None  # agent id -> its row (my_agents); None: not answered
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
@@ -540,6 +541,11 @@ class Store:
                 w.members.pop(pid, None)
                 w.presence.pop(pid, None)
             return Change(members={w.id: tuple(list(frame.get(k) or ()) for k in ("joined", "left", "changed"))})
+        if kind == "invitation":  # someone invites this person (App: said; the palette offers accept and decline)
+            inv = frame.get("invitation") or {}
+            if isinstance(inv.get("id"), str):
+                self.invitations[inv["id"]] = inv
+            return Change()
         if kind == "groups":  # made, changed or removed by anyone: @-completion offers them as they are now
             if frame["workspace"] in self.workspaces:
                 self.set_groups(frame["workspace"], frame.get("groups") or [])

@@ -120,10 +120,19 @@ CASES: list[tuple[str, dict]] = [
       for op in ("get_rulebook", "set_rulebook")
       for w, c in (("$ws", "general"), ("$ws", "$general"), ("$ws", "$dm"), (A, "$general"), (A, "$dm"))],
     ("explain_assignment", {"workspace": "$ws", "capability": "research"}),
+    # people's accounts and consent (issue 18): another's invitation, another's session, B's members
+    *[(op, {"invitation": "$invitation"}) for op in ("accept_invitation", "decline_invitation")],
+    ("accept_invitation", {"invitation": "$invitation", "agents": True}),
+    ("end_session", {"session": "$session"}),
+    *[("remove_member", {"workspace": w, "handle": h}) for w in ("$ws", "$personal") for h in ("$handle", "bob")],
+    ("remove_member", {"workspace": A, "handle": "$handle"}),
+    *[("remove_org_member", {"org": "$org", "handle": h}) for h in ("$handle", "bob", "alice")],
+    ("add_org_member", {"org": "$org", "handle": "$handle", "role": "member"}),
+    ("add_member", {"workspace": "$ws", "handle": "$handle", "role": "member"}),
 ]
 
 KINDS = ("ws", "personal", "org", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
-         "handle", "agent_name", "group_name", "delivery")
+         "handle", "agent_name", "group_name", "delivery", "invitation", "session")
 
 
 def ghosts(team) -> dict:
@@ -133,7 +142,7 @@ def ghosts(team) -> dict:
     return {"ws": u(), "personal": u(), "org": u(), "general": u(), "dm": u(), "group": u(), "topic": u(), "dm_topic": u(),
             "message": u(), "dm_message": u(), "person": f"human.{uuid.uuid4().hex}",
             "agent": f"agent.{uuid.uuid4().hex}", "handle": "zed9", "agent_name": "ghost7", "group_name": "nocell7",
-            "delivery": top + 1_000_000}
+            "delivery": top + 1_000_000, "invitation": u(), "session": uuid.uuid4().hex[:16]}
 
 
 def fill(value, ids: dict, team, me_to):
@@ -179,6 +188,18 @@ def normal(reply: dict, ids: dict) -> str:
     return json.dumps(scrub(r), sort_keys=True)
 
 
+async def _accounts_of_b(team) -> dict:
+    """B's invitation (carol invites bob, of A, into her workspace: not the asker's to answer) and carol's session."""
+    from ygg_server.ops import invitations
+
+    await asyncio.to_thread(invitations.invite, team.conn, "workspace", team.b["ws"], team.b["person"], "bob", "member",
+                            now_us())
+    inv = team.conn.execute("SELECT id FROM invitations WHERE place = ?", (team.b["ws"],)).fetchone()[0]
+    digest = team.conn.execute("SELECT token_hash FROM sessions WHERE participant = ? LIMIT 1",
+                               (team.b["person"],)).fetchone()[0]
+    return {"invitation": inv, "session": digest[:16]}
+
+
 def b_rows(team) -> tuple:
     b, c = team.b, team.conn
     return (
@@ -195,6 +216,8 @@ def b_rows(team) -> tuple:
         c.execute("SELECT revoked, key_id, key_hash FROM agents WHERE id = ?", (b["agent"],)).fetchall(),
         c.execute("SELECT count(*) FROM sessions WHERE participant = ?", (b["agent"],)).fetchone(),
         c.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY 1", (b["ws"],)).fetchall(),
+        c.execute("SELECT count(*) FROM sessions WHERE participant = ?", (b["person"],)).fetchone(),
+        c.execute("SELECT id, invitee, role FROM invitations WHERE place = ? ORDER BY 1", (b["ws"],)).fetchall(),
     )
 
 
@@ -205,7 +228,7 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
     # what this test is about (the writer counts the topics it opened itself since they are counted right)
     monkeypatch.setattr(decide_module, "TOPIC_LIMIT", 10)
     team = teams
-    b = dict(team.b, handle="carol", group_name="cell")
+    b = dict(team.b, handle="carol", group_name="cell", **await _accounts_of_b(team))
     sender = await (team.person("alice") if who == "alice" else team.client(api_key=team.keys["researcher"]))
     me_to = ["researcher"] if who == "alice" else ["@alice"]
     spy = await team.client(api_key=b["key"])
@@ -247,3 +270,25 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
     events = [e for e in team.carol.pending_events() if e.get("kind") in ("message", "topic", "balance")]
     assert events == [], events
     assert {"not_found", "unknown_workspace", "unknown_conversation", "unknown_topic", "unknown_recipient"} <= seen_codes
+
+
+@pytest.mark.parametrize("who", ["alice", "researcher"])
+async def test_an_invitation_answers_the_same_for_bs_person_and_for_no_one_and_gives_nothing_of_b(teams, who):
+    """Issue 18: "an invite to an unknown handle is answered exactly as one to a known handle" (no enumeration);
+    the invitee joins only by accepting, so B's person invited into A is still in nothing of A, and B is untouched."""
+    team = teams
+    b = team.b
+    sender = await (team.person("alice") if who == "alice" else team.client(api_key=team.keys["researcher"]))
+    org = team.conn.execute("SELECT org FROM workspaces WHERE id = ?", (team.ws,)).fetchone()[0]
+    for op, fields in (("add_member", {"workspace": team.ws, "role": "member"}),
+                       ("add_org_member", {"org": org, "role": "member"})):
+        before_b = b_rows(team)
+        known = await sender.request(op, handle="carol", **fields)
+        unknown = await sender.request(op, handle="zed9", **fields)
+        same = lambda r, h: json.dumps({k: v for k, v in r.items() if k != "ref"}).replace(h, "<h>")  # noqa: E731
+        assert same(known, "carol") == same(unknown, "zed9"), (op, known, unknown)
+        assert b_rows(team) == before_b
+        assert team.conn.execute("SELECT count(*) FROM memberships WHERE participant = ? AND workspace = ?",
+                                 (b["person"], team.ws)).fetchone()[0] == 0, "not in before accepting"
+    invited = team.conn.execute("SELECT count(*) FROM invitations WHERE invitee = ?", (b["person"],)).fetchone()[0]
+    assert invited == (2 if who == "alice" else 0), "a person invites; an agent is refused alike for both handles"

@@ -15,6 +15,8 @@ import websockets
 
 from ygg_server.ops import admin
 
+from ..invited import accepted
+
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 WITHIN = 1.0  # seconds: a revocation holds on open connections within this
@@ -195,6 +197,7 @@ async def test_a_groups_members_are_listed_as_a_send_to_it_reaches_them(team):
     alice, bob = await team.person("alice"), await team.person("bob")
     org = (await alice.call("list_orgs"))["orgs"][0]["id"]
     await alice.call("add_org_member", org=org, handle="bob")
+    await accepted(team, "bob", org)
     ids = {a["name"]: a["id"] for a in (await alice.call("list_agents", workspace=team.ws))["agents"]}
     made = await alice.call("add_group", workspace=team.ws, name="crew", members=["researcher", "reviewer", "@bob"])
     assert made["members"] == sorted([ids["researcher"], ids["reviewer"], bob.me["id"]])

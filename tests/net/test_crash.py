@@ -35,7 +35,7 @@ async def start(data_dir, port) -> subprocess.Popen:
 async def test_sigkill_mid_stream_loses_nothing_sent_and_redelivers_nothing_acked(tmp_path):
     """Seed 003 §3: "If the channel is offline when the broadcast is sent, nothing is lost"."""
     conn = db.connect(db.db_path(tmp_path))
-    admin.add_person(conn, "alice", "pw", now=now_us())
+    admin.add_person(conn, "alice", "pw-" + "x" * 8, now=now_us())
     ws = admin.add_workspace(conn, "team", "alice", now=now_us())["id"]
     key = admin.add_agent(conn, "worker", "alice", now=now_us())["api_key"]
     conn.close()

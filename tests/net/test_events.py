@@ -6,6 +6,8 @@ import pytest
 
 from ygg_server.ops import admin, permissions
 
+from ..invited import accepted
+
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
@@ -85,6 +87,7 @@ async def test_people_manage_over_the_socket_as_their_role_allows(team):
     made = await alice.call("create_workspace", name="lab")
     added = await alice.call("add_member", workspace=made["id"], handle="bob", role="admin")
     assert added["role"] == "admin"
+    await accepted(team, "bob", made["id"])
     ok = await bob.request("add_member", workspace=made["id"], handle="carol", role="member")
     assert ok["op"] == "add_member"
     no = await bob.request("add_member", workspace=made["id"], handle="carol", role="admin")
@@ -281,6 +284,7 @@ async def test_followers_are_told_who_joins_and_who_leaves_a_workspace(team):
     assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [nova["id"]], [])
 
     await alice.call("add_member", workspace=team.ws, handle="bob")
+    await accepted(team, "bob", team.ws)
     ev = await _event(alice, "members", timeout=3)
     assert (ev["joined"], ev["left"]) == ([bob_id], [])
 
@@ -302,7 +306,9 @@ async def test_followers_are_told_of_whom_the_organization_brings_and_a_restrict
     alice = await team.person("alice")
     org = next(w["org"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["id"] == team.ws)
     await alice.subscribe(team.ws)
-    erin = (await alice.call("add_org_member", org=org, handle="erin"))["id"]
+    await alice.call("add_org_member", org=org, handle="erin")
+    await accepted(team, "erin", org)
+    erin = team.conn.execute("SELECT id FROM people WHERE handle = 'erin'").fetchone()[0]
     ev = await _event(alice, "members", timeout=3)
     assert (ev["workspace"], ev["joined"], ev["left"]) == (team.ws, [erin], [])
     await alice.call("set_restricted", workspace=team.ws, restricted=True)

@@ -13,6 +13,8 @@ import pytest
 
 from ygg_server.ops import admin
 
+from ..invited import accepted
+
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
@@ -331,8 +333,10 @@ async def test_a_workspace_is_open_to_its_organization_and_a_restricted_one_only
     alice = await team.person("alice")
     org = next(w["org"] for w in (await alice.call("list_workspaces"))["workspaces"] if w["id"] == team.ws)
     r = await alice.call("add_org_member", org=org, handle="carol")
-    assert r["role"] == "member" and r["org"] == org
+    assert r["role"] == "member" and r["org"] == org and r["invited"] is True
+    assert (await accepted(team, "carol", org))["role"] == "member"
     assert (await alice.call("add_org_member", org=org, handle="@dave", role="admin"))["role"] == "admin"
+    assert (await accepted(team, "dave", org))["role"] == "admin"
     carol, dave, erin = [await team.person(h) for h in ("carol", "dave", "erin")]
     assert await workspaces_of(carol) == {"carol (personal)": "owner", "team": "member"}, "open to every member"
     assert await workspaces_of(dave) == {"dave (personal)": "owner", "team": "admin"}, "an org admin manages it"
@@ -351,7 +355,8 @@ async def test_a_workspace_is_open_to_its_organization_and_a_restricted_one_only
     assert hidden["op"] == "refused" and {**hidden, "ref": 0} == {**made_up, "ref": 0}
     assert (await carol.request("subscribe", workspace=secret["id"]))["code"] == "not_found"
 
-    await alice.call("add_member", workspace=secret["id"], handle="erin")  # added to it directly
+    await alice.call("add_member", workspace=secret["id"], handle="erin")  # added to it directly (invited)
+    await accepted(team, "erin", secret["id"])
     assert await workspaces_of(erin) == {"erin (personal)": "owner", "secret": "member"}, "not the org's other workspaces"
 
     scout = team.admin(admin.add_agent, "scout", "carol")  # carol's agent goes where carol goes
@@ -384,6 +389,7 @@ async def test_a_workspace_is_open_to_its_organization_and_a_restricted_one_only
     assert (await carol.request("add_org_member", org=org, handle="erin"))["code"] == "forbidden"
     assert (await dave.request("add_org_member", org=org, handle="erin", role="admin"))["code"] == "forbidden"
     assert (await dave.request("add_org_member", org=org, handle="erin"))["role"] == "member"
+    await accepted(team, "erin", org)  # (an admin's invitation)
     assert (await erin.request("add_org_member", org=org, handle="bob"))["code"] == "forbidden"
     # lowering an admin to member takes the restricted workspaces away, but not one it was added to directly
     await alice.call("add_org_member", org=org, handle="dave", role="member")
@@ -534,6 +540,7 @@ async def test_a_person_creates_and_joins_more_organizations(team):
     assert ops["org"] == acme["id"] and ops["restricted"] is False
     assert "ops" not in await workspaces_of(bob)
     await alice.call("add_org_member", org=acme["id"], handle="bob")  # bob joins a second organization
+    await accepted(team, "bob", acme["id"])
     assert (await workspaces_of(bob))["ops"] == "member"
     orgs = {w["org"] for w in (await bob.call("list_workspaces"))["workspaces"]}
     assert len(orgs) == 3, "his own, alice's first, and Acme"
@@ -581,6 +588,7 @@ async def test_a_person_leaves_one_workspace_as_one_leaves_a_channel(team):
 
     org = (await alice.call("list_orgs"))["orgs"][0]["id"]
     await alice.call("add_org_member", org=org, handle="bob")  # joining the organization opens team to him again
+    await accepted(team, "bob", org)
     ops = (await alice.call("create_workspace", name="ops"))["id"]  # and ops, through the organization
     assert set(await workspaces_of(laptop)) >= {"team", "ops"}
     assert (await laptop.call("leave_workspace", workspace=ops))["left"] == [ops]
@@ -600,6 +608,7 @@ async def test_a_person_joins_an_open_workspace_of_their_organization_by_themsel
     alice, phone, laptop, carol = [await team.person(h) for h in ("alice", "bob", "bob", "carol")]
     org = (await alice.call("list_orgs"))["orgs"][0]["id"]
     await alice.call("add_org_member", org=org, handle="bob")
+    await accepted(team, "bob", org)
     ops = (await alice.call("create_workspace", name="ops"))["id"]
     secret = (await alice.call("create_workspace", name="secret", restricted=True))["id"]
     theirs = (await carol.call("create_workspace", name="theirs"))["id"]
@@ -648,6 +657,7 @@ async def test_join_workspace_takes_an_id_never_a_name_so_other_tenants_names_do
     alice, bob, carol = [await team.person(h) for h in ("alice", "bob", "carol")]
     org = (await alice.call("list_orgs"))["orgs"][0]["id"]
     await alice.call("add_org_member", org=org, handle="bob")
+    await accepted(team, "bob", org)
     ops = (await alice.call("create_workspace", name="ops"))["id"]
     await bob.call("leave_workspace", workspace=ops)
     made_up = await bob.request("join_workspace", workspace="00000000-0000-4000-8000-000000000000")

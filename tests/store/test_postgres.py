@@ -644,6 +644,8 @@ async def test_followers_on_another_node_are_told_who_left_and_who_joined(server
     assert (ev["joined"], ev["left"], ev["changed"]) == ([], [], [made["id"]])
     other_bob = await server.person("bob")  # added back on node A, then made admin there: told on node B
     await alice.call("add_member", workspace=ws, handle="bob")
+    invitation = (await other_bob.call("list_invitations"))["invitations"][0]["id"]  # (issue 18: he accepts)
+    await other_bob.call("accept_invitation", invitation=invitation)
     assert (await members())["joined"] == [other_bob.me["id"]]
     await (await server.person("alice")).call("add_member", workspace=ws, handle="bob", role="admin")
     ev = await members()

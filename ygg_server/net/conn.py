@@ -75,6 +75,17 @@ class Limits:
     trusted_proxies: tuple[str, ...] = ()
     metrics: bool = False
     metrics_from: tuple[str, ...] = ()
+    # a person's session: ends this long after it was made, or sooner when unused this long (issue 18)
+    person_session: float = 30 * 24 * 3600.0
+    person_idle: float = 14 * 24 * 3600.0
+
+    @property
+    def person_session_us(self) -> int:
+        return int(self.person_session * 1_000_000)
+
+    @property
+    def person_idle_us(self) -> int:
+        return int(self.person_idle * 1_000_000)
 
 
 @dataclass(eq=False)

@@ -252,6 +252,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         res = await self.read(auth.credentials, frame, self.clock())
         tried = res.row[0] if isinstance(res, auth.Password) and res.row else None  # the person, if the handle is one
         if isinstance(res, auth.Password):  # a slow hash by design: not on the reader connection everyone queries
+            password = res
             try:
                 res = await self._hashing.run(bucket((conn.address,)), res.check)
             except Full as e:  # not checked, not counted as a failure
@@ -260,6 +261,8 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
                 conn.push({**protocol.error(ref, E.BUSY, "too many sign-ins are being checked; try again later"),
                            "retry_after": e.retry_after})
                 return False
+            if res is not None:
+                await self._rehash(password, res[0])
         if res is None:
             self._limiter.failed(keys, time.monotonic())
             audit.record("sign_in", outcome="failed", participant=tried, address=conn.address, **_who(frame))
@@ -274,7 +277,15 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             conn.push(protocol.error(ref, E.BAD_FRAME, f"this connection is signed in as {conn.handle}; auth again "
                                      "here renews that session: open another connection to sign in as another"))
             return False
-        if token is None:  # (an agent's session is made only while the key it signed in with is still its own)
+        if kind == Kind.HUMAN:  # (a person's session: its device, address, lifetime and idle expiry)
+            made = await self._person_session(conn, frame, pid, token)
+            if made is None:
+                conn.push(protocol.error(ref, E.UNAUTHENTICATED, "that session ended: sign in again"))
+                if quiet:
+                    await self._close(conn, 1008, "unauthenticated")
+                return False
+            token, expires = made
+        elif token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.api_key) if kind == Kind.AGENT else None
             token, row = auth.session_row(pid, self.clock(), expires, secrets.token_urlsafe(32))
             await self.writer.submit("session", *row, key)
@@ -416,7 +427,10 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         elif op in _OPS:
             fn, writes, stable = _OPS[op]
             args = (conn.participant, frame, self.clock()) if op in _TIMED else (conn.participant, frame)
-            reply = replies.reply(frame, await (self.manage if writes else self.read)(fn, *args))
+            out = await (self.manage if writes else self.read)(fn, *args)
+            if isinstance(out, dict) and "_notify" in out:  # (another participant's connections told: not the asker)
+                self._notify(*out.pop("_notify"))
+            reply = replies.reply(frame, out)
         else:
             return protocol.error(frame.ref, E.BAD_FRAME, f"op {op!r} is not available here")
         if stable:  # a party, a profile, a persona or a rulebook is part of the directives' stable part
@@ -504,6 +518,10 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+            try:
+                await self._touch_people()
+            except Exception:
+                log.exception("sessions in use not marked")
 
 
 def _conn_fields(conn: Conn) -> dict:

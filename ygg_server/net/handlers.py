@@ -15,9 +15,10 @@ from ..ops import access, actions, queries
 from ..ops.refusals import Forbidden, NotFound
 from .. import protocol
 from ..protocol import ErrorCode as E, frames, replies
+from .accounts import AccountHandlers
 
 
-class Handlers:
+class Handlers(AccountHandlers):
     async def _op_auth(self, conn, frame: frames.Auth) -> None:
         await self._session(conn, frame)  # a renewal (its answers pushed there)
 

@@ -106,6 +106,14 @@ class HashQueue:
         self.slot = asyncio.Semaphore(1)
         self.took = 0.2  # seconds the last check took (what retry_after estimates from)
 
+    async def __aenter__(self) -> None:
+        """The one slot, for a check a signed-in person asked for (a password change, a rehash): not queued by
+        address, since a session is needed to ask."""
+        await self.slot.acquire()
+
+    async def __aexit__(self, *exc) -> None:
+        self.slot.release()
+
     async def run(self, address: str, check: Callable[[], T]) -> T:
         if self.waiting[address] >= self.per_address or sum(self.waiting.values()) >= self.size:
             raise Full(max(1, round(self.took * (sum(self.waiting.values()) + 1) + 0.5)))

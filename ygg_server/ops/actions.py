@@ -13,10 +13,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from . import admin, permissions, queries
+from . import admin, invitations, membership, permissions, queries
 from .refusals import AdminError, NotFound, person_only
+from .. import audit
 from ..core import Role
 from ..protocol import frames
+from ..protocol.results import ErrorCode as E
 
 ADMINS = (Role.OWNER, Role.ADMIN)
 
@@ -40,10 +42,6 @@ def _hidden(unknown: str, fn: Callable, *args, **kw) -> dict:
         raise
 
 
-def _handle(handle: str) -> str:
-    return "@" + handle.removeprefix("@")  # by handle only: a participant id from elsewhere is not found
-
-
 def create_org(conn, who: str, f: frames.CreateOrg, now: int) -> dict:
     """Seed 002: everyone "can create or join more" organizations, and "Each person gets one Free
     organization": one made here is Free (a Team plan is licensed, so the operator sets it)."""
@@ -61,34 +59,106 @@ def create_workspace(conn, who: str, f: frames.CreateWorkspace, now: int) -> dic
 
 def add_org_member(conn, who: str, f: frames.AddOrgMember, now: int) -> dict:
     """Seed 002: invite people from Organizations; as for workspaces (seed 003 §66), admins invite members,
-    only the owner makes admins or changes a role."""
+    only the owner makes admins or changes a role. Issue 18: a person not in the organization is invited
+    (`invitations.invite`: they join by accepting); a member's role is changed at once."""
     person_only(who)
     mine = _role(conn, admin.org_role, f.org, who)
-    handle = _handle(f.handle)
-    pid = admin.person(conn, handle)
-    if mine not in ADMINS or (mine != Role.OWNER and (f.role != "member" or admin.org_role(conn, f.org, pid) is not None)):
+    handle = f.handle.removeprefix("@")
+    if mine not in ADMINS or (mine != Role.OWNER and f.role != "member"):
         raise AdminError("forbidden", "admins invite members; only the owner gives or changes roles")
-    return admin.add_org_member(conn, f.org, handle, f.role, now=now)
+    oid = admin.org(conn, f.org)
+    pid = _member(conn, admin.org_role, oid, handle)
+    if pid is None:
+        invitations.check_role(f.role, invitations.ORG)
+        return invitations.invite(conn, invitations.ORG, oid, who, handle, f.role, now)
+    if mine != Role.OWNER:
+        raise AdminError("forbidden", "admins invite members; only the owner gives or changes roles")
+    out = admin.add_org_member(conn, oid, "@" + handle, f.role, now=now)
+    audit.record("role_changed", participant=who, org=oid, member=pid, role=f.role)
+    return out
 
 
 def add_member(conn, who: str, f: frames.AddMember, now: int) -> dict:
-    """Seed 003 §66: owners and admins invite; only the owner gives or changes roles above member."""
+    """Seed 003 §66: owners and admins invite; only the owner gives or changes roles above member. Issue 18: a
+    person not in the workspace is invited (`invitations.invite`: they join by accepting, as themselves, with
+    their agents only if they say so); a member's role is changed at once, by the owner."""
     person_only(who)
-    handle = _handle(f.handle)
+    handle = f.handle.removeprefix("@")
     mine = _role(conn, admin.role_in, f.workspace, who)
     if mine not in ADMINS or (f.role in ADMINS and mine != Role.OWNER):
         raise AdminError("forbidden", "admins invite members and viewers; only the owner gives roles")
-    pid = admin.person(conn, handle)
-    if admin.role_in(conn, f.workspace, pid) is not None and mine != Role.OWNER:
+    pid = _member(conn, admin.role_in, f.workspace, handle)
+    if pid is None:
+        admin.not_personal(conn, f.workspace, "a personal workspace is its person's alone")
+        invitations.check_role(f.role, invitations.WORKSPACE)
+        return invitations.invite(conn, invitations.WORKSPACE, f.workspace, who, handle, f.role, now)
+    if mine != Role.OWNER:
         raise AdminError("forbidden", "only the owner changes a member's role")
-    return admin.add_member(conn, f.workspace, handle, f.role, now=now)
+    out = admin.add_member(conn, f.workspace, "@" + handle, f.role, now=now)
+    audit.record("role_changed", participant=who, workspace=f.workspace, member=pid, role=f.role)
+    return out
+
+
+def _member(conn, role_of: Callable, where: str, handle: str) -> str | None:
+    """The id of the person @`handle` when they are in the workspace or organization `where`; None for anyone
+    else (a handle that is no one's included: the same answer follows)."""
+    row = conn.execute("SELECT id FROM people WHERE handle = ?", (handle,)).fetchone()
+    return row[0] if row and role_of(conn, where, row[0]) is not None else None
+
+
+def remove_member(conn, who: str, f: frames.RemoveMember) -> dict:
+    """Issue 18: a workspace's owners and admins remove a person from it (with their agents there); only the owner
+    removes an admin, and an owner is never removed (seed 003 §66). A person not in it, or no person at all, is
+    `not_a_member` alike."""
+    return _remove(conn, who, admin.role_in, f.workspace, f.handle, membership.remove_member, "workspace")
+
+
+def remove_org_member(conn, who: str, f: frames.RemoveOrgMember) -> dict:
+    """Issue 18: an organization's owners and admins remove a person from it (the workspaces they reached through
+    it go, as when they leave it); only the owner removes an admin; its owner is never removed."""
+    return _remove(conn, who, admin.org_role, f.org, f.handle, membership.remove_org_member, "org")
+
+
+def _remove(conn, who: str, role_of: Callable, where: str, handle: str, remove: Callable, kind: str) -> dict:
+    person_only(who)
+    mine = _role(conn, role_of, where, who)
+    if mine not in ADMINS:
+        raise AdminError("forbidden", "owners and admins remove members")
+    if kind == "org":
+        where = admin.org(conn, where)
+    pid = _member(conn, role_of, where, handle.removeprefix("@"))
+    if pid is None:
+        raise AdminError(E.NOT_A_MEMBER, "that person is not in it")
+    if role_of(conn, where, pid) == Role.ADMIN and mine != Role.OWNER:
+        raise AdminError("forbidden", "only the owner removes an admin")
+    out = remove(conn, where, pid)
+    audit.record("member_removed", participant=who, kind=kind, place=where, member=pid)
+    return out
+
+
+def list_invitations(conn, who: str, f: frames.ListInvitations) -> dict:
+    """A person's invitations waiting for their answer (`accept_invitation`, `decline_invitation`)."""
+    person_only(who)
+    return {"invitations": invitations.mine(conn, who)}
+
+
+def accept_invitation(conn, who: str, f: frames.AcceptInvitation, now: int) -> dict:
+    person_only(who)
+    return invitations.accept(conn, who, f.invitation, f.agents, now)
+
+
+def decline_invitation(conn, who: str, f: frames.DeclineInvitation) -> dict:
+    person_only(who)
+    return invitations.decline(conn, who, f.invitation)
 
 
 def leave_org(conn, who: str, f: frames.LeaveOrg) -> dict:
     """A person leaves an organization they are in (not its last owner: `last_owner`)."""
     person_only(who)
     _role(conn, admin.org_role, f.org, who)
-    return admin.leave_org(conn, f.org, who)
+    out = admin.leave_org(conn, f.org, who)
+    audit.record("org_left", participant=who, org=out["org"])
+    return out
 
 
 def leave_workspace(conn, who: str, f: frames.LeaveWorkspace) -> dict:
@@ -96,7 +166,9 @@ def leave_workspace(conn, who: str, f: frames.LeaveWorkspace) -> dict:
     other connections lose what went as on any revocation (`workspace_gone`, the gateway's rescan)."""
     person_only(who)
     _role(conn, admin.role_in, f.workspace, who)
-    return admin.leave_workspace(conn, f.workspace, who)
+    out = admin.leave_workspace(conn, f.workspace, who)
+    audit.record("workspace_left", participant=who, workspace=f.workspace)
+    return out
 
 
 def join_workspace(conn, who: str, f: frames.JoinWorkspace, now: int) -> dict:
@@ -111,7 +183,9 @@ def delete_workspace(conn, who: str, f: frames.DeleteWorkspace) -> dict:
     person_only(who)
     if _role(conn, admin.role_in, f.workspace, who) != Role.OWNER:
         raise AdminError("forbidden", "only the workspace's owner deletes it")
-    return admin.delete_workspace(conn, f.workspace)
+    out = admin.delete_workspace(conn, f.workspace)
+    audit.record("workspace_deleted", participant=who, workspace=f.workspace)
+    return out
 
 
 def set_permissions(conn, who: str, f: frames.SetPermissions) -> dict:
@@ -126,7 +200,9 @@ def set_permissions(conn, who: str, f: frames.SetPermissions) -> dict:
             raise AdminError("forbidden", "members change only their own agents' permissions")
         if "monitor" in changes:
             raise AdminError("forbidden", "monitor is set by a workspace admin")
-    return permissions.set_permissions(conn, f.workspace, aid, changes)
+    out = permissions.set_permissions(conn, f.workspace, aid, changes)
+    audit.record("permissions_changed", participant=who, workspace=f.workspace, agent=aid, changes=sorted(changes))
+    return out
 
 
 def set_restricted(conn, who: str, f: frames.SetRestricted, now: int) -> dict:
@@ -203,7 +279,10 @@ ACTIONS: dict[str, tuple[Callable, bool]] = {
     "delete_workspace": (delete_workspace, True), "set_permissions": (set_permissions, True),
     "set_restricted": (set_restricted, True), "add_agent": (add_agent, True), "revoke_agent": (revoke_agent, True),
     "rotate_key": (rotate_key, True), "add_group": (add_group, True), "remove_group": (remove_group, True),
+    "remove_member": (remove_member, True), "remove_org_member": (remove_org_member, True),
+    "list_invitations": (list_invitations, False), "accept_invitation": (accept_invitation, True),
+    "decline_invitation": (decline_invitation, True),
 }
 # the ops that take the time (`fn(conn, who, frame, now)`)
 TIMED = frozenset({"create_org", "create_workspace", "add_org_member", "add_member", "join_workspace",
-                   "set_restricted", "add_agent"})
+                   "set_restricted", "add_agent", "accept_invitation"})

@@ -13,7 +13,7 @@ import uuid
 
 import msgspec
 
-from . import auth, reach
+from . import accounts, auth, reach
 from .refusals import AdminError
 from ..protocol import names
 from .. import audit, idempotency
@@ -157,6 +157,9 @@ def _not_personal(conn: sqlite3.Connection, ws: str, detail: str) -> None:
         raise AdminError("personal_workspace", detail)
 
 
+not_personal = _not_personal
+
+
 def _make_workspace(conn, org: str, name: str, owner: str, now: int, personal: bool, restricted: bool = False) -> list[str]:
     """A workspace, its General, its owner (and their agents), and the organization's members it is open to;
     returns [id, *agents the plan left out]."""
@@ -183,12 +186,12 @@ def add_person(conn: sqlite3.Connection, handle: str, password: str, plan: str =
                                        f"does ({', '.join(ID_PREFIXES)})")
     if plan not in PLANS:
         raise AdminError("bad_plan", f"plans: {', '.join(PLANS)}")
+    hashed = auth.hash_password(accounts.password_rule(password))
     with Tx(conn):
-        if conn.execute("SELECT 1 FROM people WHERE handle = ?", (handle,)).fetchone():
-            raise AdminError("handle_taken", f"@{handle} exists")
+        key = accounts.claim_handle(conn, handle)
         pid = person_id()
-        conn.execute("INSERT INTO people (id, handle, password_hash, created_at) VALUES (?,?,?,?)",
-                     (pid, handle, auth.hash_password(password), now))
+        conn.execute("INSERT INTO people (id, handle, password_hash, created_at, handle_key) VALUES (?,?,?,?,?)",
+                     (pid, handle, hashed, now, key))
         org = new_id()
         conn.execute("INSERT INTO orgs (id, name, plan, owner, created_at) VALUES (?,?,?,?,?)",
                      (org, f"{handle}'s organization", plan, pid, now))

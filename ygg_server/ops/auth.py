@@ -125,7 +125,8 @@ def credentials(conn: sqlite3.Connection, f: frames.Auth, now: int):
     if f.handle is not UNSET and f.password is not UNSET:
         if not isinstance(f.handle, str) or not isinstance(f.password, str):
             return None
-        row = conn.execute("SELECT id, password_hash FROM people WHERE handle = ?", (f.handle,)).fetchone()
+        row = conn.execute("SELECT id, password_hash FROM people WHERE handle = ? AND deactivated = 0",
+                           (f.handle,)).fetchone()  # (a deactivated person: as a handle that does not exist)
         return Password(row, f.handle, f.password)  # checked by the caller, off this connection
     if f.token is not UNSET:
         found = session_participant(conn, f.token, now)
@@ -152,3 +153,8 @@ class Password:
         if not check_password(self.row[1] if self.row else None, self.password):
             return None
         return self.row[0], Kind.HUMAN.value, self.handle, None, PERSON_SESSION
+
+    def rehashed(self) -> str | None:
+        """After a right `check`: the password hashed with the current argon2 parameters when its stored hash was
+        made with others (else None); `accounts.rehash` stores it."""
+        return _hasher.hash(self.password) if self.row and _hasher.check_needs_rehash(self.row[1]) else None

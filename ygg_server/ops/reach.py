@@ -115,11 +115,13 @@ def open_workspace(conn: sqlite3.Connection, ws: str, now: int) -> list[str]:
     if personal is not None:
         return []
     left: list[str] = []
-    for pid, role in conn.execute("SELECT person, role FROM org_members WHERE org = ? ORDER BY person", (org,)).fetchall():
+    for pid, role, agents in conn.execute("SELECT person, role, agents FROM org_members WHERE org = ? ORDER BY person",
+                                          (org,)).fetchall():
         if not opens(restricted, role):
             continue
         _add_through_org(conn, ws, pid, workspace_role(role), now)
-        left += bring_agents(conn, ws, pid, now)
+        if agents:
+            left += bring_agents(conn, ws, pid, now)
     return left
 
 
@@ -143,8 +145,16 @@ def open_org_to(conn: sqlite3.Connection, org: str, pid: str, role: str, now: in
             _leave(conn, ws, pid)
             continue
         _add_through_org(conn, ws, pid, workspace_role(role), now)
-        left += bring_agents(conn, ws, pid, now)
+        if agents_follow(conn, org, pid):
+            left += bring_agents(conn, ws, pid, now)
     return left
+
+
+def agents_follow(conn: sqlite3.Connection, org: str, pid: str) -> bool:
+    """Whether `pid` lets its agents follow it into `org`'s workspaces (issue 18: chosen when it accepted the
+    invitation into the organization; yes for a member an operator added)."""
+    row = conn.execute("SELECT agents FROM org_members WHERE org = ? AND person = ?", (org, pid)).fetchone()
+    return row is None or bool(row[0])
 
 
 def leave_org(conn: sqlite3.Connection, org: str, pid: str) -> list[str]:
@@ -189,7 +199,7 @@ def join_workspace(conn: sqlite3.Connection, ws: str, pid: str, now: int) -> lis
     if not found:
         return None
     _add_through_org(conn, ws, pid, workspace_role(found[0][4]), now)
-    return bring_agents(conn, ws, pid, now)
+    return bring_agents(conn, ws, pid, now) if agents_follow(conn, found[0][2], pid) else []
 
 
 def agents_in_org(conn: sqlite3.Connection, org: str) -> int:

@@ -50,6 +50,7 @@ class Auth(Frame, tag="auth"):
     token: Any = UNSET
     prefetch: Annotated[int, Meta(ge=1, le=256)] | None = None
     directives: bool | UnsetType = UNSET
+    device: Any = UNSET  # a person's: the device signing in, shown by list_sessions (a name: else not kept)
 
 
 class Ping(Frame, tag="ping"):
@@ -290,6 +291,47 @@ class RemoveGroup(InWorkspace, tag="remove_group"):
     name: str
 
 
+# --- people's accounts and consent (issue 18: ops/invitations.py, ops/accounts.py) ---
+
+class RemoveMember(InWorkspace, tag="remove_member"):
+    handle: str
+
+
+class RemoveOrgMember(Frame, tag="remove_org_member"):
+    org: str
+    handle: str
+
+
+class ListInvitations(Frame, tag="list_invitations"):
+    pass
+
+
+class AcceptInvitation(Frame, tag="accept_invitation"):
+    invitation: str
+    agents: bool = False  # whether the person's agents follow them there
+
+
+class DeclineInvitation(Frame, tag="decline_invitation"):
+    invitation: str
+
+
+class ChangePassword(Frame, tag="change_password"):
+    password: Any = None  # the current one (wrong: `wrong_password`)
+    new_password: Any = None  # at least accounts.MIN_PASSWORD characters (`weak_password`)
+
+
+class ListSessions(Frame, tag="list_sessions"):
+    pass
+
+
+class EndSession(Frame, tag="end_session"):
+    session: str  # an id from list_sessions, "others" or "all"
+
+
+class SignOut(Frame, tag="sign_out"):
+    pass
+
+
 # --- parties and profiles (decided by the writer) ---
 
 class PartyChange(InConversation, kw_only=True, frozen=True, gc=False):
@@ -377,8 +419,9 @@ ClientFrame = Union[
     ExplainAssignment, Subscribe, Unsubscribe, CreateOrg, CreateWorkspace, AddMember, AddOrgMember, LeaveOrg,
     LeaveWorkspace, JoinWorkspace, DeleteWorkspace, SetRestricted, SetPermissions, AddAgent, RevokeAgent, RotateKey,
     AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting, GetPersona,
-    SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins,
-    SetPersona, GetRulebook, SetRulebook, EditMessage, DeleteMessage, MessageVersions,
+    SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins, EditMessage, DeleteMessage,
+    MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
+    ChangePassword, ListSessions, EndSession, SignOut,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)
@@ -414,4 +457,8 @@ HINTS = {
     "workspaces": "workspaces is a list of workspace ids, or null to unpin",
     "message": "message is a message id",
     "text": "text is the message's new text",
+    "handle": "handle is a person's handle (@alice or alice)",
+    "invitation": "invitation is an invitation's id (see list_invitations)",
+    "agents": "agents is true or false (whether your agents follow you there; default false)",
+    "session": 'session is a session id (see list_sessions), "others" or "all"',
 }

@@ -10,6 +10,7 @@ printable text). Message text is not a name (it may hold newlines; protocol.MAX_
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # kind: (how a refusal names it, the most characters it has). As chat products bound theirs: Slack's channel
 # names 80, Zulip's stream and topic names 60; a topic title here has room for an agent's longer summary.
@@ -23,7 +24,8 @@ BOUNDS: dict[str, tuple[str, int]] = {
     "job_title": ("an agent's job title", 100),  # set_profile: shown with its name in rosters and lists
     "capability": ("an agent's capability", 100),  # set_profile: matched by `capability:<name>`, listed to others
     "tool": ("an agent's tool", 100),
-    "description": ("an agent's description", 2000),  # set_profile, `clean_text`: its first line is in rosters
+    "description": ("an agent's description", 2000),
+    "device": ("a device's name", 100),  # auth's `device`: what list_sessions shows of a session  # set_profile, `clean_text`: its first line is in rosters
 }
 TITLE = BOUNDS["title"][1]
 
@@ -55,7 +57,9 @@ def clean(kind: str, value: object, *, trim: bool = True) -> str:
         raise BadName(f"{word} has no spaces around it")
     if not text:
         raise BadName(f"{word} is not empty")
-    return _printable(word, bound, text, _REFUSED, "has no control characters, line breaks or bidi overrides")
+    text = _printable(word, bound, text, _REFUSED, "has no control characters, line breaks or bidi overrides")
+    check_look_alikes(kind, text)
+    return text
 
 
 def clean_text(kind: str, value: object) -> str:
@@ -92,3 +96,62 @@ def clean_each(kind: str, field: str, values: list) -> list[str]:
         except BadName as e:
             raise BadName(f"{field}[{i}]: {e.detail}") from None
     return out
+
+
+# --- look-alikes (issue 18): who a name stands for must be plain to the eye ---
+
+# Format characters (Unicode category Cf: zero-width spaces and joiners, direction marks, the BOM, invisible
+# operators) are invisible: `re\u200bsearcher` reads as `researcher`. A name has none, but a zero-width joiner
+# between two symbols (an emoji sequence: 👩‍💻) in a name that is not addressed by typing it.
+ZWJ = "\u200d"
+
+# The scripts a name of the addressed kinds (a handle, an agent's, a group's) may mix, as Unicode's "highly
+# restrictive" level (UTS #39 §5.2) allows: one script, or Latin with the scripts Chinese, Japanese and Korean
+# are written in together.
+_TOGETHER = (frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA"}), frozenset({"LATIN", "CJK", "BOPOMOFO"}),
+             frozenset({"LATIN", "CJK", "HANGUL"}))
+ADDRESSED = frozenset({"handle", "agent", "group"})
+NAMED = ADDRESSED | {"org", "workspace", "capability"}  # names, not titles: refused format characters
+
+# Letters of other scripts that are drawn as Latin ones (a part of Unicode's confusables.txt: Cyrillic and Greek),
+# folded into the Latin letter when handles are compared (`handle_key`), so an all-Cyrillic `аlісе` is `alice`.
+_LOOKS_LATIN = str.maketrans({
+    "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "і": "i", "ј": "j", "к": "k", "ӏ": "l", "м": "m",
+    "н": "h", "о": "o", "р": "p", "ԛ": "q", "г": "r", "ѕ": "s", "т": "t", "у": "y", "х": "x", "ԝ": "w", "ь": "b",
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
+    "γ": "y", "ѵ": "v", "ɡ": "g", "ı": "i", "ℓ": "l",
+})
+
+
+def script(ch: str) -> str | None:
+    """The script of a letter, as the first word of its Unicode name (LATIN, CYRILLIC, CJK, …); None for what
+    every script shares (digits, punctuation, symbols, marks)."""
+    if not ch.isalpha():
+        return None
+    return unicodedata.name(ch, "UNKNOWN").split(" ", 1)[0]
+
+
+def check_look_alikes(kind: str, text: str) -> None:
+    """Raise BadName when `text` holds a format character (see ZWJ for the one exception), or, for the kinds
+    typed to address someone (`ADDRESSED`), letters of scripts that are not written together (`аlice`: a
+    Cyrillic а among Latin letters)."""
+    word = BOUNDS[kind][0]
+    for i, ch in enumerate(text if kind in NAMED else ""):
+        if unicodedata.category(ch) != "Cf":
+            continue
+        around = text[i - 1:i] + text[i + 1:i + 2]
+        if ch == ZWJ and kind not in ADDRESSED and len(around) == 2 and not any(c.isalnum() for c in around):
+            continue
+        raise BadName(f"{word} has no invisible formatting characters (zero-width, direction marks: "
+                      f"U+{ord(ch):04X} at character {i + 1})")
+    if kind in ADDRESSED:
+        scripts = {s for s in map(script, text) if s is not None}
+        if len(scripts) > 1 and not any(scripts <= ok for ok in _TOGETHER):
+            raise BadName(f"{word} mixes scripts that look alike ({', '.join(sorted(scripts)).lower()}); "
+                          "write it in one script")
+
+
+def handle_key(handle: str) -> str:
+    """A handle as handles are compared: NFKC, case-folded, letters drawn as Latin ones folded into them, so
+    `alice`, `Alice`, `ａｌｉｃｅ` and a Cyrillic `аlice` are one handle (people.handle_key is unique)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", handle).casefold()).translate(_LOOKS_LATIN)

@@ -37,6 +37,13 @@ class ErrorCode(StrEnum):
     INTERNAL = "internal"
     BUSY = "busy"  # the server has no room for this now (a full password-check queue): `retry_after` seconds
     RATE_LIMITED = "rate_limited"  # this participant sent faster than `Limits.send_rate`: `retry_after` seconds
+    # people's accounts (issue 18: ops/accounts.py, ops/invitations.py)
+    BAD_HANDLE = "bad_handle"  # a handle that breaks a naming rule (protocol/names.py)
+    HANDLE_TAKEN = "handle_taken"  # a handle that is, compared as handles are (names.handle_key), another's
+    WEAK_PASSWORD = "weak_password"  # shorter than accounts.MIN_PASSWORD
+    WRONG_PASSWORD = "wrong_password"  # change_password: the current password given is not it
+    NOT_A_MEMBER = "not_a_member"  # remove_member: that person is not in it (an unknown handle is not either)
+    OWNER_PERMANENT = "owner_permanent"  # seed 003 §66: an owner is never removed or lowered
 
 
 class _Result(msgspec.Struct, tag_field="result", frozen=True, gc=False):

@@ -149,6 +149,7 @@ class Field:
     choices: list[tuple[str, str]] | None = None
     placeholder: str = ""
     required: bool = False
+    password: bool = False  # a text input whose characters are not shown
 
 
 class FormScreen(ModalScreen[dict | None]):
@@ -175,7 +176,7 @@ class FormScreen(ModalScreen[dict | None]):
                 if f.choices is not None:
                     yield Select(plain(f.choices), value=f.value or f.choices[0][1], allow_blank=False, id=f"f-{f.key}")
                 else:
-                    yield Input(value=f.value, placeholder=f.placeholder, id=f"f-{f.key}")
+                    yield Input(value=f.value, placeholder=f.placeholder, password=f.password, id=f"f-{f.key}")
             yield Static(Text(self.error, style="red"), id="form-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.submit, variant="primary", id="submit")

@@ -107,7 +107,10 @@ class ManageActions:
              Field("role", "Role", "member", choices=[(r, r) for r in roles])],
             "Invite", "They reach its workspaces that are not restricted (an admin, all of them).",
             lambda got: ("add_org_member", {"org": org, "handle": handle(got["handle"]), "role": got["role"]}))
-        if reply:
+        if reply and reply.get("invited"):  # (issue 18: they join when they accept)
+            self.notify(f"Invited {handle(got['handle'])} to {s.org_names.get(org, 'the organization')} as "
+                        f"{reply['role']}: they join when they accept.")
+        elif reply:
             self.notify(f"{handle(got['handle'])} is now {reply['role']} in {s.org_names.get(org, 'the organization')}.")
             await self._members_changed([w.id for w in s.workspaces.values() if w.org == org])
 
@@ -199,7 +202,9 @@ class ManageActions:
             f"Add a person to {w.name}", [Field("handle", "Handle", placeholder="@bob", required=True),
                                           Field("role", "Role", "member", choices=[(r, r) for r in roles])], "Add", "",
             lambda got: ("add_member", {"workspace": ws, "handle": handle(got["handle"]), "role": got["role"]}))
-        if reply:
+        if reply and reply.get("invited"):  # (issue 18: they join when they accept)
+            self.notify(f"Invited {handle(got['handle'])} to {w.name} as {reply['role']}: they join when they accept.")
+        elif reply:
             self.notify(f"{handle(got['handle'])} is now {reply['role']} in {w.name}.")
             await self._members_changed([ws])
 

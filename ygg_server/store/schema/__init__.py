@@ -37,6 +37,25 @@ class Step:
     postgres: tuple[str, ...]
 
 
+def _accounts() -> Step:
+    """15: accounts and consent (issue 18): people's compared handles and deactivation, sessions' device, address
+    and last use, and invitations. Existing handles get their key from `ops.accounts.backfill_keys` (Python's
+    NFKC, which SQL has not), run by the next `add_person`; two older handles that clash keep working."""
+    from .ddl import add_column
+    from .tables import INDEXES as IX, TABLES as TB
+
+    table = {t.name: t for t in TB}
+    index = {i.name: i for i in IX}
+    cols = [("people", "handle_key"), ("people", "deactivated"), ("sessions", "device"), ("sessions", "address"),
+            ("sessions", "last_seen"), ("sessions", "ends_at"), ("org_members", "agents")]
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        return (*(add_column(table[t], c, dialect) for t, c in cols), table["invitations"].sql(dialect),
+                index["people_handle_folded"].sql(dialect), index["invitations_invitee"].sql(dialect))
+
+    return Step("15: accounts and consent (issue 18)", sql(SQLITE), sql(POSTGRES))
+
+
 _WALLETS_PER_WORKSPACE = (
     # an agent's one wallet (workspace '*') becomes its wallet in the workspace it joined first (no credit is
     # made: the others start with none, so the pool pays there until someone funds it); an agent in none keeps it
@@ -53,6 +72,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("13: a message's older texts, kept as its author edits it (edit_message)",
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
+    _accounts(),
 ]
 
 

@@ -14,10 +14,15 @@ PG = POSTGRES  # what only PostgreSQL has: several nodes' leases, per-node count
 
 TABLES: tuple[Table, ...] = (
     Table("people", text("id", key=True), text("handle", unique=True), text("password_hash", null=True),
-          big("created_at")),
+          big("created_at"),
+          # migration 13 (ops/accounts.py): the handle as compared (names.handle_key; NULL: a handle older than
+          # the rule that clashes with another, kept as it was) and whether an operator deactivated the person
+          text("handle_key", null=True), integer("deactivated", default="0")),
     Table("orgs", text("id", key=True), text("name"), text("plan"), text("owner"), big("created_at"),
           big("licensed", null=True)),  # a Team plan's licensed messages a month; NULL: not metered
-    Table("org_members", text("org"), text("person"), text("role"), key=("org", "person")),
+    Table("org_members", text("org"), text("person"), text("role"),
+          integer("agents", default="1"),  # migration 13: 0: the person's agents stay out of its workspaces
+          key=("org", "person")),
     Table("workspaces", text("id", key=True), text("org"), text("name"), integer("restricted", default="0"),
           text("personal_of", null=True), text("settings", default="'{}'"), big("created_at")),
     Table("agents", text("id", key=True), text("owner"), text("name"), text("key_id", null=True, unique=True),
@@ -49,7 +54,11 @@ TABLES: tuple[Table, ...] = (
     # each node counts an unmetered plan's messages on its own row (no row every node must lock)
     Table("usage_nodes", text("org"), text("month"), text("node"), big("count"), key=("org", "month", "node"),
           only=PG),
-    Table("sessions", text("token_hash", key=True), text("participant"), big("expires_at"), big("created_at")),
+    Table("sessions", text("token_hash", key=True), text("participant"), big("expires_at"), big("created_at"),
+          # migration 13: a person's session as `list_sessions` shows it (the device it named, its address, when
+          # it was last used: idle expiry counts from there, up to ends_at)
+          text("device", null=True), text("address", null=True), big("last_seen", null=True),
+          big("ends_at", null=True)),  # its lifetime's end, which use does not move (NULL: expires_at never moves)
     Table("idempotency", text("participant"), text("client_id"), blob("reply"), big("created_at"),
           key=("participant", "client_id")),
     Table("nodes", text("id", key=True), big("started_at"), big("heartbeat_at"), only=PG),
@@ -64,6 +73,10 @@ TABLES: tuple[Table, ...] = (
     Table("departed", text("workspace"), text("participant"), text("role"), integer("send"), integer("receive"),
           integer("monitor"), text("can_message", null=True), text("takes_from", null=True),
           key=("workspace", "participant")),
+    # migration 13: an invitation into a workspace or an organization, waiting for its invitee's answer
+    # (ops/invitations.py): `place` is the workspace's or the organization's id, `kind` says which
+    Table("invitations", text("id", key=True), text("kind"), text("place"), text("invitee"), text("inviter"),
+          text("role"), big("created_at"), unique=("kind", "place", "invitee")),
     # SQLite: the search index's watermark (fts_seq); PostgreSQL: the schema's version and the `config` version
     Table("meta", text("key", key=True), big("value")),
 )
@@ -91,6 +104,8 @@ INDEXES: tuple[Index, ...] = (
     Index("deliveries_message_seq", "deliveries", "message_seq"),
     Index("deliveries_leased", "deliveries", "leased_by", where="acked_at IS NULL AND leased_by IS NOT NULL",
           only=PG),
+    Index("people_handle_folded", "people", "handle_key", where="handle_key IS NOT NULL", unique=True),
+    Index("invitations_invitee", "invitations", "invitee"),
     Index("presence_participant", "presence", "participant", only=PG),
     # the sweep deletes the oldest first (idempotency.py); SQLite reads them by rowid and needs no index
     Index("idempotency_created_at", "idempotency", "created_at", only=PG),
