@@ -33,7 +33,11 @@ def private(path: str | os.PathLike) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.parent.stat().st_uid == os.geteuid():
         path.parent.chmod(0o700)
-    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    if not path.exists():  # (never open and close a database this process may hold open: closing any descriptor
+        try:               # of a file drops every POSIX lock the process holds on it, SQLite's too, and corrupts it)
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+        except FileExistsError:
+            pass
     for f in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         try:
             f.chmod(0o600)
