@@ -42,7 +42,7 @@ async def test_sigkill_mid_stream_loses_nothing_sent_and_redelivers_nothing_acke
     port = free_port()
     url = f"ws://127.0.0.1:{port}/"
     proc = await start(tmp_path, port)
-    alice = Client(url, handle="alice", password="pw")
+    alice = Client(url, handle="alice", password="pw-" + "x" * 8)
     worker = Client(url, api_key=key)
     await alice.connect()
     await worker.connect()
