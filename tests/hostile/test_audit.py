@@ -24,7 +24,7 @@ class _Lines(logging.Handler):
 
 
 async def test_sign_ins_failures_limits_session_ends_revocations_and_rotations_are_audited_without_credentials(tmp_path):
-    """docs/protocol.md: "a person signs in (session of 30 days)": each sign-in, and each failure, is audited. Issue 18: "An audit log (`ygg.audit`, JSON lines): sign-ins and failures, limiter hits, session ends,
+    """docs/protocol.md: "a person signs in (a session of 30 days, ended sooner when unused for 14": each sign-in, and each failure, is audited. Issue 18: "An audit log (`ygg.audit`, JSON lines): sign-ins and failures, limiter hits, session ends,
     revocations, rotations ...; participant, remote address, outcome, never a credential"."""
     h, log = _Lines(), logging.getLogger("ygg.audit")
     log.addHandler(h)

@@ -67,7 +67,8 @@ async def test_accept_errors_are_logged_once_in_a_while_and_the_open_files_limit
 
 
 def test_a_trusted_proxy_is_capped_only_by_the_total():
-    """Issue 18, "Behind a reverse proxy (the documented way to get TLS) every client shares the proxy's address":
+    """docs/protocol.md: "More than 256 open connections from one address (an IPv6 /64), or 20,000 in all, and a new one is answered"; and
+    issue 18, "Behind a reverse proxy (the documented way to get TLS) every client shares the proxy's address":
     the per-address cap must not cut a trusted proxy off at its 3rd connection; only the total caps it, while an
     untrusted address is still capped per address."""
     from ygg_server.net.caps import Caps

@@ -274,7 +274,7 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
 
 @pytest.mark.parametrize("who", ["alice", "researcher"])
 async def test_an_invitation_answers_the_same_for_bs_person_and_for_no_one_and_gives_nothing_of_b(teams, who):
-    """Issue 18: "an invite to an unknown handle is answered exactly as one to a known handle" (no enumeration);
+    """docs/protocol.md: "The inviter is answered alike whether the handle is a person's, a deactivated person's, nobody's, or already invited (no enumeration)". Issue 18: "an invite to an unknown handle is answered exactly as one to a known handle";
     the invitee joins only by accepting, so B's person invited into A is still in nothing of A, and B is untouched."""
     team = teams
     b = team.b
