@@ -109,7 +109,7 @@ async def test_a_visitor_signs_in_in_the_browser_sends_and_sees_the_agent_s_answ
             await page.keyboard.type(PW, delay=20)
             await page.keyboard.press("Enter")
             try:
-                await screen.shows("Write here")
+                await screen.shows("Write… @name first addresses")
             except AssertionError:
                 await page.screenshot(path=str(tmp_path / "failed.png"))
                 if SCREENSHOT:
