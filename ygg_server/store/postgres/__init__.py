@@ -308,6 +308,9 @@ _FLAGS = r"(?:\w+\.)?(?:monitor|receive|send|revoked|wake|restricted)"
 _FLAG_OR = re.compile(rf"\b({_FLAGS})\s+(OR|AND)\b(?!\s*\()")
 _OR_FLAG = re.compile(rf"\b(OR|AND)\s+({_FLAGS})\b(?!\s*(?:=|<|>|!|IS\b|IN\b))")
 _WRITE = ("INSERT", "UPDATE", "DELETE")
+# writes no other node must hear of: a person's session opened or marked used (an ended one is a DELETE, which
+# other nodes rescan for, to close its connections)
+_UNHEARD = re.compile(r"\s*(INSERT\s+INTO|UPDATE)\s+sessions\b", re.I)
 _translated: dict[str, tuple[str, bool, str | None]] = {}
 
 
@@ -421,7 +424,7 @@ class SyncConnection:
             self._in_tx = self._dirty = False
             return Cursor()
         out, rows, serial = translate(sql)
-        write = word.startswith(_WRITE)
+        write = word.startswith(_WRITE) and not _UNHEARD.match(sql)
         if write and not self._in_tx:
             async with c.transaction():
                 cur = await self._statement(out, rows, serial, params)
