@@ -1,29 +1,17 @@
 """The safety promise on loopback, tried from outside by scripted adversarial agents (issue 17; docs/rules.md,
 "The bound"): each hole the issue found, over the socket, on every backend."""
 
-import asyncio
-
 import pytest
 
 from ygg_server.ops import admin
+
+from .conftest import drain_acked
 
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 def _base(ws: str, **kw) -> dict:
     return {"workspace": ws, "conversation": "general", **kw}
-
-
-async def _drain(client, timeout: float = 0.3) -> list[dict]:
-    """Every delivery that reaches `client` until it is quiet for `timeout` seconds (acked)."""
-    out = []
-    while True:
-        try:
-            d = await client.next_delivery(timeout=timeout)
-        except asyncio.TimeoutError:
-            return out
-        await client.ack([d["id"]])
-        out.append(d)
 
 
 async def test_messages_to_system_ygg_cost_credits_unless_they_answer_a_notice(team):
@@ -54,7 +42,7 @@ async def test_the_answer_to_a_closure_poll_is_free_once(team):
                                            text="for your review"))
     tid = opened["message"]["topic"]
     await researcher.send(**_base(team.ws, topic=tid, type="inform", state="done", to=["reviewer"], text="done"))
-    got = await _drain(reviewer)
+    got = await drain_acked(reviewer)
     polls = [d for d in got if d["message"].get("notice") == "closure_poll"]
     assert len(polls) == 1, got
     pid = polls[0]["message"]["id"]
@@ -81,7 +69,7 @@ async def test_state_flips_do_not_poll_the_same_participants_again(team):
             r = await researcher.send(**_base(team.ws, topic=tid, type="inform", state=state, to=["reviewer"],
                                               text=f"{state} {i}"))
             assert r["op"] == "sent" and r["message"]["cost"] >= 1, r  # every flip is paid
-        for d in await _drain(reviewer, 0.15):
+        for d in await drain_acked(reviewer, 0.15):
             if d["message"].get("notice") == "closure_poll":
                 polls += 1
                 r = await reviewer.send(**_base(team.ws, topic=tid, type="response", in_reply_to=d["message"]["id"],
@@ -174,7 +162,7 @@ async def test_an_agents_wallet_is_its_cap_unless_an_admin_lets_it_draw_on_the_p
     tid = first["message"]["topic"]
     r = await thrifty.send(**_base(team.ws, topic=tid, type="inform", to=["@alice"], text="b"))
     assert r["op"] == "refused" and r["reason"] == "credits_exhausted" and "wallet 0, pool 10" in r["detail"], r
-    got = await _drain(alice)
+    got = await drain_acked(alice)
     assert any(d["message"].get("notice") == "funding_request" for d in got), got  # its funders were asked
     me = (await thrifty.request("whoami"))["id"]
     s = await alice.request("set_setting", workspace=team.ws, key="credits.poolDraw", value=[me])
