@@ -58,6 +58,26 @@ async def test_readyz_says_503_when_the_writer_does_not_commit(tmp_path):
         assert (await _get(s.gw.port, "/healthz")).status_code == 200  # alive, not ready
 
 
+async def test_readyz_probes_cost_the_writer_at_most_one_batch_a_second(tmp_path):
+    """`/readyz` needs no credential, so a flood of probes must not become a flood of writer batches: probes at
+    once share one check, and its answer stands for a second."""
+    async with serving("sqlite", db.db_path(tmp_path)) as s:
+        submitted = []
+        submit = s.gw.writer.submit
+
+        def counting(op, *a, **kw):
+            submitted.append(op)
+            return submit(op, *a, **kw)
+
+        s.gw.writer.submit = counting
+        answers = await asyncio.gather(*(_get(s.gw.port, "/readyz") for _ in range(40)))
+        assert {(r.status_code, r.text) for r in answers} == {(200, "ready\n")}
+        assert submitted.count("sync") == 1, submitted
+        await asyncio.sleep(1.1)  # once the answer is older than a second, the next probe checks again
+        assert (await _get(s.gw.port, "/readyz")).status_code == 200
+        assert submitted.count("sync") == 2, submitted
+
+
 async def test_metrics_are_off_unless_turned_on(tmp_path):
     async with serving("sqlite", db.db_path(tmp_path)) as s:
         r = await _get(s.gw.port, "/metrics")

@@ -36,7 +36,7 @@ from .fanout import Fanout
 from .feed import Feed
 from .following import Following
 from .handlers import Handlers
-from .http import HttpEndpoints
+from .http import READY_FRESH, HttpEndpoints, Shared
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
 from .proxy import networks
@@ -84,6 +84,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         self.metrics = Metrics()  # (ygg_server/metrics.py; served by net/http.py)
         self.proxies = networks(self.limits.trusted_proxies)  # whose X-Forwarded-For is believed (net/proxy.py)
         self.metrics_from = networks(self.limits.metrics_from)
+        self.readiness = Shared(self._not_ready, READY_FRESH)  # /readyz (net/http.py)
 
     # --- serving ---
 

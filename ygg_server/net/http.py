@@ -2,7 +2,8 @@
 
 - `/healthz`: the process answers (liveness);
 - `/readyz`: the store answers a query and the writer commits a batch, each within READY_TIMEOUT (readiness:
-  503 naming what is not ready);
+  503 naming what is not ready); probes at once share one check, and its answer stands for READY_FRESH
+  seconds, so probing, which needs no credential, costs the writer at most one batch a second;
 - `/metrics`: Prometheus' text format (ygg_server/metrics.py), only with `serve --metrics`, and then only to
   a client on loopback or in `--metrics-from` (behind a trusted proxy, the client it forwards for counts).
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from http import HTTPStatus
 
 from websockets.datastructures import Headers
@@ -24,6 +26,32 @@ from .proxy import client_address, loopback, trusted
 
 log = logging.getLogger("ygg.net")
 READY_TIMEOUT = 2.0
+READY_FRESH = 1.0
+
+
+class Shared:
+    """One answer for many callers: callers at once wait for the same run of `check`, and its answer is given
+    again for `fresh` seconds after it came."""
+
+    def __init__(self, check, fresh: float):
+        self.check, self.fresh = check, fresh
+        self.running: asyncio.Future | None = None
+        self.answer, self.at = None, float("-inf")
+
+    async def __call__(self):
+        if time.monotonic() - self.at < self.fresh:
+            return self.answer
+        if self.running is None:
+            self.running = asyncio.ensure_future(self._run())
+        return await asyncio.shield(self.running)
+
+    async def _run(self):
+        try:
+            self.answer = await self.check()
+            self.at = time.monotonic()
+            return self.answer
+        finally:
+            self.running = None
 
 
 class HttpEndpoints:
@@ -40,7 +68,7 @@ class HttpEndpoints:
         if path == "/healthz":
             return connection.respond(HTTPStatus.OK, "ok\n")
         if path == "/readyz":
-            why = await self._not_ready()
+            why = await self.readiness()
             return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE if why else HTTPStatus.OK, (why or "ready") + "\n")
         if path == "/metrics":
             return await self._metrics(connection, request)
