@@ -6,6 +6,12 @@
 
 A test module names the backends it concerns with `pytestmark = pytest.mark.backends(...)`, a test can
 narrow that with the same marker on itself, and a test without one runs on "sqlite" (tests/conftest.py).
+
+Where the matrix runs: the loopback suite on both stores ("sqlite", "postgres"); "process" differs from
+"sqlite" only in the writer's answers and batches crossing a process boundary, so it runs where that crossing
+has something to show (the writer process itself, each kind of command once: sends and funding, the party,
+settings and profiles, edits, sessions, events, a restart, a backup, and a few basic exchanges), while
+tests/writer/test_results_cross.py checks that every result type can cross.
 """
 
 from __future__ import annotations

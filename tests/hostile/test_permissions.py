@@ -17,7 +17,7 @@ from tests.net.test_org import set_membership
 
 from .conftest import PW, counts
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 @pytest.fixture

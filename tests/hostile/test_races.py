@@ -13,7 +13,7 @@ from ygg_server.ops import admin
 
 from .conftest import counts
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 def wallet(team, agent_id: str) -> int:

@@ -21,7 +21,7 @@ import websockets
 
 from ygg_server.ops import admin
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 WITHIN = 1.0  # seconds
 

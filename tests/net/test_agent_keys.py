@@ -17,7 +17,7 @@ from ygg_server.ops import admin
 
 from ..invited import accepted
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 WITHIN = 1.0  # seconds: a revocation holds on open connections within this
 

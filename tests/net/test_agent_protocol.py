@@ -11,7 +11,7 @@ import websockets
 
 from ygg_server.ops import admin
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 class Raw:

@@ -4,7 +4,7 @@ import pytest
 
 from .test_party import setup_party
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 async def test_a_request_to_a_capability_goes_to_the_best_scoring_agent(server):

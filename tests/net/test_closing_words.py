@@ -14,7 +14,7 @@ from ygg_server.ops import admin
 
 from .test_agent_keys import signed_in
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 async def last_words(ws, within: float = 2.0) -> tuple[list[dict], int]:

@@ -12,7 +12,7 @@ import pytest
 from ygg_server.ops import admin
 from ygg_server.net.issuer import Issuer
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 LONG = ("Curious and precise. Quotes its source and says so when the handbook has nothing. Prefers short "
         "answers, tables when they help, and never guesses a number. Warm with people, brief with agents, and "

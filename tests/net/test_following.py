@@ -9,7 +9,7 @@ from ygg_server.ops import admin
 from ygg_server.net.following import Following
 from ygg_server.ops.queries import standing_of
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 def _workspace_of(event: dict) -> str | None:

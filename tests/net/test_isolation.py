@@ -17,7 +17,7 @@ from ygg_server.core import general_id
 
 from .test_sessions import PW, ask
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 def without_ref(frame: dict) -> str:

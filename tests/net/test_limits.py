@@ -19,7 +19,7 @@ from ygg_server.clock import now_us
 from .test_org import balance, messages, set_usage, usage
 from .test_sessions import PW, ask, closed_with, serving
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 DAY = 86_400_000_000
 

@@ -7,7 +7,7 @@ import pytest
 
 from ygg_server.ops import admin
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 PW = "pw-" + "x" * 8
 ESC = "\x1b[2J"  # clears a terminal that prints it

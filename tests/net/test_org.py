@@ -15,7 +15,7 @@ from ygg_server.ops import admin
 
 from ..invited import accepted
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 def count(server, sql: str, *args) -> int:

@@ -9,7 +9,7 @@ import pytest
 from ygg_server.net import inbox
 from ygg_server.net.gateway import Conn
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 PAGE = 12
 

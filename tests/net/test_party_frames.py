@@ -4,7 +4,7 @@ import pytest
 
 from .test_party import next_wake as _next_wake, setup_party
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 async def test_agents_are_told_the_roster_and_names_and_lose_removed_authors(server):

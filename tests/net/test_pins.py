@@ -13,7 +13,7 @@ from ygg_server.store import sqlite as db
 
 from .conftest import migrated_before
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 async def test_a_deleted_workspace_leaves_no_pin_and_does_not_widen_where_an_agent_goes(team):

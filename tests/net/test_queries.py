@@ -13,7 +13,7 @@ from ygg_server.ops import admin
 
 from .test_sessions import serving
 
-pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 PW = "pw-" + "x" * 8
 
