@@ -48,7 +48,10 @@ async def two_waiting(team):
 def quiet(pilot):
     for area in pilot.app.screen.query("TextArea"):
         area.cursor_blink = False
-        area.refresh()  # (Textual hides the cursor then without a repaint: a line drawn with it could stay)
+        # the lines TextArea cached are keyed without the cursor once it stops blinking, so a line cached while the
+        # blink had it hidden would be drawn again without it: empty the cache (notify_style_update) and repaint
+        area.notify_style_update()
+        area.refresh()
     # the header names the server's address, and the test server's port is random: one address in every shot
     pilot.app.url = "ws://127.0.0.1:8765/"
     if pilot.app.main is not None:
