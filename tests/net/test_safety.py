@@ -7,6 +7,8 @@ import pytest
 
 from ygg_server.ops import admin
 
+from tests.backends import PW
+
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
@@ -200,3 +202,30 @@ async def test_a_credits_pause_nobody_funds_frees_the_agents_topic_slot(team):
     assert r["reason"] == "credits_exhausted", r  # T0 pauses for credits
     r = await opener.send(**_base(team.ws, topic="new", title="T3", type="inform", to=["@alice"], text="x"))
     assert r["reason"] == "credits_exhausted", r  # past the topic limit now: only its credits stop it
+
+
+async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(team):
+    """Seed 000: "Workspaces are isolated from each other." and "its message is refused, its topic pauses, and
+    the people who can fund it see a request". Before: the `broke` flag was one per agent, so an agent broke
+    in one workspace raised no funding request in another (whose people so learned of the first), and a
+    funding in either cleared it for both."""
+    other = team.admin(admin.add_workspace, "other", "alice")["id"]
+    team.admin(admin.add_person, "carol", PW)
+    team.admin(admin.add_member, other, "carol", "admin")
+    key = team.admin(admin.add_agent, "roamer", "alice")["api_key"]  # in both workspaces, no credits in either
+    roamer = await team.client(api_key=key)
+    alice, carol = await team.person("alice"), await team.person("carol")
+
+    async def spend(ws: str) -> list[str]:
+        r = await roamer.send(workspace=ws, conversation="general", topic="new", title="Spend", type="inform",
+                              to=["@alice"], text="x")
+        assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
+        return [d["message"]["workspace"] for c in (alice, carol) for d in await _drain(c, 0.2)
+                if d["message"].get("notice") == "funding_request"]
+
+    assert await spend(team.ws) == [team.ws]  # alice, in team
+    assert sorted(await spend(other)) == [other, other]  # alice and carol, in other: its own request
+    f = await carol.request("fund", workspace=other, agent="roamer", amount=1)
+    assert f["op"] == "funded", f
+    await _drain(roamer, 0.2)
+    assert await spend(team.ws) == []  # team's people were asked already: the funding in other cleared nothing here
