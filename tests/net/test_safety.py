@@ -229,3 +229,28 @@ async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(
     assert f["op"] == "funded", f
     await _drain(roamer, 0.2)
     assert await spend(team.ws) == []  # team's people were asked already: the funding in other cleared nothing here
+
+
+async def test_agents_opening_topics_to_delegate_buy_themselves_no_hops(team):
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops". docs/rules.md: agents opening
+    topics buy themselves no hops. Before: an agent's new topic in its direct conversation with a person, delegated
+    to another agent, opened a side conversation that copied the direct conversation's counters, which its work
+    never advanced: each new topic bought the agents six more wakes of each other, with no person writing."""
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    wakes, sides = 0, set()
+    for i in range(3):
+        d = await researcher.send(workspace=team.ws, conversation="dm:alice", topic="new", title=f"Chore {i}",
+                                  type="request", to=["reviewer"], text=f"reviewer, chore {i}")
+        assert d["op"] == "sent" and d["message"]["conversation"] not in sides, d  # a side conversation each
+        sides.add(d["message"]["conversation"])
+        wakes += _woke(d)
+        side, stid = d["message"]["conversation"], d["message"]["topic"]
+        for j in range(3):
+            a = await reviewer.send(workspace=team.ws, conversation=side, topic=stid, type="request",
+                                    to=["researcher"], text=f"chore {i}: which part {j}?")
+            b = await researcher.send(workspace=team.ws, conversation=side, topic=stid, type="request",
+                                      to=["reviewer"], text=f"chore {i}: part {j}")
+            assert a["op"] == b["op"] == "sent", (a, b)
+            wakes += _woke(a) + _woke(b)
+    assert wakes <= 6, wakes
