@@ -254,3 +254,27 @@ async def test_agents_opening_topics_to_delegate_buy_themselves_no_hops(team):
             assert a["op"] == b["op"] == "sent", (a, b)
             wakes += _woke(a) + _woke(b)
     assert wakes <= 6, wakes
+
+
+async def test_what_an_agent_spends_in_one_workspace_is_seen_in_no_other(team):
+    """Seed 000: "a workspace is a team's space: its people, its agents, its conversations and its credits.
+    Workspaces are isolated from each other." Before: one wallet spanned every workspace, and a member of one
+    watched an agent's balance fall because of messages in a workspace she could not see."""
+    other = team.admin(admin.add_workspace, "other", "alice")["id"]
+    key = team.admin(admin.add_agent, "roamer", "alice")["api_key"]  # in team (bob's) and in other (not bob's)
+    team.admin(admin.fund, "roamer", 5, ws_ref=other)
+    team.admin(admin.fund, "roamer", 7, ws_ref=team.ws)
+    bob, roamer = await team.person("bob"), await team.client(api_key=key)
+    me = (await roamer.request("whoami"))["id"]
+    assert (await bob.request("subscribe", workspace=team.ws))["op"] == "subscribed"
+    watcher = await team.person("alice")  # (follows other: the event is sent, to its people only)
+    assert (await watcher.request("subscribe", workspace=other))["op"] == "subscribed"
+    r = await roamer.send(workspace=other, conversation="general", topic="new", title="Elsewhere", type="inform",
+                          to=["@alice"], text="spent where bob is not")
+    assert r["op"] == "sent" and r["message"]["cost"] == 1, r
+    seen = await watcher.next_event(timeout=5)
+    while seen.get("kind") != "balance":
+        seen = await watcher.next_event(timeout=5)
+    assert seen["workspace"] == other and seen["balance"] == 4, seen
+    assert [e for e in bob.pending_events() if e.get("kind") in ("balance", "topic", "message")] == []
+    assert (await bob.call("balances", workspace=team.ws))["agents"][me] == 7, "nothing moved in team"
