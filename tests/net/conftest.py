@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 from ygg_server.store import sqlite as db
@@ -15,3 +16,15 @@ def migrated_before(path, marker: str) -> sqlite3.Connection:
     c = sqlite3.connect(path, isolation_level=None)
     legacy.sqlite_before(c, marker)
     return c
+
+
+async def drain(client, timeout: float = 0.3) -> list[dict]:
+    """Every delivery that reaches `client` until it is quiet for `timeout` seconds (acked)."""
+    out = []
+    while True:
+        try:
+            d = await client.next_delivery(timeout=timeout)
+        except asyncio.TimeoutError:
+            return out
+        await client.ack([d["id"]])
+        out.append(d)

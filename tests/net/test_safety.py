@@ -1,31 +1,19 @@
 """The safety promise on loopback, tried from outside by scripted adversarial agents (issue 17; docs/rules.md,
 "The bound"): each hole the issue found, over the socket, on every backend."""
 
-import asyncio
-
 import pytest
 
 from ygg_server.ops import admin
 
 from tests.backends import PW
 
+from .conftest import drain
+
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
 
 def _base(ws: str, **kw) -> dict:
     return {"workspace": ws, "conversation": "general", **kw}
-
-
-async def _drain(client, timeout: float = 0.3) -> list[dict]:
-    """Every delivery that reaches `client` until it is quiet for `timeout` seconds (acked)."""
-    out = []
-    while True:
-        try:
-            d = await client.next_delivery(timeout=timeout)
-        except asyncio.TimeoutError:
-            return out
-        await client.ack([d["id"]])
-        out.append(d)
 
 
 async def test_messages_to_system_ygg_cost_credits_unless_they_answer_a_notice(team):
@@ -56,7 +44,7 @@ async def test_the_answer_to_a_closure_poll_is_free_once(team):
                                            text="for your review"))
     tid = opened["message"]["topic"]
     await researcher.send(**_base(team.ws, topic=tid, type="inform", state="done", to=["reviewer"], text="done"))
-    got = await _drain(reviewer)
+    got = await drain(reviewer)
     polls = [d for d in got if d["message"].get("notice") == "closure_poll"]
     assert len(polls) == 1, got
     pid = polls[0]["message"]["id"]
@@ -83,7 +71,7 @@ async def test_state_flips_do_not_poll_the_same_participants_again(team):
             r = await researcher.send(**_base(team.ws, topic=tid, type="inform", state=state, to=["reviewer"],
                                               text=f"{state} {i}"))
             assert r["op"] == "sent" and r["message"]["cost"] >= 1, r  # every flip is paid
-        for d in await _drain(reviewer, 0.15):
+        for d in await drain(reviewer, 0.15):
             if d["message"].get("notice") == "closure_poll":
                 polls += 1
                 r = await reviewer.send(**_base(team.ws, topic=tid, type="response", in_reply_to=d["message"]["id"],
@@ -176,7 +164,7 @@ async def test_an_agents_wallet_is_its_cap_unless_an_admin_lets_it_draw_on_the_p
     tid = first["message"]["topic"]
     r = await thrifty.send(**_base(team.ws, topic=tid, type="inform", to=["@alice"], text="b"))
     assert r["op"] == "refused" and r["reason"] == "credits_exhausted" and "wallet 0, pool 10" in r["detail"], r
-    got = await _drain(alice)
+    got = await drain(alice)
     assert any(d["message"].get("notice") == "funding_request" for d in got), got  # its funders were asked
     me = (await thrifty.request("whoami"))["id"]
     s = await alice.request("set_setting", workspace=team.ws, key="credits.poolDraw", value=[me])
@@ -204,6 +192,7 @@ async def test_a_credits_pause_nobody_funds_frees_the_agents_topic_slot(team):
     assert r["reason"] == "credits_exhausted", r  # past the topic limit now: only its credits stop it
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (the store matters; the process backend adds nothing)
 async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(team):
     """Seed 000: "Workspaces are isolated from each other." and "its message is refused, its topic pauses, and
     the people who can fund it see a request". Before: the `broke` flag was one per agent, so an agent broke
@@ -220,17 +209,18 @@ async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(
         r = await roamer.send(workspace=ws, conversation="general", topic="new", title="Spend", type="inform",
                               to=["@alice"], text="x")
         assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
-        return [d["message"]["workspace"] for c in (alice, carol) for d in await _drain(c, 0.2)
+        return [d["message"]["workspace"] for c in (alice, carol) for d in await drain(c, 0.2)
                 if d["message"].get("notice") == "funding_request"]
 
     assert await spend(team.ws) == [team.ws]  # alice, in team
     assert sorted(await spend(other)) == [other, other]  # alice and carol, in other: its own request
     f = await carol.request("fund", workspace=other, agent="roamer", amount=1)
     assert f["op"] == "funded", f
-    await _drain(roamer, 0.2)
+    await drain(roamer, 0.2)
     assert await spend(team.ws) == []  # team's people were asked already: the funding in other cleared nothing here
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (the store matters; the process backend adds nothing)
 async def test_agents_opening_topics_to_delegate_buy_themselves_no_hops(team):
     """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops". docs/rules.md: agents opening
     topics buy themselves no hops. Before: an agent's new topic in its direct conversation with a person, delegated
@@ -256,6 +246,7 @@ async def test_agents_opening_topics_to_delegate_buy_themselves_no_hops(team):
     assert wakes <= 6, wakes
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (the store matters; the process backend adds nothing)
 async def test_what_an_agent_spends_in_one_workspace_is_seen_in_no_other(team):
     """Seed 000: "a workspace is a team's space: its people, its agents, its conversations and its credits.
     Workspaces are isolated from each other." Before: one wallet spanned every workspace, and a member of one
