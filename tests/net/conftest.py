@@ -18,8 +18,8 @@ def migrated_before(path, marker: str) -> sqlite3.Connection:
     return c
 
 
-async def drain(client, timeout: float = 0.3) -> list[dict]:
-    """Every delivery that reaches `client` until it is quiet for `timeout` seconds (acked)."""
+async def drain_acked(client, timeout: float = 0.3) -> list[dict]:
+    """Every delivery that reaches `client` until it is quiet for `timeout` seconds, each acked."""
     out = []
     while True:
         try:

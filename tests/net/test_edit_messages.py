@@ -10,7 +10,7 @@ import pytest
 
 from ygg_server.ops import admin
 
-from .conftest import drain
+from .conftest import drain_acked
 
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
@@ -48,7 +48,7 @@ async def test_an_author_edits_and_the_older_text_stays_readable(team):
     d = await _until(bob, lambda d: d["message"]["id"] == mid)
     assert d["wake"] is False and d["reason"] == "message_edited", d
     assert d["message"]["text"] == "deploy on Wednesday" and d["message"]["version"] == 1
-    assert await drain(researcher) == [], "an agent is not disturbed by an edit"
+    assert await drain_acked(researcher) == [], "an agent is not disturbed by an edit"
     nxt = await alice.send(workspace=team.ws, topic=sent["message"]["topic"], to=["researcher"], text="and?")
     woke = await _until(researcher, lambda d: d["message"]["id"] == nxt["message"]["id"])
     seen = [(c["id"], c["text"], c.get("version")) for c in woke["context"]]
@@ -111,7 +111,7 @@ async def test_a_deleted_message_shows_deleted_to_everyone_and_leaves_search(tea
     mid = sent["message"]["id"]
     await alice.call("edit_message", workspace=team.ws, message=mid, text="the password is hunter3")
     assert len((await bob.call("search_messages", workspace=team.ws, query="hunter3"))["messages"]) == 1
-    await drain(bob)
+    await drain_acked(bob)
 
     r = await alice.call("delete_message", workspace=team.ws, message=mid)
     assert r["message"]["deleted"] is True and r["message"]["text"] == ""
@@ -149,7 +149,7 @@ async def test_an_edit_never_wakes_and_an_agents_edit_stays_within_what_it_paid(
     rid = reply["message"]["id"]
     edited = await researcher.call("edit_message", workspace=team.ws, message=rid, text="please check this twice")
     assert edited["message"]["cost"] == reply["message"]["cost"], "an edit is not charged again"
-    assert await drain(reviewer) == [], "not woken by the edit"
+    assert await drain_acked(reviewer) == [], "not woken by the edit"
     r = await researcher.request("edit_message", workspace=team.ws, message=rid, text="x" * 1500)
     assert r["op"] == "refused" and r["reason"] == "edit_limit", r
 

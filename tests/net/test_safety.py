@@ -5,9 +5,7 @@ import pytest
 
 from ygg_server.ops import admin
 
-from tests.backends import PW
-
-from .conftest import drain
+from .conftest import drain_acked
 
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
 
@@ -44,7 +42,7 @@ async def test_the_answer_to_a_closure_poll_is_free_once(team):
                                            text="for your review"))
     tid = opened["message"]["topic"]
     await researcher.send(**_base(team.ws, topic=tid, type="inform", state="done", to=["reviewer"], text="done"))
-    got = await drain(reviewer)
+    got = await drain_acked(reviewer)
     polls = [d for d in got if d["message"].get("notice") == "closure_poll"]
     assert len(polls) == 1, got
     pid = polls[0]["message"]["id"]
@@ -71,7 +69,7 @@ async def test_state_flips_do_not_poll_the_same_participants_again(team):
             r = await researcher.send(**_base(team.ws, topic=tid, type="inform", state=state, to=["reviewer"],
                                               text=f"{state} {i}"))
             assert r["op"] == "sent" and r["message"]["cost"] >= 1, r  # every flip is paid
-        for d in await drain(reviewer, 0.15):
+        for d in await drain_acked(reviewer, 0.15):
             if d["message"].get("notice") == "closure_poll":
                 polls += 1
                 r = await reviewer.send(**_base(team.ws, topic=tid, type="response", in_reply_to=d["message"]["id"],
@@ -164,7 +162,7 @@ async def test_an_agents_wallet_is_its_cap_unless_an_admin_lets_it_draw_on_the_p
     tid = first["message"]["topic"]
     r = await thrifty.send(**_base(team.ws, topic=tid, type="inform", to=["@alice"], text="b"))
     assert r["op"] == "refused" and r["reason"] == "credits_exhausted" and "wallet 0, pool 10" in r["detail"], r
-    got = await drain(alice)
+    got = await drain_acked(alice)
     assert any(d["message"].get("notice") == "funding_request" for d in got), got  # its funders were asked
     me = (await thrifty.request("whoami"))["id"]
     s = await alice.request("set_setting", workspace=team.ws, key="credits.poolDraw", value=[me])
@@ -198,6 +196,8 @@ async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(
     the people who can fund it see a request". Before: the `broke` flag was one per agent, so an agent broke
     in one workspace raised no funding request in another (whose people so learned of the first), and a
     funding in either cleared it for both."""
+    from tests.backends import PW
+
     other = team.admin(admin.add_workspace, "other", "alice")["id"]
     team.admin(admin.add_person, "carol", PW)
     team.admin(admin.add_member, other, "carol", "admin")
@@ -209,14 +209,14 @@ async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(
         r = await roamer.send(workspace=ws, conversation="general", topic="new", title="Spend", type="inform",
                               to=["@alice"], text="x")
         assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
-        return [d["message"]["workspace"] for c in (alice, carol) for d in await drain(c, 0.2)
+        return [d["message"]["workspace"] for c in (alice, carol) for d in await drain_acked(c, 0.2)
                 if d["message"].get("notice") == "funding_request"]
 
     assert await spend(team.ws) == [team.ws]  # alice, in team
     assert sorted(await spend(other)) == [other, other]  # alice and carol, in other: its own request
     f = await carol.request("fund", workspace=other, agent="roamer", amount=1)
     assert f["op"] == "funded", f
-    await drain(roamer, 0.2)
+    await drain_acked(roamer, 0.2)
     assert await spend(team.ws) == []  # team's people were asked already: the funding in other cleared nothing here
 
 
