@@ -209,8 +209,9 @@ class Store:
         self.unread_by_thread: Counter[str] = Counter()
         self.unread_by_conv: Counter[str] = Counter()
         self.acked: set[int] = set()
-        # funding requests: agent id -> the notice (or paused topic) that says it ran out
-        self.funding: dict[str, dict] = {}
+        # funding requests: (workspace, agent id) -> the notice (or paused topic) that says it ran out there (an
+        # agent has a wallet per workspace: out of credits in one, it may still pay in another)
+        self.funding: dict[tuple[str, str], dict] = {}
         self.needs_human_seen: dict[str, int] = {}
 
     # --- who is who ---
@@ -374,7 +375,7 @@ class Store:
         else:
             self.needs_human_seen.pop(t["id"], None)
         if t.get("pause") == "credits" and t.get("paused_by"):
-            self.funding.setdefault(t["paused_by"], {"workspace": t["workspace"], "agent": t["paused_by"],
+            self.funding.setdefault((t["workspace"], t["paused_by"]), {"workspace": t["workspace"], "agent": t["paused_by"],
                                                      "topic": t["id"], "text": None})
             ch.balances.add(t["workspace"])
         elif old is not None and old.get("pause") == "credits" and old.get("paused_by"):
@@ -427,7 +428,7 @@ class Store:
                 if m.get("kind") == "agent" and m.get("name") == name:
                     who = pid
         if who:
-            self.funding[who] = {"workspace": msg["workspace"], "agent": who, "topic": msg.get("topic"),
+            self.funding[(msg["workspace"], who)] = {"workspace": msg["workspace"], "agent": who, "topic": msg.get("topic"),
                                  "text": msg.get("text")}
             ch.balances.add(msg["workspace"])
 
@@ -510,11 +511,11 @@ class Store:
                     w.balances[frame["account"]] = frame["balance"]
                 if frame["balance"] and frame["balance"] > 0:
                     if frame["account"] == POOL:  # the pool pays for an agent with no wallet here (docs/rules.md)
-                        for a, req in list(self.funding.items()):
-                            if req["workspace"] == w.id and w.balances.get(a) is None:
-                                self.funding.pop(a)
-                    elif self.funding.get(frame["account"], {}).get("workspace") == w.id:  # (a wallet per workspace)
-                        self.funding.pop(frame["account"])
+                        for (ws, a) in list(self.funding):
+                            if ws == w.id and w.balances.get(a) is None:
+                                self.funding.pop((ws, a))
+                    else:  # (its wallet here: its requests in other workspaces stand)
+                        self.funding.pop((w.id, frame["account"]), None)
             return ch
         if kind == "presence":  # the server says it as it happens (the TUI asked every 15 s: 15-30 s late)
             w = self.workspaces.get(frame["workspace"])

@@ -125,7 +125,7 @@ def test_running_out_refuses_pauses_and_asks_the_funders_once():
     assert set(req.to) == {"human.carol", "human.alice", "human.bob"}  # owner, workspace owner, admin
     t = w.topic(tid)
     assert (t.status, t.pause, t.paused_by) == (TopicStatus.PAUSED, Pause.CREDITS, "helper")
-    assert ("broke", "helper") in w.flags
+    assert ("broke", "helper", w.ws) in w.flags
     # not repeated while still out
     d = w.send("helper", topic=tid, to=["reviewer"])
     assert_refused(d, R.CREDITS_EXHAUSTED)
@@ -208,7 +208,7 @@ def test_refill_wakes_that_agent_alone():
     assert msg.topic == tid
     t = w.topic(tid)
     assert (t.status, t.pause, t.paused_by) == (TopicStatus.OPEN, None, None)
-    assert ("broke", "researcher") not in w.flags and w.wallets["researcher"] == 10
+    assert ("broke", "researcher", w.ws) not in w.flags and w.wallets["researcher"] == 10
     assert w.send("researcher", topic=tid, to=["reviewer"]).refusal is None
     # exhausted again later: a new funding request is raised
     w.wallets["researcher"] = 0
@@ -318,7 +318,7 @@ def test_a_topic_stopped_by_its_budget_resumes_when_the_budget_is_raised():
     w.topics[tid] = replace(w.topic(tid), budget=1)
     d = w.send("researcher", "x" * 1500, topic=tid, to=["reviewer"])
     assert_refused(d, R.CREDITS_EXHAUSTED)
-    assert len(notices(d, Notice.FUNDING_REQUEST)) == 1 and ("broke", "researcher") not in w.flags
+    assert len(notices(d, Notice.FUNDING_REQUEST)) == 1 and ("broke", "researcher", w.ws) not in w.flags
     assert w.topic(tid).unfunded == {"researcher": "budget"}
     assert notices(w.send("researcher", "x" * 1500, topic=tid, to=["reviewer"]), Notice.FUNDING_REQUEST) == []
     d = w.fund("human.alice", "researcher", 10)

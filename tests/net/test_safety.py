@@ -188,3 +188,84 @@ async def test_a_credits_pause_nobody_funds_frees_the_agents_topic_slot(team):
     assert r["reason"] == "credits_exhausted", r  # T0 pauses for credits
     r = await opener.send(**_base(team.ws, topic="new", title="T3", type="inform", to=["@alice"], text="x"))
     assert r["reason"] == "credits_exhausted", r  # past the topic limit now: only its credits stop it
+
+
+@pytest.mark.backends("sqlite", "postgres")  # (the store matters; the process backend adds nothing)
+async def test_out_of_credits_in_one_workspace_asks_each_workspaces_own_funders(team):
+    """Seed 000: "Workspaces are isolated from each other." and "its message is refused, its topic pauses, and
+    the people who can fund it see a request". Before: the `broke` flag was one per agent, so an agent broke
+    in one workspace raised no funding request in another (whose people so learned of the first), and a
+    funding in either cleared it for both."""
+    from tests.backends import PW
+
+    other = team.admin(admin.add_workspace, "other", "alice")["id"]
+    team.admin(admin.add_person, "carol", PW)
+    team.admin(admin.add_member, other, "carol", "admin")
+    key = team.admin(admin.add_agent, "roamer", "alice")["api_key"]  # in both workspaces, no credits in either
+    roamer = await team.client(api_key=key)
+    alice, carol = await team.person("alice"), await team.person("carol")
+
+    async def spend(ws: str) -> list[str]:
+        r = await roamer.send(workspace=ws, conversation="general", topic="new", title="Spend", type="inform",
+                              to=["@alice"], text="x")
+        assert r["op"] == "refused" and r["reason"] == "credits_exhausted", r
+        return [d["message"]["workspace"] for c in (alice, carol) for d in await drain_acked(c, 0.2)
+                if d["message"].get("notice") == "funding_request"]
+
+    assert await spend(team.ws) == [team.ws]  # alice, in team
+    assert sorted(await spend(other)) == [other, other]  # alice and carol, in other: its own request
+    f = await carol.request("fund", workspace=other, agent="roamer", amount=1)
+    assert f["op"] == "funded", f
+    await drain_acked(roamer, 0.2)
+    assert await spend(team.ws) == []  # team's people were asked already: the funding in other cleared nothing here
+
+
+@pytest.mark.backends("sqlite", "postgres")  # (the store matters; the process backend adds nothing)
+async def test_agents_opening_topics_to_delegate_buy_themselves_no_hops(team):
+    """Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops". docs/rules.md: agents opening
+    topics buy themselves no hops. Before: an agent's new topic in its direct conversation with a person, delegated
+    to another agent, opened a side conversation that copied the direct conversation's counters, which its work
+    never advanced: each new topic bought the agents six more wakes of each other, with no person writing."""
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    wakes, sides = 0, set()
+    for i in range(3):
+        d = await researcher.send(workspace=team.ws, conversation="dm:alice", topic="new", title=f"Chore {i}",
+                                  type="request", to=["reviewer"], text=f"reviewer, chore {i}")
+        assert d["op"] == "sent" and d["message"]["conversation"] not in sides, d  # a side conversation each
+        sides.add(d["message"]["conversation"])
+        wakes += _woke(d)
+        side, stid = d["message"]["conversation"], d["message"]["topic"]
+        for j in range(3):
+            a = await reviewer.send(workspace=team.ws, conversation=side, topic=stid, type="request",
+                                    to=["researcher"], text=f"chore {i}: which part {j}?")
+            b = await researcher.send(workspace=team.ws, conversation=side, topic=stid, type="request",
+                                      to=["reviewer"], text=f"chore {i}: part {j}")
+            assert a["op"] == b["op"] == "sent", (a, b)
+            wakes += _woke(a) + _woke(b)
+    assert wakes <= 6, wakes
+
+
+@pytest.mark.backends("sqlite", "postgres")  # (the store matters; the process backend adds nothing)
+async def test_what_an_agent_spends_in_one_workspace_is_seen_in_no_other(team):
+    """Seed 000: "a workspace is a team's space: its people, its agents, its conversations and its credits.
+    Workspaces are isolated from each other." Before: one wallet spanned every workspace, and a member of one
+    watched an agent's balance fall because of messages in a workspace she could not see."""
+    other = team.admin(admin.add_workspace, "other", "alice")["id"]
+    key = team.admin(admin.add_agent, "roamer", "alice")["api_key"]  # in team (bob's) and in other (not bob's)
+    team.admin(admin.fund, "roamer", 5, ws_ref=other)
+    team.admin(admin.fund, "roamer", 7, ws_ref=team.ws)
+    bob, roamer = await team.person("bob"), await team.client(api_key=key)
+    me = (await roamer.request("whoami"))["id"]
+    assert (await bob.request("subscribe", workspace=team.ws))["op"] == "subscribed"
+    watcher = await team.person("alice")  # (follows other: the event is sent, to its people only)
+    assert (await watcher.request("subscribe", workspace=other))["op"] == "subscribed"
+    r = await roamer.send(workspace=other, conversation="general", topic="new", title="Elsewhere", type="inform",
+                          to=["@alice"], text="spent where bob is not")
+    assert r["op"] == "sent" and r["message"]["cost"] == 1, r
+    seen = await watcher.next_event(timeout=5)
+    while seen.get("kind") != "balance":
+        seen = await watcher.next_event(timeout=5)
+    assert seen["workspace"] == other and seen["balance"] == 4, seen
+    assert [e for e in bob.pending_events() if e.get("kind") in ("balance", "topic", "message")] == []
+    assert (await bob.call("balances", workspace=team.ws))["agents"][me] == 7, "nothing moved in team"

@@ -74,10 +74,13 @@ def _fill_sqlite(c: sqlite3.Connection) -> dict:
 
 
 def _kept(read, seen: dict) -> None:
-    """Every row kept, but an agent's one wallet (workspace '*'), moved by step 14 to the workspace it joined first."""
+    """Every row kept, but an agent's one wallet (workspace '*'), moved by step 14 to the workspace it joined first,
+    and its one broke flag, made by step 16 a flag in each workspace it works in where it cannot pay (ws.2: its
+    wallet is in ws.1, and ws.2 has no pool)."""
     for table, (cols, before) in seen.items():
-        if table == "wallets":
-            before = sorted([tuple("ws.1" if c == "workspace" and r[0] == "*" else v for c, v in zip(cols, r))
+        if table in ("wallets", "flags"):
+            to = "ws.1" if table == "wallets" else "ws.2"
+            before = sorted([tuple(to if c == "workspace" and v == "*" else v for c, v in zip(cols, r))
                              for r in before], key=repr)
         assert sorted(read(f"SELECT {', '.join(cols)} FROM {table}"), key=repr) == before, table
 
@@ -89,7 +92,7 @@ def _as_the_core_reads_them(conn) -> None:
     assert loaders.load_conversations(conn, "ws.1")["c.1"].name == "general"
     assert all(loaders.load_topic(conn, tid) == t for tid, t in TOPICS.items())
     assert {t.id for t in loaders.credit_paused(conn, "ws.1")} == {"t.paused", "t.open"}  # (waits_funds)
-    assert loaders.balance(conn, "ws.1", "agent.r") == 100 and loaders.load_flags(conn) == {("broke", "agent.r")}
+    assert loaders.balance(conn, "ws.1", "agent.r") == 100 and loaders.load_flags(conn) == {("broke", "agent.r", "ws.2")}
     got = conn.execute("SELECT d.message, d.message_seq FROM deliveries d ORDER BY d.id").fetchall()
     assert [tuple(r) for r in got] == [("m.2", SEQ["m.2"]), ("m.1", SEQ["m.1"]), ("m.2", SEQ["m.2"])]
 

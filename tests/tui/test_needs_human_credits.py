@@ -66,7 +66,7 @@ async def test_funding_request_and_fund_from_the_tui(team):
                                    in_reply_to=m["id"], text="found things")
         assert refused["op"] == "refused" and refused["reason"] == "credits_exhausted"
         panel = main.query_one(ParticipantsPanel)
-        await wait_for(pilot, lambda: scout_id in app.store.funding, what="funding request")
+        await wait_for(pilot, lambda: (team.ws, scout_id) in app.store.funding, what="funding request")
         await wait_text(pilot, "scout ran out of credits")
         assert any("$1" in str(o.prompt) for o in main.query_one("#sidebar")._options), "a $ badge on General"
         # fund it from the TUI: f, the agent is preselected, type an amount, enter
@@ -78,7 +78,7 @@ async def test_funding_request_and_fund_from_the_tui(team):
         inp.value = "50"
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.store.workspaces[team.ws].balances.get(scout_id) == 50, what="funded")
-        await wait_for(pilot, lambda: scout_id not in app.store.funding, what="request cleared")
+        await wait_for(pilot, lambda: (team.ws, scout_id) not in app.store.funding, what="request cleared")
         await wait_text(pilot, "scout  50")
         # the scout is woken to resend
         woke = await scout.next_delivery(timeout=5)

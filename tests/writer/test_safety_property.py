@@ -6,29 +6,34 @@ say." Seed 004: "One of your messages buys a bounded number of NPC-to-NPC hops".
 Hypothesis draws a population of adversarial agents (each answers every wake with its own script: any type,
 state, recipient, `in_reply_to`, topic, delegation out of a direct conversation, repeated and huge texts,
 messages to system.ygg), and a person who funds C credits and writes M messages. The real writer decides
-everything (the `Writer` over `SqliteStore`, and over `PgStore` on a fresh PostgreSQL schema; one command a
-batch); the agents then act on every wake
-they get, and the clock moves on by the hour while anything is left, until nothing wakes anyone. For every run:
+everything (the `Writer` over `SqliteStore`, and over `PgStore` on a fresh PostgreSQL schema); the agents then
+act on every wake they get, up to 3 of them in one writer batch as concurrent connections' sends are, and the
+clock moves on by the hour while anything is left, until nothing wakes anyone. For every run:
 
 - agent messages stored <= credits funded + closure polls (the only notices a free answer may answer);
-- hops (an agent's message waking another agent) per person's message and topic <= party.maxHops;
+- hops (an agent's message waking another agent) per person's message and topic <= party.maxHops, and the
+  topics no person wrote in, with the side conversations grown from them, share their conversation's;
 - nothing wakes anyone in a topic after it closed, and no agent's message wakes a participant done there;
 - no balance goes below 0;
 - the run goes quiet with no person acting.
+
+Its size: YGG_SAFETY_EXAMPLES drawn runs per store (default: a few, for CI; the examples below run always).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 
 import asyncpg
+import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from ygg_server.core import Kind, TopicStatus
 from ygg_server.core.rules import HOUR, MAX_HOPS, SECOND
 from ygg_server.core.side import side_id
-from ygg_server.ops import admin
+from ygg_server.ops import admin, auth
 from ygg_server.protocol import frames
 from ygg_server.protocol.results import Funded, Sent
 from ygg_server.store import postgres as pg, sqlite as db
@@ -41,6 +46,8 @@ AGENTS = ("ada", "bix", "cor")
 T0 = 1_767_225_600 * SECOND  # 2026-01-01T00:00:00Z
 CAP = 3000  # messages: a run still going after this many never went quiet
 PW = "pw-" + "x" * 8
+DRAWN = int(os.environ.get("YGG_SAFETY_EXAMPLES", "0"))  # 0: CI's size (SQLITE_DRAWN, PG_DRAWN)
+SQLITE_DRAWN, PG_DRAWN = DRAWN or 8, DRAWN or 2
 
 # One move of an agent's script: what it sends when woken (or, first, unprompted).
 move = st.fixed_dictionaries({
@@ -53,6 +60,7 @@ move = st.fixed_dictionaries({
 })
 population = st.fixed_dictionaries({a: st.lists(move, min_size=1, max_size=6) for a in AGENTS})
 unprompted = st.fixed_dictionaries({a: st.integers(0, 8) for a in AGENTS})  # moves an agent makes unwoken
+together = st.integers(1, 3)  # wakes acted on in one writer batch
 person = st.fixed_dictionaries({
     "credits": st.lists(st.tuples(st.sampled_from(AGENTS + ("pool",)), st.integers(1, 150)), min_size=1, max_size=4),
     "messages": st.lists(st.tuples(st.sampled_from(["task1", "task2", "dm"]), st.sampled_from(AGENTS),
@@ -78,7 +86,7 @@ class Run:
         self.bought: set[str] = set()  # topics a person wrote in
         self.closed: set[str] = set()
         self.done: dict[str, set[str]] = {}  # topic -> participants done there (as the last batch left it)
-        self.sides: set[str] = set()
+        self.sides: dict[str, str | None] = {}  # side conversation -> the conversation whose hops it spends, if any
         self.topic_polls: dict[str, int] = {}  # closure polls per topic
         self.person_messages: dict[str, int] = {}  # per topic
         self.members: dict[str, int] = {}  # participants per topic
@@ -87,37 +95,50 @@ class Run:
         self.n = 0
 
     def exchange(self, m) -> tuple:
-        """Who counts this message's hops (docs/rules.md, "Parties"): a side conversation with its origin topic,
-        a topic a person wrote in, or else the conversation."""
-        if m.conversation in self.sides:
-            return ("side", m.conversation)
-        if m.topic is not None and side_id(m.conversation, m.topic) in self.sides:
-            return ("side", side_id(m.conversation, m.topic))
+        """Whose hops this message spends (docs/rules.md, "Parties"): a side conversation with its origin topic, a
+        topic a person wrote in, or else the conversation (its topics no person wrote in, and the side
+        conversations opened from them until a person writes there)."""
+        side = m.conversation if m.conversation in self.sides else \
+            side_id(m.conversation, m.topic) if m.topic is not None else None
+        if side in self.sides:
+            origin = self.sides[side]
+            return ("side", side) if origin is None else ("conversation", origin)
         return ("topic", m.topic) if m.topic in self.bought else ("conversation", m.conversation)
 
     async def command(self, kind: str, *args):
-        answers, later, out = await self.writer.run([Command(kind, args)])
-        assert not later
-        for w, account, balance in out.balances:
-            assert balance >= 0, (account, balance)
-        for m in out.messages:
-            self.check(m, [s for s in out.deliveries if s.message is m])
-        for t in out.topics:
-            if t.status == TopicStatus.CLOSED:
-                self.closed.add(t.id)
-            self.done[t.id] = {p for p, x in t.members.items() if x.state == "done"}
-            self.members[t.id] = len(t.members)
-        return next(iter(answers.values()), None)
+        return (await self.commands([(kind, args)]))[0]
+
+    async def commands(self, batch: list[tuple[str, tuple]]) -> list:
+        """`batch` decided by the writer together (the commands it leaves for later, in the next batches)."""
+        cmds = [Command(kind, args) for kind, args in batch]
+        answers, todo = {}, cmds
+        while todo:
+            got, todo, out = await self.writer.run(todo)
+            answers.update(got)
+            for w, account, balance in out.balances:
+                assert balance >= 0, (account, balance)
+            for m in out.messages:
+                self.check(m, [s for s in out.deliveries if s.message is m])
+            for t in out.topics:
+                if t.status == TopicStatus.CLOSED:
+                    self.closed.add(t.id)
+                self.done[t.id] = {p for p, x in t.members.items() if x.state == "done"}
+                self.members[t.id] = len(t.members)
+        return [answers.get(id(c)) for c in cmds]
+
+    def conversation(self, cid: str):
+        """A conversation, as the writer's live state holds it."""
+        held = getattr(self.store, "conversations", None)  # (PostgreSQL's: what the node saw)
+        return (self.store.snap.state.conversations if held is None else held).get(self.ws, {}).get(cid)
 
     def kind(self, cid: str) -> str | None:
-        """A conversation's kind, as the writer's live state holds it."""
-        held = getattr(self.store, "conversations", None)  # (PostgreSQL's: what the node saw)
-        c = (self.store.snap.state.conversations if held is None else held).get(self.ws, {}).get(cid)
+        c = self.conversation(cid)
         return None if c is None else str(c.kind)
 
     def check(self, m, deliveries) -> None:
-        if self.kind(m.conversation) == "side":
-            self.sides.add(m.conversation)
+        if m.conversation not in self.sides and self.kind(m.conversation) == "side":
+            c = self.conversation(m.conversation)  # opened now: from a topic a person wrote in, or not
+            self.sides[m.conversation] = None if c.origin_topic in self.bought else c.origin
         woke = [s for s in deliveries if s.wake]
         assert not (woke and m.topic in self.closed), ("woken after the topic closed", m)
         if m.notice == "closure_poll":
@@ -125,10 +146,12 @@ class Run:
             self.topic_polls[m.topic] = self.topic_polls.get(m.topic, 0) + 1
         if m.author == self.alice:
             self.person_messages[m.topic] = self.person_messages.get(m.topic, 0) + 1
-            before = self.exchange(m)
             if m.topic is not None:
                 self.bought.add(m.topic)
-            self.hops[before] = self.hops[self.exchange(m)] = 0
+            for side in (m.conversation, side_id(m.conversation, m.topic or "")):
+                if side in self.sides:
+                    self.sides[side] = None  # a person wrote there: the side conversation counts its own
+            self.hops[self.exchange(m)] = 0
             return
         if m.author not in self.names:
             return
@@ -143,12 +166,20 @@ class Run:
         self.woke += [(self.names[s.recipient], m) for s in deliveries if s.recipient in self.names]
 
     async def send(self, who: str, **kw):
-        self.n += 1
-        return await self.command("send", who, frames.Send(workspace=self.ws, **kw))
+        return (await self.sends([(who, kw)]))[0]
+
+    async def sends(self, posts: list[tuple[str, dict]]) -> list:
+        self.n += len(posts)
+        return await self.commands([("send", (who, frames.Send(workspace=self.ws, **kw))) for who, kw in posts])
 
 
 async def act(run: Run, agent: str, script: list[dict], step: int, woken_by) -> None:
     """The agent's next move, whatever woke it (or nothing, unprompted)."""
+    await run.sends([move_of(run, agent, script, step, woken_by)])
+
+
+def move_of(run: Run, agent: str, script: list[dict], step: int, woken_by) -> tuple[str, dict]:
+    """The send an agent makes as its next move: (author, the frame's fields)."""
     mv = script[step % len(script)]
     if mv["where"] == "new" or woken_by is None or woken_by.topic is None:
         conversation, topic = "general", "new"
@@ -156,10 +187,10 @@ async def act(run: Run, agent: str, script: list[dict], step: int, woken_by) -> 
         conversation, topic = "dm:alice", "new"
     else:  # where it was woken (a request there to an agent outside a direct conversation is a delegation)
         conversation, topic = woken_by.conversation, woken_by.topic
-    await run.send(run.ids[agent], conversation=conversation, topic=topic, title=f"{agent} {step}", type=mv["type"],
-             to=list(mv["to"]) or None, state=mv["state"],
-             text=mv["text"] if mv["text"] is not None else f"{agent} step {step}",
-             in_reply_to=woken_by.id if mv["reply"] and woken_by is not None else None)
+    return run.ids[agent], dict(conversation=conversation, topic=topic, title=f"{agent} {step}", type=mv["type"],
+                                to=list(mv["to"]) or None, state=mv["state"],
+                                text=mv["text"] if mv["text"] is not None else f"{agent} step {step}",
+                                in_reply_to=woken_by.id if mv["reply"] and woken_by is not None else None)
 
 
 def M(type="request", to=(), state=None, reply=False, where="same", text=None) -> dict:
@@ -175,15 +206,18 @@ SPAMMERS = {a: [M("request", ("system.ygg",), text="x" * 5000), M("inform", ("sy
 DELEGATORS = {"ada": [M(to=("bix",), where="dm"), M(to=("cor",), where="dm")],
               "bix": [M("response", ("ada",), reply=True), M(to=("ada",))],
               "cor": [M("response", ("ada",), "done", reply=True), M(to=("bix",))]}
+OPENERS = {"ada": [M(to=("bix",), where="dm"), M(to=("bix",)), M(to=("bix",))],  # new topics to delegate from
+           "bix": [M(to=("ada",))], "cor": [M(to=("ada",), where="dm")]}
 FUND_ALL = {"credits": [("ada", 150), ("bix", 150), ("cor", 150), ("pool", 100)],
             "messages": [("task1", "ada", "request"), ("task2", "bix", "request"), ("dm", "ada", "request")]}
 
 
 EXAMPLES = (  # what issue 17 tried from outside, each a run of its own
-    (PING_PONG, dict.fromkeys(AGENTS, 2), FUND_ALL),
-    (FLIPPERS, dict.fromkeys(AGENTS, 30), FUND_ALL),
-    (SPAMMERS, dict.fromkeys(AGENTS, 8), {"credits": [("pool", 3)], "messages": [("task1", "ada", "inform")]}),
-    (DELEGATORS, {"ada": 3, "bix": 0, "cor": 0}, FUND_ALL),
+    (PING_PONG, dict.fromkeys(AGENTS, 2), 1, FUND_ALL),
+    (FLIPPERS, dict.fromkeys(AGENTS, 30), 3, FUND_ALL),
+    (SPAMMERS, dict.fromkeys(AGENTS, 8), 2, {"credits": [("pool", 3)], "messages": [("task1", "ada", "inform")]}),
+    (DELEGATORS, {"ada": 3, "bix": 0, "cor": 0}, 1, FUND_ALL),
+    (OPENERS, {"ada": 3, "bix": 0, "cor": 2}, 1, FUND_ALL),
 )
 
 
@@ -193,52 +227,75 @@ def _examples(test):
     return test
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _cheap_passwords():
+    """alice's password is never checked here: argon2's half second per run goes."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(auth, "hash_password", lambda pw: "not-a-hash")
+        yield
+
+
 @_examples
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(population, unprompted, person)
-def test_agent_traffic_stays_within_what_people_fund(tmp_path_factory, scripts, pushy, people):
+@settings(max_examples=SQLITE_DRAWN, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(population, unprompted, together, person)
+def test_agent_traffic_stays_within_what_people_fund(tmp_path_factory, scripts, pushy, batch, people):
     path = db.db_path(tmp_path_factory.mktemp("safety"))
     conn = db.connect(path)
     db.migrate(conn)
     run = Run(conn, lambda clock: SqliteStore(path, clock))
     try:
-        asyncio.run(_play(run, scripts, pushy, people))
+        asyncio.run(_play(run, scripts, pushy, batch, people))
     finally:
         run.store.close()
 
 
 @_examples
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(population, unprompted, person)
-def test_agent_traffic_stays_within_what_people_fund_on_postgres(pg_database, scripts, pushy, people):
-    """The same over the PostgreSQL store (its batches under row locks), on a fresh schema each run."""
-    schema = f"t_{secrets.token_hex(5)}"
+@settings(max_examples=PG_DRAWN, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(population, unprompted, together, person)
+def test_agent_traffic_stays_within_what_people_fund_on_postgres(pg_schema, scripts, pushy, batch, people):
+    """The same over the PostgreSQL store (its batches under row locks), on an emptied schema each run."""
+    asyncio.run(_sql(pg_schema, _EMPTY))
+    run = Run(pg.connect_sync(pg_schema), lambda clock: PgStore(pg_schema, clock=clock, timer_interval=0.0))
 
-    async def admin_sql(sql):
-        c = await asyncpg.connect(pg_database)
+    async def main():
+        await run.store.open()
         try:
-            await c.execute(sql)
+            await _play(run, scripts, pushy, batch, people)
         finally:
-            await c.close()
+            await run.store.aclose()
 
-    asyncio.run(admin_sql(f'CREATE SCHEMA "{schema}"'))
-    url = f"{pg_database}?search_path={schema}"
+    asyncio.run(main())
+
+
+# every table's rows but the schema's version (a schema made once: made and migrated, it took 1 to 2 s a run;
+# TRUNCATE about as long, DELETE of these few rows a tenth of that)
+_EMPTY = """DO $$ BEGIN EXECUTE (SELECT string_agg(format('DELETE FROM %I;', table_name), ' ')
+  FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'
+  AND table_name <> 'meta'); UPDATE meta SET value = 0 WHERE key = 'config'; END $$"""
+
+
+async def _sql(url: str, sql: str) -> None:
+    c = await asyncpg.connect(url)
     try:
-        run = Run(pg.connect_sync(url), lambda clock: PgStore(url, clock=clock, timer_interval=0.0))
-
-        async def main():
-            await run.store.open()
-            try:
-                await _play(run, scripts, pushy, people)
-            finally:
-                await run.store.aclose()
-
-        asyncio.run(main())
+        await c.execute(sql)
     finally:
-        asyncio.run(admin_sql(f'DROP SCHEMA "{schema}" CASCADE'))
+        await c.close()
 
 
-async def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
+@pytest.fixture(scope="module")
+def pg_schema(pg_database):
+    schema = f"t_{secrets.token_hex(5)}"
+    asyncio.run(_sql(pg_database, f'CREATE SCHEMA "{schema}"'))
+    url = f"{pg_database}?search_path={schema}"
+    pg.connect_sync(url).close()  # (migrates)
+    yield url
+    asyncio.run(_sql(pg_database, f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+async def _play(run: Run, scripts: dict, pushy: dict, batch: int, people: dict) -> None:
+    pushy = dict(pushy)  # (an example's, shared by both stores' tests)
     for account, amount in people["credits"]:
         frame = frames.Fund(workspace=run.ws, pool=True, amount=amount) if account == "pool" else \
             frames.Fund(workspace=run.ws, agent=account, amount=amount)
@@ -262,9 +319,12 @@ async def _play(run: Run, scripts: dict, pushy: dict, people: dict) -> None:
                 await act(run, agent, scripts[agent], steps[agent], last)
                 steps[agent] += 1
         if run.wakes:
-            agent, m = run.wakes.pop(0)
-            await act(run, agent, scripts[agent], steps[agent], m)
-            steps[agent] += 1
+            posts = []
+            for agent, m in run.wakes[:batch]:  # (the agents' sends, decided in one batch)
+                posts.append(move_of(run, agent, scripts[agent], steps[agent], m))
+                steps[agent] += 1
+            del run.wakes[:batch]
+            await run.sends(posts)
             continue
         if any(pushy.values()):
             continue

@@ -178,11 +178,14 @@ class Agent:
         return True
 
     async def _buy(self) -> None:
-        """Its person writes in its topic, buying it party.maxHops hops again (the answers still to come land in the
-        new count), then it asks its next peer."""
+        """Its person writes in its topic, buying it party.maxHops hops again, then it asks its next peer. The answers
+        still to come when it starts writing may land in the new count: each keeps a hop of it (counted then, not
+        when the write is answered: one that came meanwhile may have been decided after the person's message, and
+        in 2 runs of 3 the hop limit stopped such an answer)."""
+        outstanding = self.waiting_for  # (no request goes out while it buys)
         try:
             await self.gen.person.write(self.topic, self.name)
-            self.hops_left = MAX_HOPS - self.waiting_for
+            self.hops_left = MAX_HOPS - outstanding
         finally:
             self.buying = False
         if self.gen.window.running:

@@ -58,7 +58,7 @@ def any_asked(members: dict[str, Member]) -> bool:
 def on_close(view: View, topic: Topic, now: int, flags: list[Flag]) -> list[Routed]:
     """Closing frees the opener's slot at once; an opener that was refused topic_limit is resumed."""
     opener = topic.opener
-    if (BLOCKED, opener) not in view.flags:
+    if (BLOCKED, opener, "*") not in view.flags:
         return []
     flags.append(Flag(BLOCKED, opener, on=False))
     return [notice(Notice.RESUME, workspace=topic.workspace, conversation=topic.conversation, topic=None,

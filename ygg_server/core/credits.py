@@ -11,7 +11,7 @@ from .model import Participant, Post, Topic
 from .notices import notice
 from .vocabulary import Kind, Notice, RefusalReason as R, Role, TopicStatus
 
-BROKE = "broke"  # the flag on an agent whose funders were asked; a funding clears it (funding.py)
+BROKE = "broke"  # the flag on an agent whose funders in a workspace were asked; a funding there clears it (funding.py)
 
 _HUMAN, _PAUSED = Kind.HUMAN, TopicStatus.PAUSED  # (Enum class attributes are slow to read)
 _VIEWER, _OWNER, _ADMIN = Role.VIEWER, Role.OWNER, Role.ADMIN
@@ -43,13 +43,13 @@ def exhausted(view: View, post: Post, author: Participant, topic: Topic | None, 
             routed = (notice(Notice.FUNDING_REQUEST, workspace=d.workspace, conversation=topic.conversation,
                              topic=topic.id, to=funders_of(d, author), now=now, cause=post.id,
                              agent=author.name, detail=have),)
-    elif (BROKE, author.id) not in view.flags:
+    elif (BROKE, author.id, d.workspace) not in view.flags:
         funders = funders_of(d, author)
         conv = topic.conversation if topic else view.conversation.id
         routed = (notice(Notice.FUNDING_REQUEST, workspace=d.workspace, conversation=conv,
                          topic=topic.id if topic else None, to=funders, now=now, cause=post.id,
                          agent=author.name, detail=have),)
-        flags = (Flag(BROKE, author.id),)
+        flags = (Flag(BROKE, author.id, workspace=d.workspace),)
     asked = "the topic's people were asked to raise its budget" if why == BUDGET else "those who fund you were asked"
     return refused(R.CREDITS_EXHAUSTED, f"{have}; {asked}: a credits_refilled notice wakes you to send it again",
                    topics=topics, routed=routed, flags=flags)

@@ -127,7 +127,9 @@ def decide(view: View, post: Post, now: int) -> Decision:
     if agent and conv.kind == _DIRECT and post.type == _REQUEST:  # seed 003 §15: delegation runs on the side
         moved = redirect(view, post, found)
         if moved is not None:
-            return decide(*moved, now)
+            side_view, side_post, spent = moved
+            out = decide(side_view, side_post, now)
+            return out if spent is None or out.refusal is not None else replace(out, side=spent)
     absorbed = found == _ABSORBED
     # Seed 000: "A reply an agent sends to Agent'Ygg itself (system.ygg) is absorbed: not delivered, not charged":
     # free only as the single answer to a system notice that asked for one (a closure poll, still owed by the author);

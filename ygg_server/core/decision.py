@@ -33,15 +33,21 @@ class Entry(msgspec.Struct, frozen=True, gc=False):
 
 
 class Flag(msgspec.Struct, frozen=True, gc=False):
-    """A mark the store keeps per agent and workspace between decisions.
+    """A mark the store keeps per agent between decisions, in one workspace or in all ('*').
 
-    `blocked`: refused topic_limit, to be resumed when a slot frees;
-    `broke`: out of credits, a funding request is already raised.
+    `blocked` ('*': an agent's open topics are counted across workspaces): refused topic_limit, to be resumed
+    when a slot frees; `broke` (per workspace: another workspace's people neither see it nor are spared a
+    request by it): out of credits there, a funding request is already raised there.
     """
 
     name: str
     agent: str
     on: bool = True
+    workspace: str = "*"
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.name, self.agent, self.workspace)
 
 
 class Refusal(msgspec.Struct, frozen=True, gc=False):
@@ -82,7 +88,7 @@ class View(msgspec.Struct, frozen=True, gc=False):
     pool: int = 0
     draws_pool: bool = False  # an admin lets the author draw on the pool beyond its wallet (`credits.poolDraw`)
     plan_left: int | None = None  # messages the organization may still send this month
-    flags: frozenset[tuple[str, str]] = frozenset()  # (flag name, agent) marks in force
+    flags: frozenset[tuple[str, str, str]] = frozenset()  # (flag name, agent, workspace) marks in force
     new_conversation: bool = False  # `conversation` is not stored yet (a first direct message)
     max_hops: int = MAX_HOPS  # the workspace's party.maxHops
     throttle: tuple[int, int] = (THROTTLE_DIRECT, THROTTLE_GROUP)  # agent messages in a row: (direct, group)

@@ -29,7 +29,7 @@ def fund(view: View, funder: str, account: str, amount: object, paused: tuple[To
     role = d.role(funder)
     if who is None or who.kind != Kind.HUMAN:
         return refused(R.PERMISSION_DENIED, "only a person can fund; an agent never credits itself")
-    broke = {a for (flag, a) in view.flags if flag == BROKE}
+    broke = {a for (flag, a, ws) in view.flags if flag == BROKE and ws == d.workspace}  # (asked here)
     if account == POOL:
         if role not in (Role.OWNER, Role.ADMIN):
             return refused(R.PERMISSION_DENIED, "only the workspace's owners and admins fund its pool")
@@ -61,7 +61,7 @@ def fund(view: View, funder: str, account: str, amount: object, paused: tuple[To
         conversation = conv if len(agents) == 1 else None
         routed.append(notice(Notice.CREDITS_REFILLED, workspace=d.workspace, conversation=conv.id,
                              topic=None, to=(a,), now=now, cause=cause))
-    flags = tuple(Flag(BROKE, a, on=False) for a in sorted(broke & agents))
+    flags = tuple(Flag(BROKE, a, on=False, workspace=d.workspace) for a in sorted(broke & agents))
     return Decision(routed=tuple(routed), topics=tuple(topics), flags=flags, conversation=conversation,
                     ledger=(Entry(d.workspace, account, amount, cause),))
 

@@ -32,10 +32,11 @@ def existing(conv: Conversation | None, topic: str | None, known: dict[str, Conv
     return known.get(side_id(conv.id, topic))
 
 
-def redirect(view: View, post: Post, recipients: tuple[str, ...]) -> tuple[View, Post] | None:
+def redirect(view: View, post: Post, recipients: tuple[str, ...]) -> tuple[View, Post, Conversation | None] | None:
     """Seed 003 §15: "A separate side conversation is opened". For an agent's request in a direct
     conversation to agents not in it: the View and Post that open a topic in the side conversation
-    instead (the origin's people are members, so they can follow it), or None when it stays here."""
+    instead (the origin's people are members, so they can follow it), and the direct conversation as the
+    opening leaves it (None: unchanged); or None when it stays here."""
     conv, d = view.conversation, view.directory
     if (conv is None or conv.kind != _DIRECT or post.type != MessageType.REQUEST or post.malformed
             or d.participants[post.author].kind != Kind.AGENT):
@@ -57,13 +58,20 @@ def redirect(view: View, post: Post, recipients: tuple[str, ...]) -> tuple[View,
     # The delegation continues the exchange a person's message bought in the origin topic: the side conversation
     # takes over the origin topic's turn counters (hop limit, throttle) once, when it opens; from then on the origin
     # topic and its side conversation count as one exchange there (decide), reset when a person writes in either.
+    # From a topic no person wrote in, the hops left to the direct conversation's agent-only topics move to the side
+    # conversation: they are spent there (issue 17: each such topic's side conversation copied them afresh, so
+    # agents opening topics to delegate bought themselves six hops each, with no person writing).
+    spent = None
     if new:
-        was = topic if topic is not None and topic.bought else conv
+        bought = topic is not None and topic.bought
+        was = topic if bought else conv
         side = replace(side, hops=was.hops, run=was.run, hop_noticed=was.hop_noticed,
                        throttle_noticed=was.throttle_noticed)
+        if not bought and conv.hops < view.max_hops:
+            spent = replace(conv, hops=view.max_hops, hop_noticed=False)
     title = post.title or (topic.title if topic is not None else None) or side.name
     return (replace(view, conversation=side, topic=None, new_conversation=new, side=None),
-            replace(post, topic="new", title=title, in_reply_to=None))
+            replace(post, topic="new", title=title, in_reply_to=None), spent)
 
 
 def result(view: View, conv: Conversation, topic: Topic, msg: Message, answered: bool, now: int) -> Routed | None:

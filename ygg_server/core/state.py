@@ -27,7 +27,7 @@ class LiveState:
         self.wallets: dict[tuple[str, str], int | None] = {}  # (workspace, agent) -> its wallet there (None: none)
         self.pools: dict[str, int | None] = {}  # workspace -> its pool
         self.opened: dict[str, int] = {}  # agent -> open topics it opened (for the agents counted)
-        self.flags: set[tuple[str, str]] | None = set()  # (flag, agent) marks in force; None: not loaded
+        self.flags: set[tuple[str, str, str]] | None = set()  # (flag, agent, workspace) marks in force; None: not loaded
         self.usage: dict[tuple[str, str], int] = {}  # (organization, month) -> messages counted
 
     def balance(self, workspace: str, account: str) -> int | None:
@@ -56,7 +56,7 @@ class LiveState:
                 held[key] = (held[key] or 0) + e.delta
         if d.flags and self.flags is not None:
             for f in d.flags:
-                (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
+                (self.flags.add if f.on else self.flags.discard)(f.key)
         if d.usage and org is not None and month is not None:
             key = (org, month)
             self.usage[key] = self.usage.get(key, 0) + d.usage

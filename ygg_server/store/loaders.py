@@ -126,8 +126,8 @@ def balance(conn, workspace: str, account: str) -> int | None:
 
 
 def load_flags(conn) -> set[tuple[str, str]]:
-    """Per-agent marks (blocked, broke): agents are one identity, so flags are global."""
-    return set(conn.execute("SELECT name, agent FROM flags WHERE workspace = '*'"))
+    """Per-agent marks (core.decision.Flag), as (name, agent, workspace): '*' for a mark in every workspace."""
+    return {tuple(r) for r in conn.execute("SELECT name, agent, workspace FROM flags")}
 
 
 def org_of(conn, workspace: str) -> tuple[str, str, int | None] | None:

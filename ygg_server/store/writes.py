@@ -75,9 +75,9 @@ def write(conn, w: WriteSet) -> list[Stored]:
     on = [k for k, v in w.flags.items() if v]
     off = [k for k, v in w.flags.items() if not v]
     if on:
-        many("INSERT OR IGNORE INTO flags (workspace, name, agent) VALUES ('*',?,?)", on)
+        many("INSERT OR IGNORE INTO flags (name, agent, workspace) VALUES (?,?,?)", on)
     if off:
-        many("DELETE FROM flags WHERE workspace = '*' AND name = ? AND agent = ?", off)
+        many("DELETE FROM flags WHERE name = ? AND agent = ? AND workspace = ?", off)
     if w.usage:
         many(
             """INSERT INTO usage (org, month, count) VALUES (?,?,?)

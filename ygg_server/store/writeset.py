@@ -23,7 +23,7 @@ class WriteSet:
     ledger: list[tuple[Entry, int]] = field(default_factory=list)
     deltas: dict[tuple[str, str], int] = field(default_factory=dict)  # wallet_key -> credits moved
     usage: dict[tuple[str, str], int] = field(default_factory=dict)  # (organization, month) -> messages counted
-    flags: dict[tuple[str, str], bool] = field(default_factory=dict)  # (flag, agent) -> on
+    flags: dict[tuple[str, str, str], bool] = field(default_factory=dict)  # (flag, agent, workspace) -> on
 
     @classmethod
     def of(cls, decisions: list[tuple[Decision, int, str | None, str | None]]) -> "WriteSet":
@@ -47,7 +47,7 @@ class WriteSet:
                 w.deltas[key] = w.deltas.get(key, 0) + e.delta
                 w.ledger.append((e, now))
             for f in d.flags:
-                w.flags[(f.name, f.agent)] = f.on
+                w.flags[f.key] = f.on
             if d.usage and org is not None and month is not None:
                 w.usage[(org, month)] = w.usage.get((org, month), 0) + d.usage
         return w

@@ -274,7 +274,7 @@ class OperatorScreen(ReviseActions, Screen):
                 continue
             bal = w.balances.get(m["id"])
             total += spent[m["id"]]
-            out = m["id"] in s.funding
+            out = (self.workspace, m["id"]) in s.funding
             table.add_row(Text(m["name"], style="bold yellow" if out else ""),
                           Text("pool" if bal is None else str(bal), style="bold yellow" if bal == 0 else ""),
                           spent[m["id"]], sent[m["id"]], woken[m["id"]], ctx[m["id"]], key=m["id"])
@@ -282,7 +282,7 @@ class OperatorScreen(ReviseActions, Screen):
             Text.assemble(("Credits", "bold"), ("  pool ", "dim"), (str(w.pool or 0), "bold"),
                           ("  burned (shown) ", "dim"), (str(total), "bold")))
         nh = sum(1 for t in s.needs_human() if t["workspace"] == self.workspace)
-        out = [s.name(a) for a, r in s.funding.items() if r["workspace"] == self.workspace]
+        out = [s.name(a) for (ws, a) in s.funding if ws == self.workspace]
         summary = Text()
         summary.append(f"⚑ {nh} waiting on a person\n", "bold red" if nh else "dim")
         summary.append(f"$ out of credits: {', '.join(out) if out else 'nobody'}\n", "bold yellow" if out else "dim")

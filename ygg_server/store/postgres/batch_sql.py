@@ -48,22 +48,22 @@ UNION ALL SELECT 'i', participant, client_id, NULL, NULL, NULL, NULL, reply FROM
 # (only for messages not stored before), wallets and the ledger, usage, flags, idempotency
 # replies, the config version; and NOTIFYs the other nodes (delivered at COMMIT): who has new
 # deliveries (made here, from the rows inserted, 60 recipients a payload; not those leased as
-# they are written, $56 holders until $57, to a connection of this node), and $50, the
+# they are written, $58 holders until $59, to a connection of this node), and $52, the
 # payloads made in Python (topics, balances, messages).
 WRITE = """
 WITH
 cg AS (UPDATE conversations c SET party = (c.party::jsonb || jsonb_build_object(
          'run', coalesce((c.party::jsonb ->> 'run')::bigint, 0) + x.run,
          'hops', coalesce((c.party::jsonb ->> 'hops')::bigint, 0) + x.hops))::text
-       FROM unnest($52::text[], $53::bigint[], $54::bigint[]) AS x(id, run, hops) WHERE c.id = x.id
+       FROM unnest($54::text[], $55::bigint[], $56::bigint[]) AS x(id, run, hops) WHERE c.id = x.id
        RETURNING c.id, c.party),
 cv AS (INSERT INTO conversations (id, workspace, kind, name, members, party, created_at)
-       SELECT x.*, $1 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $51::text[]) AS x
+       SELECT x.*, $1 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $53::text[]) AS x
        ON CONFLICT (id) DO UPDATE SET members = excluded.members, party = excluded.party),
 tp AS (INSERT INTO topics (id, workspace, conversation, opener, status, next_due, state, created_at, waits_funds,
                            updated_at)
        SELECT x.*, $1 FROM unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[],
-                                  $13::bytea[], $14::bigint[], $55::smallint[]) AS x
+                                  $13::bytea[], $14::bigint[], $57::smallint[]) AS x
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_due = excluded.next_due,
        state = excluded.state, updated_at = excluded.updated_at, waits_funds = excluded.waits_funds),
 m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, text, body, created_at)
@@ -72,8 +72,8 @@ m AS (INSERT INTO messages (id, workspace, conversation, topic, author, type, te
       ON CONFLICT (id) DO NOTHING RETURNING id, seq),
 d AS (INSERT INTO deliveries (message, message_seq, recipient, wake, reason, leased_by, lease_until)
       SELECT x.message, m.seq, x.recipient, x.wake, x.reason, nullif(x.holder, ''),
-             CASE WHEN x.holder <> '' THEN $57::bigint END
-      FROM unnest($24::text[], $25::text[], $26::int[], $27::text[], $28::int[], $56::text[])
+             CASE WHEN x.holder <> '' THEN $59::bigint END
+      FROM unnest($24::text[], $25::text[], $26::int[], $27::text[], $28::int[], $58::text[])
         AS x(message, recipient, wake, reason, ord, holder)
       JOIN m ON m.id = x.message ORDER BY x.ord
       RETURNING id, message, recipient, leased_by),
@@ -89,17 +89,17 @@ un AS (INSERT INTO usage_nodes (org, month, node, count)
        SELECT * FROM unnest($36::text[], $37::text[], $38::text[], $39::bigint[]) AS x(org, month, node, count)
        WHERE x.node != ''
        ON CONFLICT (org, month, node) DO UPDATE SET count = usage_nodes.count + excluded.count),
-fon AS (INSERT INTO flags (workspace, name, agent) SELECT '*', x.n, x.a FROM unnest($40::text[], $41::text[]) AS x(n, a)
+fon AS (INSERT INTO flags (name, agent, workspace) SELECT * FROM unnest($40::text[], $41::text[], $42::text[])
         ON CONFLICT DO NOTHING),
-foff AS (DELETE FROM flags f USING unnest($42::text[], $43::text[]) AS x(n, a)
-         WHERE f.workspace = '*' AND f.name = x.n AND f.agent = x.a),
+foff AS (DELETE FROM flags f USING unnest($43::text[], $44::text[], $45::text[]) AS x(n, a, w)
+         WHERE f.name = x.n AND f.agent = x.a AND f.workspace = x.w),
 idm AS (INSERT INTO idempotency (participant, client_id, reply, created_at)
-        SELECT x.*, $1 FROM unnest($44::text[], $45::text[], $46::bytea[]) AS x),
-cfg AS (UPDATE meta SET value = value + 1 WHERE key = 'config' AND $47::int > 0),
-nd AS (SELECT pg_notify($49, json_build_object('n', $48::text, 'd', json_object_agg(recipient, first))::text) AS x
+        SELECT x.*, $1 FROM unnest($46::text[], $47::text[], $48::bytea[]) AS x),
+cfg AS (UPDATE meta SET value = value + 1 WHERE key = 'config' AND $49::int > 0),
+nd AS (SELECT pg_notify($51, json_build_object('n', $50::text, 'd', json_object_agg(recipient, first))::text) AS x
        FROM (SELECT recipient, min(id) AS first, (row_number() OVER (ORDER BY recipient) - 1) / 60 AS chunk
              FROM d WHERE leased_by IS NULL GROUP BY recipient) s GROUP BY chunk),
-np AS (SELECT pg_notify($49, p) AS x FROM unnest($50::text[]) AS p)
+np AS (SELECT pg_notify($51, p) AS x FROM unnest($52::text[]) AS p)
 SELECT 'd', id, message, recipient FROM d
 UNION ALL SELECT 'm', NULL, id, NULL FROM m
 UNION ALL SELECT 'g', NULL, id, party FROM cg

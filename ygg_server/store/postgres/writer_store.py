@@ -190,7 +190,7 @@ class PgStore:
         self.directories: dict = {}
         self.settings: dict[str, dict] = {}
         self.orgs: dict[str, tuple | None] = {}
-        self.flags: set[tuple[str, str]] | None = None
+        self.flags: set[tuple[str, str, str]] | None = None
         self.conversations = {}
 
     async def _cold(self, fn, *args):
@@ -478,7 +478,8 @@ class PgStore:
             [e.workspace for e, _ in w.ledger], [e.account for e, _ in w.ledger], [e.delta for e, _ in w.ledger],
             [e.cause for e, _ in w.ledger],
             [k[0] for k in us], [k[1] for k in us], [k[2] for k in us], [usage[k] for k in us],
-            [k[0] for k in on], [k[1] for k in on], [k[0] for k in off], [k[1] for k in off],
+            [k[0] for k in on], [k[1] for k in on], [k[2] for k in on], [k[0] for k in off], [k[1] for k in off],
+            [k[2] for k in off],
             [x[0] for x in idem], [x[1] for x in idem], [x[2] for x in idem],
             1 if (w.flags or outcome.profiles or outcome.settings) else 0,  # other nodes cache these: drop theirs
             self.node, CHANNEL, news, [party_json(x) for x in cs],
@@ -542,7 +543,7 @@ class PgStore:
         for d, *_ in outcome.decisions:
             for f in d.flags:
                 if self.flags is not None:
-                    (self.flags.add if f.on else self.flags.discard)((f.name, f.agent))
+                    (self.flags.add if f.on else self.flags.discard)(f.key)
             for c in (d.conversation, d.side):
                 if c is not None:
                     self.conversations.setdefault(c.workspace, {})[c.id] = c

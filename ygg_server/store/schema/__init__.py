@@ -68,11 +68,25 @@ _WALLETS_PER_WORKSPACE = (
     "AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = wallets.account)",
 )
 
+_BROKE_PER_WORKSPACE = (
+    # an agent's one `broke` flag (workspace '*': its funders somewhere were asked) becomes a flag in each workspace
+    # it works in where it cannot pay a message now (its wallet there, or with none the pool, below 1 credit), so a
+    # funding there wakes it; elsewhere its next refusal asks that workspace's own people
+    "INSERT INTO flags (workspace, name, agent) "
+    "SELECT m.workspace, f.name, f.agent FROM flags f JOIN memberships m ON m.participant = f.agent "
+    "WHERE f.workspace = '*' AND f.name = 'broke' AND coalesce("
+    "(SELECT w.balance FROM wallets w WHERE w.workspace = m.workspace AND w.account = f.agent), "
+    "(SELECT p.balance FROM wallets p WHERE p.workspace = m.workspace AND p.account = 'pool'), 0) < 1 "
+    "ON CONFLICT (workspace, name, agent) DO NOTHING",
+    "DELETE FROM flags WHERE workspace = '*' AND name = 'broke'",
+)
+
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("13: a message's older texts, kept as its author edits it (edit_message)",
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
     _accounts(),
+    Step("16: an agent's broke flag per workspace (issue 17)", _BROKE_PER_WORKSPACE, _BROKE_PER_WORKSPACE),
 ]
 
 
