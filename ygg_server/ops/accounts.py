@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 
-from . import auth
+from . import auth, reach
 from .refusals import AdminError, NotFound
 from .. import audit
+from ..core import Role
 from ..protocol import names
 from ..protocol.results import ErrorCode as E
 from ..store.transactions import Tx, serialized
@@ -117,7 +118,7 @@ def open_session(conn: sqlite3.Connection, pid: str, token: str, now: int, lifet
     """A person's new session (its token made by the caller; only its digest stored): it ends `lifetime` from now,
     or sooner when unused for `idle` (`touch`); returns its expires_at."""
     expires = now + min(lifetime, idle)
-    with Tx(conn):
+    with Tx(conn, quiet=True):  # (nothing another node or the writer caches: transactions.Tx)
         conn.execute("""INSERT INTO sessions (token_hash, participant, expires_at, created_at, device, address, last_seen,
                         ends_at) VALUES (?,?,?,?,?,?,?,?)""", (_digest(token), pid, expires, now, device, address, now,
                                                                  now + lifetime))
@@ -129,7 +130,7 @@ def touch(conn: sqlite3.Connection, tokens: list[str], now: int, idle: int, addr
     """Sessions used now: their last use is now and they last `idle` more, never past their `ends_at` (a session
     made without one keeps its expiry). Returns {token: its expires_at} for those still live."""
     out: dict[str, int] = {}
-    with Tx(conn):
+    with Tx(conn, quiet=True):
         for token in tokens:
             d = _digest(token)
             conn.execute("""UPDATE sessions SET last_seen = ?, address = coalesce(?, address),
@@ -210,3 +211,21 @@ def deactivate(conn: sqlite3.Connection, handle: str) -> dict:
             "SELECT 1 FROM org_members WHERE org = ? AND role = 'owner'", (o,)).fetchone() is None]
     audit.record("person_deactivated", participant=pid, by="operator", agents_revoked=len(agents), memberships=left)
     return {"id": pid, "deactivated": True, "agents_revoked": agents, "ownerless": ownerless}
+
+
+def reactivate(conn: sqlite3.Connection, handle: str, now: int) -> dict:
+    """An operator lets a deactivated person back: they sign in again (with the password they had: `reset-password`
+    gives a new one), and own their personal workspace and its organization again. What deactivation took stays
+    taken: other memberships (they are invited again), agents (revoked keys never work again), sessions."""
+    with Tx(conn):
+        pid = _person(conn, handle)
+        if conn.execute("SELECT deactivated FROM people WHERE id = ?", (pid,)).fetchone()[0] == 0:
+            raise AdminError("not_deactivated", f"{handle!r} is not deactivated")
+        conn.execute("UPDATE people SET deactivated = 0 WHERE id = ?", (pid,))
+        personal = conn.execute("SELECT id, org FROM workspaces WHERE personal_of = ?", (pid,)).fetchall()
+        for ws, org in personal:
+            reach.add_direct(conn, ws, pid, Role.OWNER, now)
+            conn.execute("DELETE FROM org_members WHERE org = ? AND person = ?", (org, pid))
+            conn.execute("INSERT INTO org_members (org, person, role) VALUES (?,?,?)", (org, pid, Role.OWNER))
+    audit.record("person_reactivated", participant=pid, by="operator")
+    return {"id": pid, "reactivated": True, "personal_workspace": personal[0][0] if personal else None}

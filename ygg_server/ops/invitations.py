@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 
-from . import reach
+from . import auth, reach
 from .refusals import AdminError, NotFound
 from .. import audit
 from ..core import Role
@@ -44,7 +44,7 @@ def invite(conn: sqlite3.Connection, kind: str, place: str, inviter: str, handle
     was made (or renewed) it carries `_notify` (the invitee and the invitation, for their connections: the gateway
     takes it out of the answer)."""
     with Tx(conn):
-        row = conn.execute("SELECT id FROM people WHERE handle = ? AND deactivated = 0", (handle,)).fetchone()
+        row = auth.active_person(conn, handle)  # (`Alice` invites `alice`)
         pid = row[0] if row else None
         if pid is not None and (pid == inviter or _role(conn, kind, place, pid) is not None):
             pid = None  # (already in: nothing to invite to)
