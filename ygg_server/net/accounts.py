@@ -93,8 +93,18 @@ class AccountHandlers:
     async def _op_end_session(self, conn, frame: frames.EndSession) -> dict:
         """End one of one's sessions, the others, or all (this one too: the connection then closes, 1008)."""
         self._person(conn)
-        out = await self.manage(accounts.end_sessions, conn.participant, frame.session, conn.token, address(conn))
-        return replies.reply(frame, out)
+        mine, was = frame.session in ("all", accounts.session_id(conn.token)), conn.ending
+        conn.ending = was or mine  # (its own: answered first, then closed here, not by the rescan that follows)
+        try:
+            out = await self.manage(accounts.end_sessions, conn.participant, frame.session, conn.token, address(conn))
+        except BaseException:
+            conn.ending = was
+            raise
+        if not mine:
+            return replies.reply(frame, out)
+        conn.push(replies.reply(frame, out))
+        asyncio.ensure_future(self._close(conn, 1008, "session ended"))
+        return None
 
     async def _op_sign_out(self, conn, frame: frames.SignOut) -> dict:
         """The session of this connection ends on the server (its token is refused from now on); the connection is
