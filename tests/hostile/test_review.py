@@ -229,3 +229,25 @@ def test_a_persons_session_opened_or_used_is_a_quiet_write_and_an_ended_one_is_n
     assert version() == before, "opened and used: no node rescans"
     accounts.end_sessions(server.conn, pid, "all")
     assert version() > before, "ended: every node rescans"
+
+
+async def test_a_person_invited_from_a_hundred_places_gets_a_bounded_list(tmp_path):
+    """Issue 18: "a response never larger than the frame limit the client library accepts (pages bounded by bytes)".
+    Any person may make workspaces and invite anyone: 101 places inviting one person give a list of the newest 100
+    and `more`, and each new invitation is found by its place, not by reading every one the person has (an
+    invitation read them all: quadratic in a spray, on the connection every management op shares)."""
+    from ygg_server.clock import now_us
+    from ygg_server.ops import invitations
+
+    async with serving(tmp_path) as s:
+        s.admin(admin.add_person, "alice", PW)
+        mallory = s.admin(admin.add_person, "mallory", PW)["id"]
+        places = [s.admin(admin.add_workspace, f"lure{i}", "mallory")["id"] for i in range(invitations.SHOWN + 1)]
+        for i, ws in enumerate(places):
+            out = invitations.invite(s.conn, "workspace", ws, mallory, "alice", "member", now_us() + i)
+            assert out["_notify"][1]["invitation"]["workspace"] == ws
+        ws = await _signed_in(s.url, "alice")
+        listed = await _ask(ws, "list_invitations")
+        assert len(listed["invitations"]) == invitations.SHOWN and listed["more"] is True
+        assert listed["invitations"][0]["workspace"] == places[-1], "the newest first"
+        await ws.close()
