@@ -251,3 +251,24 @@ async def test_a_person_invited_from_a_hundred_places_gets_a_bounded_list(tmp_pa
         assert len(listed["invitations"]) == invitations.SHOWN and listed["more"] is True
         assert listed["invitations"][0]["workspace"] == places[-1], "the newest first"
         await ws.close()
+
+
+async def test_a_token_resumed_again_and_again_writes_nothing_the_writer_would_rescan_for(tmp_path):
+    """The review's gap (d), on SQLite: every commit of another connection changes the writer's `data_version`, and
+    the writer then drops its cache and the gateway reads every connection's session and backlog again. A resume by
+    token was such a commit (its last use written), and a token costs no password check: 50 resumes were 50 rescans
+    of the whole server. Now a session's last use is written once per 1/100 of its idle expiry: the resumes after
+    the first write nothing."""
+    import sqlite3
+
+    async with serving(tmp_path) as s:
+        s.admin(admin.add_person, "alice", PW)
+        token = (await _auth(s.url, "alice"))["token"]
+        watch = sqlite3.connect(db.db_path(tmp_path))
+        version = lambda: watch.execute("PRAGMA data_version").fetchone()[0]  # noqa: E731
+        before = version()
+        for _ in range(50):
+            async with websockets.connect(s.url) as ws:
+                assert (await _ask(ws, "auth", token=token))["op"] == "session"
+        assert version() == before, "no commit the writer would rescan for"
+        watch.close()

@@ -126,16 +126,24 @@ def open_session(conn: sqlite3.Connection, pid: str, token: str, now: int, lifet
     return expires
 
 
+TOUCH_SLACK = 100  # a session's last use is written again once 1/100 of its idle expiry has passed, not more often
+
+
 def touch(conn: sqlite3.Connection, tokens: list[str], now: int, idle: int, address: str | None = None) -> dict[str, int]:
     """Sessions used now: their last use is now and they last `idle` more, never past their `ends_at` (a session
-    made without one keeps its expiry). Returns {token: its expires_at} for those still live."""
+    made without one keeps its expiry). Returns {token: its expires_at} for those still live.
+
+    Written only when the last use written is older than idle / TOUCH_SLACK (the expiry is then at least 99 % of
+    `idle` away): a token resumed again and again writes nothing (on SQLite each write of this connection makes the
+    writer drop its cache and the gateway rescan every connection; docs/security.md)."""
     out: dict[str, int] = {}
     with Tx(conn, quiet=True):
         for token in tokens:
             d = _digest(token)
             conn.execute("""UPDATE sessions SET last_seen = ?, address = coalesce(?, address),
                             expires_at = CASE WHEN ends_at IS NULL THEN expires_at WHEN ends_at < ? THEN ends_at ELSE ? END
-                            WHERE token_hash = ? AND expires_at > ?""", (now, address, now + idle, now + idle, d, now))
+                            WHERE token_hash = ? AND expires_at > ? AND coalesce(last_seen, 0) < ?""",
+                         (now, address, now + idle, now + idle, d, now, now - idle // TOUCH_SLACK))
             row = conn.execute("SELECT expires_at FROM sessions WHERE token_hash = ? AND expires_at > ?", (d, now)).fetchone()
             if row is not None:
                 out[token] = row[0]
