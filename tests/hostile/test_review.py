@@ -217,7 +217,9 @@ async def test_an_invitation_made_on_one_node_reaches_the_invitee_on_another(tea
 def test_a_persons_session_opened_or_used_is_a_quiet_write_and_an_ended_one_is_not(server):
     """The review's gap (d): the PostgreSQL adapter decided from the SQL's text that a session write needs no rescan;
     now `open_session` and `touch` ask for a quiet write (`Tx(conn, quiet=True)`): the config version every node
-    rescans on does not move for them, and does for a session ended (its connections must close on every node)."""
+    rescans on does not move for them, and does for a session ended (its connections must close on every node).
+    (The gateway has the writer write a new session, `accounts.session_row`; `open_session` is the same row written
+    on a management connection.)"""
     pid = server.admin(admin.add_person, "dana", PW)["id"]
 
     def version() -> int:
