@@ -43,7 +43,7 @@ class AccountHandlers:
             token = f"{auth.TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
             row = accounts.session_row(pid, token, now, lim.person_session_us, lim.person_idle_us, device(frame),
                                        address(conn))
-            await self.writer.submit("session", row, None)  # (the writer's: no rescan anywhere, ops.accounts)
+            await self.writer.submit("session", *row, None)  # (the writer's: no rescan anywhere, ops.accounts)
             audit.record("session_opened", participant=pid, address=row[5], device=row[4])
             expires = row[2]
             self._touched()[token] = time.monotonic()  # (just used: the sweeper marks it again a quarter idle on)

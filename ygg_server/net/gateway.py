@@ -288,7 +288,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         elif token is None:  # (an agent's session is made only while the key it signed in with is still its own)
             key = auth.key_id(frame.api_key) if kind == Kind.AGENT else None
             token, row = auth.session_row(pid, self.clock(), expires, secrets.token_urlsafe(32))
-            await self.writer.submit("session", row, key)
+            await self.writer.submit("session", *row, key)
             expires = row[2]
             if renew and await self.read(auth.session_participant, token, self.clock()) is None:
                 conn.push(protocol.error(ref, E.UNAUTHENTICATED, await self.read(auth.ended, pid)))
