@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     x.add_argument("--password", default=None, help="for scripts; left out, it is asked for (not echoed)")
     x = asub.add_parser("deactivate-person", help="sessions end, sign-in refused, memberships and agents taken away")
     x.add_argument("handle")
+    x = asub.add_parser("reactivate-person", help="a deactivated person signs in again, owning their personal workspace")
+    x.add_argument("handle")
     x = asub.add_parser("remove-member", help="a person out of a workspace, with their agents there")
     x.add_argument("workspace", help=_WORKSPACE)
     x.add_argument("handle")
@@ -314,6 +316,7 @@ def _accounts():
     return {
         "reset-password": lambda c, a: accounts.reset_password(c, a.handle, _password(a)),
         "deactivate-person": lambda c, a: accounts.deactivate(c, a.handle),
+        "reactivate-person": lambda c, a: accounts.reactivate(c, a.handle, now_us()),
         "remove-member": lambda c, a: _audited(membership.remove_member(c, a.workspace, a.handle), "workspace"),
         "remove-org-member": lambda c, a: _audited(membership.remove_org_member(c, a.org, a.handle), "org"),
     }

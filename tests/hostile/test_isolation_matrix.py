@@ -129,6 +129,16 @@ CASES: list[tuple[str, dict]] = [
     *[("remove_org_member", {"org": "$org", "handle": h}) for h in ("$handle", "bob", "alice")],
     ("add_org_member", {"org": "$org", "handle": "$handle", "role": "member"}),
     ("add_member", {"workspace": "$ws", "handle": "$handle", "role": "member"}),
+    # issue 18's review: the ops merged with it (profiles, settings, pins, edits, versions, search)
+    *[("get_profile", {"agent": x}) for x in ("$agent", "$agent_name")],
+    *[("get_settings", {"workspace": w}) for w in ("$ws", "$personal")],
+    *[("set_pins", {"agent": x, "workspaces": [A]}) for x in ("$agent", "$agent_name")],
+    *[("set_pins", {"agent": x, "workspaces": None}) for x in ("$agent", "$agent_name")],
+    ("set_pins", {"agent": "researcher", "workspaces": ["$ws"]}),
+    *[(op, {"workspace": w, "message": m, **({"text": "taken over"} if op == "edit_message" else {})})
+      for op in ("edit_message", "delete_message", "message_versions") for w in (A, "$ws")
+      for m in ("$message", "$dm_message")],
+    ("search_messages", {"workspace": "$personal", "query": "secret"}),
 ]
 
 KINDS = ("ws", "personal", "org", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
@@ -218,6 +228,10 @@ def b_rows(team) -> tuple:
         c.execute("SELECT name, members FROM groups WHERE workspace = ? ORDER BY 1", (b["ws"],)).fetchall(),
         c.execute("SELECT count(*) FROM sessions WHERE participant = ?", (b["person"],)).fetchone(),
         c.execute("SELECT id, invitee, role FROM invitations WHERE place = ? ORDER BY 1", (b["ws"],)).fetchall(),
+        c.execute("SELECT id, text FROM messages WHERE workspace IN (?, ?) ORDER BY id", (b["ws"], b["personal"])).fetchall(),
+        c.execute("SELECT count(*) FROM message_versions v JOIN messages m ON m.id = v.message WHERE m.workspace = ?",
+                  (b["ws"],)).fetchone(),
+        c.execute("SELECT pinned, profile FROM agents WHERE id = ?", (b["agent"],)).fetchall(),
     )
 
 
@@ -270,6 +284,9 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
     events = [e for e in team.carol.pending_events() if e.get("kind") in ("message", "topic", "balance")]
     assert events == [], events
     assert {"not_found", "unknown_workspace", "unknown_conversation", "unknown_topic", "unknown_recipient"} <= seen_codes
+    if who == "alice":  # the lists without an id to pass: nothing of B's in them (carol's invitation is bob's)
+        listed = json.dumps([await sender.request("list_invitations"), await sender.request("list_sessions")])
+        assert b["invitation"] not in listed and b["session"] not in listed, listed
 
 
 @pytest.mark.parametrize("who", ["alice", "researcher"])

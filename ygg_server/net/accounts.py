@@ -14,12 +14,14 @@ from msgspec import UNSET
 from ..core import Kind
 from ..ops import accounts, auth
 from ..ops.refusals import AdminError
+from .. import audit, protocol
 from ..protocol import ErrorCode as E, frames, names, replies
+from .signin import Full, bucket, handle_keys
 
 
 def address(conn) -> str | None:
-    peer = conn.ws.remote_address
-    return str(peer[0]) if peer else None
+    """The client's address (behind a trusted proxy, the one it forwards for: net/proxy.py), not the socket's."""
+    return conn.address or None
 
 
 def device(frame: frames.Auth) -> str | None:
@@ -39,18 +41,24 @@ class AccountHandlers:
         lim, now = self.limits, self.clock()
         if token is None:
             token = f"{auth.TOKEN_PREFIX}_{secrets.token_urlsafe(32)}"
-            expires = await self.manage(accounts.open_session, pid, token, now, lim.person_session_us,
-                                        lim.person_idle_us, device(frame), address(conn))
+            row = accounts.session_row(pid, token, now, lim.person_session_us, lim.person_idle_us, device(frame),
+                                       address(conn))
+            await self.writer.submit("session", *row, None)  # (the writer's: no rescan anywhere, ops.accounts)
+            audit.record("session_opened", participant=pid, address=row[5], device=row[4])
+            expires = row[2]
             self._touched()[token] = time.monotonic()  # (just used: the sweeper marks it again a quarter idle on)
             return token, expires
         expires = (await self.manage(accounts.touch, [token], now, lim.person_idle_us, address(conn))).get(token)
         self._touched()[token] = time.monotonic()
         return (token, expires) if expires is not None else None
 
-    async def _rehash(self, password: auth.Password, pid: str) -> None:
-        """Seed 003 §68's argon2 parameters changed since this password was hashed: hash it again with them."""
-        async with self._hashing:
-            fresh = await asyncio.to_thread(password.rehashed)
+    async def _rehash(self, conn, password: auth.Password, pid: str) -> None:
+        """Seed 003 §68's argon2 parameters changed since this password was hashed: hash it again with them (in the
+        password-check queue; when it is full, at a later sign-in)."""
+        try:
+            fresh = await self._hashing.run(bucket((conn.address,)), password.rehashed)
+        except Full:
+            return
         if fresh is not None:
             await self.manage(accounts.rehash, pid, password.row[1], fresh)
 
@@ -88,8 +96,18 @@ class AccountHandlers:
     async def _op_end_session(self, conn, frame: frames.EndSession) -> dict:
         """End one of one's sessions, the others, or all (this one too: the connection then closes, 1008)."""
         self._person(conn)
-        out = await self.manage(accounts.end_sessions, conn.participant, frame.session, conn.token, address(conn))
-        return replies.reply(frame, out)
+        mine, was = frame.session in ("all", accounts.session_id(conn.token)), conn.ending
+        conn.ending = was or mine  # (its own: answered first, then closed here, not by the rescan that follows)
+        try:
+            out = await self.manage(accounts.end_sessions, conn.participant, frame.session, conn.token, address(conn))
+        except BaseException:
+            conn.ending = was
+            raise
+        if not mine:
+            return replies.reply(frame, out)
+        conn.push(replies.reply(frame, out))
+        asyncio.ensure_future(self._close(conn, 1008, "session ended"))
+        return None
 
     async def _op_sign_out(self, conn, frame: frames.SignOut) -> dict:
         """The session of this connection ends on the server (its token is refused from now on); the connection is
@@ -106,17 +124,22 @@ class AccountHandlers:
         """A person's new password, given the current one (checked as a sign-in is: one hash at a time, and wrong
         guesses counted against the handle, `retry_after` past the limit); their other sessions end."""
         self._person(conn)
-        keys = [("key", "h:" + conn.handle[:64])]
+        keys = [handle_keys(conn.handle)]
         wait = self._limiter.retry_after(keys, time.monotonic())
         if wait > 0:
             raise AdminError(E.WRONG_PASSWORD, f"too many wrong passwords; try again in {int(wait) + 1} s")
         new = accounts.password_rule(frame.new_password)
         stored = await self.read(accounts.stored_hash, conn.participant)
         given = frame.password if isinstance(frame.password, str) else ""
-        async with self._hashing:
-            ok = await asyncio.to_thread(auth.check_password, stored, given)
-            hashed = await asyncio.to_thread(auth.hash_password, new) if ok else None
-        if not ok:
+        def check_then_hash() -> str | None:
+            return auth.hash_password(new) if auth.check_password(stored, given) else None
+
+        try:  # (queued as a sign-in's check is, by address: a session buys no place past the bound)
+            hashed = await self._hashing.run(bucket((conn.address,)), check_then_hash)
+        except Full as e:
+            return {**protocol.error(frame.ref, E.BUSY, "too many passwords are being checked; try again later"),
+                    "retry_after": e.retry_after}
+        if hashed is None:
             self._limiter.failed(keys, time.monotonic())
             raise AdminError(E.WRONG_PASSWORD, "that is not your current password")
         out = await self.manage(accounts.change_password, conn.participant, hashed, conn.token, address(conn))
@@ -128,7 +151,8 @@ class AccountHandlers:
             raise AdminError("forbidden", "only a person has a password and sessions to manage")
 
     def _notify(self, pid: str, event: dict) -> None:
-        """An event for `pid`'s connections on this node (an invitation that arrived)."""
+        """An event for `pid`'s connections, on this node and the others (an invitation that arrived)."""
         for c in self.conns.get(pid, ()):
             c.push(event)
+        self.delivery.tell(pid, event)
 

@@ -20,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 
 from .. import protocol
 from .issuer import elide
+from .rates import OpRate
 from .transport import send_texts
 
 log = logging.getLogger("ygg.net")
@@ -69,6 +70,10 @@ class Limits:
     # costs 1, and 1 more per 16,384 characters of text (net/rates.py); past that, `rate_limited` + retry_after
     send_rate: float = 100.0
     send_burst: float = 1000.0
+    # every other op of one connection (net/rates.py, OpRate): `op_rate` a second, in bursts of `op_burst`; past
+    # that, `rate_limited` + retry_after, the op not run
+    op_rate: float = 50.0
+    op_burst: float = 500.0
     connections: int = 20_000
     hash_queue_per_address: int = 2
     # whose X-Forwarded-For names the client (net/proxy.py); /metrics on (net/http.py), to loopback and these
@@ -115,6 +120,11 @@ class Conn:
     rosters: dict = field(default_factory=dict)  # conversation -> the PartyView its roster was last sent for here
     inflight: deque = field(default_factory=deque)  # pipelined frames (send, ack) not yet answered, in order
     settled: list = field(default_factory=list)  # futures waiting for an answer to go out (see Gateway._in_order)
+    ops: OpRate | None = None  # its ops' rate (every op but send: net/rates.py)
+
+    def __post_init__(self) -> None:
+        if self.ops is None:
+            self.ops = OpRate(self.limits.op_rate, self.limits.op_burst)
 
     @property
     def last_seen(self) -> float:

@@ -35,7 +35,7 @@ from .delivery import Delivery, LocalDelivery
 from .fanout import Fanout
 from .feed import Feed
 from .following import Following
-from .handlers import Handlers
+from .handlers import Handlers, rate_limited
 from .http import READY_FRESH, HttpEndpoints, Shared
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
@@ -263,7 +263,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
                            "retry_after": e.retry_after})
                 return False
             if res is not None:
-                await self._rehash(password, res[0])
+                await self._rehash(conn, password, res[0])
         if res is None:
             self._limiter.failed(keys, time.monotonic())
             audit.record("sign_in", outcome="failed", participant=tried, address=conn.address, **_who(frame))
@@ -396,6 +396,12 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             await self._in_order(conn)
             await self._end(conn, frame.ref)
             return
+        if not isinstance(frame, (frames.Send, frames.Ack)):  # (send: its own rate; ack: in _ack)
+            wait = conn.ops.take(time.monotonic(), conn.participant, conn.address)
+            if wait:
+                await self._in_order(conn)
+                conn.push(rate_limited(frame.ref, "too many requests on this connection; try again later", wait))
+                return
         pipelined = _PIPELINED.get(type(frame))
         if pipelined is not None:
             started = self._start(pipelined, conn, frame)

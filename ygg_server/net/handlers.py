@@ -31,14 +31,18 @@ class Handlers(AccountHandlers):
     def _send(self, conn, frame: frames.Send) -> asyncio.Future | dict:
         wait = self.send_rate.take(conn.participant, self.send_rate.cost(frame.text), time.monotonic())
         if wait:  # faster than Limits.send_rate: not stored
-            return {**protocol.error(frame.ref, E.RATE_LIMITED, "sending too fast; try again later"),
-                    "retry_after": wait}
+            return rate_limited(frame.ref, "sending too fast; try again later", wait)
         return self.writer.submit("send", conn.participant, frame)
 
     def _ack(self, conn, frame: frames.Ack) -> asyncio.Future:
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(frame.ids) if inbox else []
         extra = [i for i in frame.ids if i not in retired]  # unknown here: still let the store check them
+        wait = conn.ops.take(time.monotonic(), conn.participant, conn.address) if extra else 0
+        if wait:  # made-up ids faster than Limits.op_rate: what this node sent is acked, the rest not looked at
+            if retired:
+                self.writer.submit("ack", conn.participant, retired, frame.ref).add_done_callback(_retrieved)
+            return rate_limited(frame.ref, "too many acks of deliveries this connection was not sent", wait)
         return self.writer.submit("ack", conn.participant, retired + extra, frame.ref)
 
     async def _op_subscribe(self, conn, frame: frames.Subscribe) -> dict | None:
@@ -102,3 +106,13 @@ class Handlers(AccountHandlers):
         with nothing to say stays online; a socket that stops answering is closed after `ping_timeout`."""
         horizon = time.monotonic() - self.limits.presence_timeout
         return any(c.kind != Kind.AGENT or c.last_seen >= horizon for c in self.conns.get(pid, ()))
+
+
+def rate_limited(ref, why: str, wait: int) -> dict:
+    """The answer to a frame refused for its rate (net/rates.py): `rate_limited`, why, and `retry_after` seconds."""
+    return {**protocol.error(ref, E.RATE_LIMITED, why), "retry_after": wait}
+
+
+def _retrieved(done: asyncio.Future) -> None:
+    if not done.cancelled():
+        done.exception()  # (an ack no one waits for: its failure is not "never retrieved")

@@ -12,7 +12,7 @@ from typing import Callable, TypeVar
 from msgspec import UNSET
 
 from ..ops import auth
-from ..protocol import frames
+from ..protocol import frames, names
 
 
 class AuthLimiter:
@@ -62,9 +62,14 @@ def sign_in_keys(peer, frame: frames.Auth) -> list[tuple[str, str]]:
     key, handle = frame.api_key, frame.handle
     if isinstance(key, str) and key.startswith(auth.KEY_PREFIX + "_"):
         keys.append(("key", "k:" + key.split("_", 2)[1][:64]))
-    elif isinstance(handle, str):
-        keys.append(("key", "h:" + handle[:64]))
+    elif isinstance(handle, str):  # (as handles are compared: `Alice` and `alice` are one person's guesses)
+        keys.append(handle_keys(handle))
     return keys
+
+
+def handle_keys(handle: str) -> tuple[str, str]:
+    """The limiter's key of the guesses at a handle's password, as handles are compared (names.handle_key)."""
+    return "key", "h:" + names.handle_key(handle[:auth.HANDLE_TYPED])
 
 
 def bucket(peer) -> str:
@@ -98,21 +103,14 @@ class HashQueue:
     """argon2 checks, one at a time (each takes ~64 MiB), off the reader connection. At most `per_address` of
     them wait or run for one remote address (`bucket`) and `size` in all: past that a sign-in is answered at
     once (`Full`), so guesses sprayed from a few addresses keep a right password waiting a few checks at most,
-    not all of theirs."""
+    not all of theirs. The one way in, for a sign-in's check and for what a signed-in person asks for alike (a
+    password change, a rehash): a session does not buy a place past the bound."""
 
     def __init__(self, size: int, per_address: int):
         self.size, self.per_address = max(1, size), max(1, per_address)
         self.waiting: Counter[str] = Counter()
         self.slot = asyncio.Semaphore(1)
         self.took = 0.2  # seconds the last check took (what retry_after estimates from)
-
-    async def __aenter__(self) -> None:
-        """The one slot, for a check a signed-in person asked for (a password change, a rehash): not queued by
-        address, since a session is needed to ask."""
-        await self.slot.acquire()
-
-    async def __aexit__(self, *exc) -> None:
-        self.slot.release()
 
     async def run(self, address: str, check: Callable[[], T]) -> T:
         if self.waiting[address] >= self.per_address or sum(self.waiting.values()) >= self.size:

@@ -139,7 +139,8 @@ def _remove(conn, who: str, role_of: Callable, where: str, handle: str, remove: 
 def list_invitations(conn, who: str, f: frames.ListInvitations) -> dict:
     """A person's invitations waiting for their answer (`accept_invitation`, `decline_invitation`)."""
     person_only(who)
-    return {"invitations": invitations.mine(conn, who)}
+    found = invitations.mine(conn, who, limit=invitations.SHOWN + 1)
+    return {"invitations": found[:invitations.SHOWN], "more": len(found) > invitations.SHOWN}
 
 
 def accept_invitation(conn, who: str, f: frames.AcceptInvitation, now: int) -> dict:

@@ -13,7 +13,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from msgspec import UNSET
 
 from ..core import Kind
-from ..protocol import frames
+from ..protocol import frames, names
 from ..store.writes import insert_session
 
 _hasher = PasswordHasher()
@@ -125,9 +125,8 @@ def credentials(conn: sqlite3.Connection, f: frames.Auth, now: int):
     if f.handle is not UNSET and f.password is not UNSET:
         if not isinstance(f.handle, str) or not isinstance(f.password, str):
             return None
-        row = conn.execute("SELECT id, password_hash FROM people WHERE handle = ? AND deactivated = 0",
-                           (f.handle,)).fetchone()  # (a deactivated person: as a handle that does not exist)
-        return Password(row, f.handle, f.password)  # checked by the caller, off this connection
+        row = active_person(conn, f.handle)
+        return Password(row[:2] if row else None, row[2] if row else f.handle, f.password)  # checked by the caller
     if f.token is not UNSET:
         found = session_participant(conn, f.token, now)
         if found is None:
@@ -139,6 +138,18 @@ def credentials(conn: sqlite3.Connection, f: frames.Auth, now: int):
         row = conn.execute("SELECT name FROM agents WHERE id = ? AND revoked = 0", (pid,)).fetchone()
         return (pid, Kind.AGENT.value, row[0], f.token, expires) if row else None
     return None
+
+
+HANDLE_TYPED = 64  # characters of a typed handle that are compared (a handle has at most 40)
+
+
+def active_person(conn: sqlite3.Connection, handle: str) -> tuple | None:
+    """(id, password_hash, handle) of the person `handle` names, as typed, else as handles are compared (`Alice` is
+    `alice`: names.handle_key); None for nobody, or a deactivated person (as for a handle that does not exist)."""
+    return conn.execute("SELECT id, password_hash, handle FROM people WHERE handle = ? AND deactivated = 0",
+                        (handle,)).fetchone() or \
+        conn.execute("SELECT id, password_hash, handle FROM people WHERE handle_key = ? AND deactivated = 0",
+                     (names.handle_key(handle[:HANDLE_TYPED]),)).fetchone()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 
-from . import reach
+from . import auth, reach
 from .refusals import AdminError, NotFound
 from .. import audit
 from ..core import Role
@@ -44,7 +44,7 @@ def invite(conn: sqlite3.Connection, kind: str, place: str, inviter: str, handle
     was made (or renewed) it carries `_notify` (the invitee and the invitation, for their connections: the gateway
     takes it out of the answer)."""
     with Tx(conn):
-        row = conn.execute("SELECT id FROM people WHERE handle = ? AND deactivated = 0", (handle,)).fetchone()
+        row = auth.active_person(conn, handle)  # (`Alice` invites `alice`)
         pid = row[0] if row else None
         if pid is not None and (pid == inviter or _role(conn, kind, place, pid) is not None):
             pid = None  # (already in: nothing to invite to)
@@ -57,18 +57,24 @@ def invite(conn: sqlite3.Connection, kind: str, place: str, inviter: str, handle
                  invitee=pid)  # (the log says whom; the inviter is not told)
     out = {kind: place, "handle": "@" + handle, "role": role, "invited": True}
     if pid is not None:
-        made = next((i for i in mine(conn, pid) if i[kind] == place), None)
+        made = next(iter(mine(conn, pid, (kind, place))), None)
         if made is not None:
             out["_notify"] = (pid, {"op": "event", "kind": "invitation", "invitation": made})
     return out
 
 
-def mine(conn: sqlite3.Connection, pid: str) -> list[dict]:
-    """A person's invitations waiting for their answer, the newest first: what, where, from whom, as what."""
+SHOWN = 100  # invitations one answer lists at most (the newest): however many places invite one person, the answer
+# stays far under the client's frame limit and its reading costs a few hundred queries, not one per invitation
+
+
+def mine(conn: sqlite3.Connection, pid: str, at: tuple[str, str] | None = None, limit: int = SHOWN) -> list[dict]:
+    """A person's invitations waiting for their answer, the newest `limit` first (or only the one to `at`, a (kind,
+    place)): what, where, from whom, as what."""
     out = []
+    where, args = ("invitee = ?", (pid,)) if at is None else ("invitee = ? AND kind = ? AND place = ?", (pid, *at))
     for iid, kind, place, inviter, role, made in conn.execute(
-            """SELECT id, kind, place, inviter, role, created_at FROM invitations WHERE invitee = ?
-               ORDER BY created_at DESC, id""", (pid,)).fetchall():
+            f"""SELECT id, kind, place, inviter, role, created_at FROM invitations WHERE {where}
+                ORDER BY created_at DESC, id LIMIT ?""", (*args, limit)).fetchall():
         if kind == WORKSPACE:
             found = conn.execute("""SELECT w.name, o.name FROM workspaces w JOIN orgs o ON o.id = w.org
                                     WHERE w.id = ?""", (place,)).fetchone()

@@ -36,7 +36,7 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "unavailable"
     INTERNAL = "internal"
     BUSY = "busy"  # the server has no room for this now (a full password-check queue): `retry_after` seconds
-    RATE_LIMITED = "rate_limited"  # this participant sent faster than `Limits.send_rate`: `retry_after` seconds
+    RATE_LIMITED = "rate_limited"  # faster than `Limits.send_rate` (sends) or `op_rate` (other ops): `retry_after` seconds
     # people's accounts (issue 18: ops/accounts.py, ops/invitations.py)
     BAD_HANDLE = "bad_handle"  # a handle that breaks a naming rule (protocol/names.py)
     HANDLE_TAKEN = "handle_taken"  # a handle that is, compared as handles are (names.handle_key), another's

@@ -9,17 +9,27 @@ import sqlite3
 
 
 class Tx:
-    """`with Tx(conn):` runs BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error."""
+    """`with Tx(conn):` runs BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error.
 
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
+    `quiet`: a write no other process must react to (a person's session opened or marked used: nothing any cache
+    holds). On PostgreSQL it tells no node to rescan. On SQLite every commit of another connection changes the
+    writer's `data_version`, which cannot tell a quiet one apart: the writer rescans (docs/security.md)."""
+
+    def __init__(self, conn: sqlite3.Connection, quiet: bool = False):
+        self.conn, self.quiet = conn, quiet and getattr(conn, "dialect", "sqlite") == "postgres"
 
     def __enter__(self):
+        if self.quiet:
+            self.conn.quiet = True
         self.conn.execute("BEGIN IMMEDIATE")
         return self.conn
 
     def __exit__(self, exc_type, exc, tb):
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        try:
+            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        finally:
+            if self.quiet:
+                self.conn.quiet = False
         return False
 
 

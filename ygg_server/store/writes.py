@@ -134,7 +134,10 @@ def insert_session(conn, row: tuple, key: str | None = None) -> None:
     the agent's, unrevoked: a key rotated or revoked after it was checked opens no session (the gateway finds none as
     it attaches the connection). PostgreSQL: the agent's row is locked (FOR SHARE), so a rotation not yet committed
     is waited for and judged after."""
-    if key is None:
+    if len(row) == 8:  # a person's (ops.accounts.session_row): its device, address, last use and end too
+        conn.execute("""INSERT INTO sessions (token_hash, participant, expires_at, created_at, device, address, last_seen,
+                        ends_at) VALUES (?,?,?,?,?,?,?,?)""", row)
+    elif key is None:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) VALUES (?,?,?,?)", row)
     else:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "

@@ -329,10 +329,12 @@ class Batch:
         self.out.acks.append((participant, ids, done))
         return Acked(done)
 
-    def _session(self, token_hash: str, participant: str, expires: int, created: int, key: str | None = None) -> None:
-        """A session's row (ops.auth.session_row: the token's digest, never the token), written only while `key`,
-        the API key an agent signed in with, is still its own."""
-        self.out.sessions.append(((token_hash, participant, expires, created), key))
+    def _session(self, *row_and_key) -> None:
+        """A session's row, then `key` (ops.auth.session_row, a person's ops.accounts.session_row: the token's digest,
+        never the token; flat, so each argument crosses to a writer process as itself), an agent's written only while
+        `key`, the API key it signed in with, is still its own."""
+        *row, key = row_and_key
+        self.out.sessions.append((tuple(row), key))
 
     def _sync(self) -> None:
         return None

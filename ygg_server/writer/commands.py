@@ -10,7 +10,8 @@ the command ended with).
     set_profile  (who, frames.SetProfile)                   ProfileSet or Failed
     set_setting  (who, frames.SetSetting)                   SettingSet, Refused or Failed
     revise       (who, frames.EditMessage | DeleteMessage)  Revised, Refused or Failed
-    session      (token_hash, participant, expires, created, key)   None: a session's row (ops.auth.session_row)
+    session      (*row, key)                                None: a session's row (ops.auth.session_row, a
+                                                            person's ops.accounts.session_row), then its key
     sync         ()                                         None, once everything before it is committed
 """
 

@@ -49,6 +49,9 @@ class Delivery(Protocol):
     def presence(self, conn, online: bool) -> None:
         """A participant's first connection here opened (online) or its last closed."""
 
+    def tell(self, pid: str, event: dict) -> None:
+        """An event for `pid`'s connections on the other nodes too (this node's were told)."""
+
     def joined(self, pid: str, workspaces: frozenset[str]) -> None:
         """`pid`, connected here, is in `workspaces` now."""
 

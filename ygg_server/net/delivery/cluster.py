@@ -152,6 +152,10 @@ class ClusterDelivery:
         if msg.get("x") == "rescan":
             self._spawn(gw.rescan())
             return
+        if "e" in msg:  # an event for a participant's connections (`tell`)
+            pid, event = msg["e"]
+            for c in gw.conns.get(pid, ()):
+                c.push(event)
         if "p" in msg:
             pid, online, workspaces = msg["p"]
             if pid not in gw.conns:
@@ -230,6 +234,15 @@ class ClusterDelivery:
             log.exception("presence of %s not recorded", pid)
             return
         self.gw.tell_presence(pid, workspaces, online, targets)
+
+    def tell(self, pid: str, event: dict) -> None:
+        self._spawn(self._tell(pid, event))
+
+    async def _tell(self, pid: str, event: dict) -> None:
+        try:
+            await self.db.tell(pid, event)
+        except Exception:
+            log.exception("an event for %s not told to the other nodes", pid)
 
     def joined(self, pid: str, workspaces: frozenset[str]) -> None:
         """Told here, and the other nodes' followers told too, as of a first connection."""

@@ -65,6 +65,9 @@ class LocalDelivery:
         self.gw.writer.seen(conn.participant, online)  # (the writer scores who is online)
         self.gw.tell_presence(conn.participant, conn.workspaces, online)
 
+    def tell(self, pid: str, event: dict) -> None:
+        """(One node: its connections were told.)"""
+
     def joined(self, pid: str, workspaces: frozenset[str]) -> None:
         self.gw.tell_presence(pid, workspaces, True)
 

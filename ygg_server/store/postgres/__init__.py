@@ -308,9 +308,6 @@ _FLAGS = r"(?:\w+\.)?(?:monitor|receive|send|revoked|wake|restricted)"
 _FLAG_OR = re.compile(rf"\b({_FLAGS})\s+(OR|AND)\b(?!\s*\()")
 _OR_FLAG = re.compile(rf"\b(OR|AND)\s+({_FLAGS})\b(?!\s*(?:=|<|>|!|IS\b|IN\b))")
 _WRITE = ("INSERT", "UPDATE", "DELETE")
-# writes no other node must hear of: a person's session opened or marked used (an ended one is a DELETE, which
-# other nodes rescan for, to close its connections)
-_UNHEARD = re.compile(r"\s*(INSERT\s+INTO|UPDATE)\s+sessions\b", re.I)
 _translated: dict[str, tuple[str, bool, str | None]] = {}
 
 
@@ -374,7 +371,8 @@ class SyncConnection:
     IMMEDIATE`) and runs it on asyncpg, on an event loop of its own in a thread, so the
     callers stay synchronous (the admin CLI, `queries`, `auth`, the gateway's reader).
     A transaction (or a statement outside one) that wrote something also bumps the config
-    version and tells every node to rescan, as SQLite's `data_version` does for one node.
+    version and tells every node to rescan, as SQLite's `data_version` does for one node;
+    not a quiet one (`quiet`).
     """
 
     dialect = "postgres"
@@ -388,6 +386,9 @@ class SyncConnection:
         self._lock = threading.RLock()
         self._in_tx = False
         self._dirty = False
+        # a quiet write (`transactions.Tx(conn, quiet=True)`): one no other node must hear of (a person's session
+        # opened or marked used), so it neither bumps the config version nor tells the nodes to rescan
+        self.quiet = False
         try:
             self._conn: asyncpg.Connection = self._run(connect(self.dsn, self.prepared))
             self._run(migrate(self._conn))
@@ -424,7 +425,7 @@ class SyncConnection:
             self._in_tx = self._dirty = False
             return Cursor()
         out, rows, serial = translate(sql)
-        write = word.startswith(_WRITE) and not _UNHEARD.match(sql)
+        write = word.startswith(_WRITE) and not self.quiet
         if write and not self._in_tx:
             async with c.transaction():
                 cur = await self._statement(out, rows, serial, params)
