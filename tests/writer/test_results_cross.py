@@ -4,6 +4,7 @@ crossing does not know would fail to decode there and nowhere else."""
 
 from __future__ import annotations
 
+import re
 from typing import get_args
 
 from ygg_server.protocol import results
@@ -23,6 +24,5 @@ def test_every_result_type_is_in_the_union_the_writer_process_decodes():
 
 def test_every_command_kind_is_documented_with_its_answer():
     """writer/commands.py's table names each kind the writer takes, and what it is answered with."""
-    table = commands.__doc__.split("\n\n")[1]
-    listed = {line.split()[0] for line in table.splitlines() if line.strip()}
+    listed = set(re.findall(r"^    ([a-z_]+) +\(", commands.__doc__, re.M))
     assert listed == commands.KINDS
