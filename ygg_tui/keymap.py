@@ -30,6 +30,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "ygg.previous_conversation": ("alt+up", "Previous conversation"),
     "ygg.next_conversation": ("alt+down", "Next conversation"),
     "ygg.sidebar": ("ctrl+b", "Conversations list: hide or show"),
+    "ygg.undo": ("ctrl+z", "Undo my send or edit, right after it"),
     **{f"ygg.conversation_{n}": (f"alt+{n}", f"Conversation {n} of the list") for n in range(1, 10)},
     "messages.down": ("j,down", "Next message"),
     "messages.up": ("k,up", "Previous message"),

@@ -23,6 +23,8 @@ class KeyActions:
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "people":
             return self.has_class("-narrow")  # (a wide screen always shows them)
+        if action == "undo":
+            return self.undo_available()  # (else ctrl+z goes on to the text box's own undo)
         return True
 
     def action_people(self) -> None:

@@ -172,12 +172,14 @@ class Composer(Vertical):
         yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True,
                            placeholder="Write… @name first addresses; ⏎ sends")
         yield Static("", id="sending")
+        yield Static("", id="undo")
         yield Static("", id="refusal")
 
     def on_mount(self) -> None:
         self.query_one("#completions").display = False
         self.query_one("#reply-bar").display = False
         self.query_one("#sending").display = False
+        self.query_one("#undo").display = False
         self.query_one("#refusal").display = False
         self._meta()
 
@@ -324,6 +326,13 @@ class Composer(Vertical):
         else:
             self.hide_refusal()
             self.post_message(LeftComposer())
+
+    def show_undo(self, said: str | None) -> None:
+        """The line under the box while one's last send or edit can be taken back (screens/undoing.py)."""
+        w = self.query_one("#undo", Static)
+        if said:
+            w.update(Text(said, style="bold"))
+        w.display = bool(said)
 
     # --- refusals ---
 
