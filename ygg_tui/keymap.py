@@ -23,6 +23,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "ygg.operator": ("o", "Operator view"),
     "ygg.compose": ("i", "Write"),
     "ygg.focus_topics": ("t", "Topics"),
+    "ygg.all_topics": ("T", "All the conversation's topics at once"),
     "ygg.focus_sidebar": ("c", "Conversations"),
     "ygg.focus_messages": ("m", "Messages"),
     "ygg.people": ("p", "People and credits (a narrow screen hides them)"),

@@ -57,6 +57,23 @@ class KeyActions:
         if n <= len(order):
             self.open_conversation(order[n - 1])
 
+    def action_all_topics(self) -> None:
+        """T: every topic of this conversation, its state, participants and last message; ⏎ opens one."""
+        from ..widgets.message_list import clock
+        from .topics_view import TopicsScreen
+
+        cid = self.conversation
+        if cid is None:
+            self.notify("No conversation is open.", timeout=2)
+            return
+
+        def chosen(topic: str | None) -> None:
+            if topic is not None and self.conversation == cid:
+                self.open_topic(cid, topic)
+                self.messages.focus()
+
+        self.app.push_screen(TopicsScreen(self.store, cid, self.topic, clock if self.show_clock else None), chosen)
+
     def action_compose(self) -> None:
         self.composer.area.focus()
 

@@ -48,6 +48,7 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
         bind("ygg.operator", "operator", "Operator"),
         bind("ygg.compose", "compose", show=False),
         bind("ygg.focus_topics", "focus('topics')", show=False),
+        bind("ygg.all_topics", "all_topics", "All topics"),
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
         bind("ygg.people", "people", "People"),
