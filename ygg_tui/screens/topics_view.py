@@ -69,8 +69,9 @@ class TopicsScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         s = self.store
         table = self.query_one(DataTable)
-        table.add_columns("status", "topic", "participants", "last")
-        room = 22 if self.app.size.width < 100 else 60  # (at 80 columns the whole row fits, no sideways scroll)
+        # a narrow screen (80 columns) shows the status by its mark alone, and the last message in what room is left
+        narrow = self.app.size.width < 100
+        rows = []
         for t in s.topics_of(self.conversation):
             status = topic_status(t)
             style = STATUS_STYLE.get(status, "")
@@ -78,9 +79,15 @@ class TopicsScreen(ModalScreen[str | None]):
             title = Text(t.get("title") or "(untitled)", style="bold" if unread else "dim" if status == "closed" else "")
             if unread:
                 title.append(f" {unread}", "bold reverse")
-            table.add_row(Text(f"{STATUS_MARK.get(status, '‖')} {status}", style=style), title,
-                          participants(s, t), last_said(s, t, self.clock, room), key=t["id"])
-        if self.current is not None and self.current in {t["id"] for t in s.topics_of(self.conversation)}:
+            mark = STATUS_MARK.get(status, "‖")
+            rows.append((t, [Text(mark if narrow else f"{mark} {status}", style=style), title, participants(s, t)]))
+        inner = min(self.app.size.width, 110) - 6  # (the dialog: 110 wide at most, less its border and padding)
+        used = sum(max((c.cell_len for _, cells in rows for c in cells[i:i + 1]), default=0) + 2 for i in range(3))
+        room = max(16, inner - used - 2)
+        table.add_columns("" if narrow else "status", "topic", "participants", "last")
+        for t, cells in rows:
+            table.add_row(*cells, last_said(s, t, self.clock, room), key=t["id"])
+        if self.current is not None and self.current in {t["id"] for t, _ in rows}:
             table.move_cursor(row=table.get_row_index(self.current))
         table.focus()
 

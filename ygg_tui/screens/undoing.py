@@ -49,8 +49,8 @@ class UndoActions:
         first = printable(o.text, one_line=True)
         first = first if len(first) <= 30 else first[:29] + "…"
         if o.kind == "sent":
-            return f"✓ sent “{first}” · {key} takes it back ({left} s)"
-        return f"✓ edited · {key} restores “{first}” ({left} s)"
+            return f"✓ sent · {key} takes it back ({left} s) · “{first}”"
+        return f"✓ edited · {key} restores the text before ({left} s) · “{first}”"
 
     def _undo_tick(self) -> None:
         o = self.undo_offer
@@ -109,8 +109,10 @@ class UndoActions:
             self.sent_taken_back(o)
         elif back is not None:
             back.focus()
-        self.notify("Taken back: deleted for everyone." if o.kind == "sent" else "The text before the edit is back.",
-                    title="undone", timeout=3)
+        had = [self.store.name(p) for p in self.store.woke.get(m["id"], ())]
+        self.notify(("Taken back: deleted for everyone." + (f" {', '.join(had)} had it already (woken by it)." if had
+                                                            else "")) if o.kind == "sent" else
+                    "The text before the edit is back (the edit stays in its versions: v).", title="undone", timeout=4)
 
     def sent_taken_back(self, o: UndoOffer) -> None:
         """A screen with a composer puts the text back in it (MainScreen)."""

@@ -331,7 +331,7 @@ class Composer(Vertical):
         """The line under the box while one's last send or edit can be taken back (screens/undoing.py)."""
         w = self.query_one("#undo", Static)
         if said:
-            w.update(Text(said, style="bold"))
+            w.update(Text(said, style="bold", no_wrap=True, overflow="ellipsis"))
         w.display = bool(said)
 
     # --- refusals ---
