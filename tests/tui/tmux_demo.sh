@@ -17,7 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-source "$root/tests/tui/tmux_lib.sh"  # wait_for
+source "$root/tests/tui/tmux_lib.sh"  # wait_for, wait_gone
 keys() { tmux send-keys -t "$session" "$@"; sleep 0.4; }
 
 tmux new-session -d -s "$session" -x 80 -y 24 "env -u COLUMNS -u LINES $bin/ygg --local; sleep 5"
@@ -54,8 +54,9 @@ keys T
 wait_for 10 "Topics of General"                # T: every topic of the conversation at once
 wait_for 5 "Deploy to production"
 keys Enter                                     # opens the one highlighted
-wait_for 5 "keys are commands"
+wait_gone 10 "Topics of General"
 keys i
+wait_for 5 "✎ writing"
 tmux send-keys -t "$session" -l "a typo, sent too soon"
 keys Enter
 wait_for 10 "ctrl+z takes it back"             # the offer, under the composer
