@@ -5,10 +5,10 @@ nothing")."""
 from textual.widgets import OptionList
 
 from ygg_tui.screens.dialogs import ConfirmScreen
-from ygg_tui.screens.revising import EditScreen, VersionsScreen
+from ygg_tui.screens.revising import VersionsScreen
 from ygg_tui.screens.search import SearchScreen
 
-from .conftest import SIZE, ready, screen_text, seed_topic, wait_for, wait_text
+from .conftest import SIZE, edit_selected, ready, screen_text, seed_topic, wait_for, wait_text
 
 
 async def test_edit_then_see_the_versions_then_delete_my_message(team):
@@ -19,12 +19,8 @@ async def test_edit_then_see_the_versions_then_delete_my_message(team):
     mid = sent["message"]["id"]
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
-        main = await ready(pilot)
+        main = await edit_selected(pilot, mid)
         ml = main.messages
-        ml.focus()
-        await wait_for(pilot, lambda: ml.select_id(mid), what="the message on screen")
-        await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditScreen), what="the edit dialog")
         assert app.screen.query_one("#edit-text").text == "we ship on Tuesday", "it starts from the old text"
         await pilot.press(*["backspace"] * len("Tuesday"), *"Wednesday", "enter")
         await wait_for(pilot, lambda: app.screen is main, what="saved")

@@ -4,9 +4,8 @@ restores the text before it (edit_message). The offer is on screen while it last
 own undo again."""
 
 from ygg_tui.screens import undoing
-from ygg_tui.screens.revising import EditScreen
 
-from .conftest import SIZE, ready, screen_text, seed_topic, wait_for, wait_text
+from .conftest import SIZE, edit_selected, ready, screen_text, seed_topic, wait_for, wait_text
 
 
 async def test_ctrl_z_right_after_sending_takes_the_message_back_into_the_composer(team):
@@ -38,12 +37,8 @@ async def test_ctrl_z_right_after_an_edit_restores_the_text_before_it(team):
     mid = sent["message"]["id"]
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
-        main = await ready(pilot)
+        main = await edit_selected(pilot, mid)
         ml = main.messages
-        ml.focus()
-        await wait_for(pilot, lambda: ml.select_id(mid), what="the message on screen")
-        await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, EditScreen), what="the edit dialog")
         await pilot.press(*["backspace"] * len("Tuesday"), *"Friday", "enter")
         await wait_for(pilot, lambda: ml.selected and ml.selected["text"] == "we ship on Friday", what="edited")
         await wait_text(pilot, "ctrl+z restores the text before")
