@@ -156,6 +156,7 @@ class YggCommands(Provider):
             ("New organization", main.create_org, "you own it (Free plan)"),
             ("New agent", main.add_agent, "yours, in every workspace of yours or pinned to one; its key shown once"),
             ("New topic in this conversation", main.action_new_topic, "asks for a title"),
+            ("All topics of this conversation", main.action_all_topics, "T: their states, participants, last message"),
             ("Next unread topic", main.action_next_unread, "n"),
             ("Next topic waiting on a person", main.action_next_needs_human, "h"),
             ("Search messages", main.action_search, "/"),

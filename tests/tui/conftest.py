@@ -265,3 +265,16 @@ async def delivery_with(client, text: str, timeout: float = 5.0) -> dict:
         await client.ack([d["id"]])
         if d["message"].get("text") == text:
             return d
+
+
+async def edit_selected(pilot, mid: str):
+    """Select message `mid` in the main screen's list and press e: the edit dialog is open. Returns the screen."""
+    from ygg_tui.screens.revising import EditScreen
+
+    main = await ready(pilot)
+    ml = main.messages
+    ml.focus()
+    await wait_for(pilot, lambda: ml.select_id(mid), what="the message on screen")
+    await pilot.press("e")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditScreen), what="the edit dialog")
+    return main

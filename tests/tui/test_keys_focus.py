@@ -141,3 +141,19 @@ async def test_esc_leaves_the_composer_at_once_where_there_is_no_topic_yet(team)
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.focused is main.messages, what="the keys are commands")
         assert main.composer.new_topic
+
+
+async def test_esc_then_a_command_key_at_once_is_a_command(team):
+    """Esc and a letter that reach the app together (a fast typist, tmux, a slow link): the letter is a command,
+    never typed into the composer the esc just left (tmux_demo.sh's `esc`, `h` once typed an "h" there)."""
+    from textual import events
+
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        await pilot.press(*"abc")
+        assert main.composer.text == "abc"
+        for key, char in (("escape", None), ("slash", "/")):  # both queued before either is handled
+            app.post_message(events.Key(key, char))
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "SearchScreen", what="/ opened search")
+        assert main.composer.text == "abc", "nothing typed into the composer"

@@ -81,3 +81,19 @@ async def test_the_selected_message_is_drawn_whole_and_no_header_has_a_hole():
         for row in range(0, top):  # the others: every cell on the list's own background
             segments = list(ml.render_line(row))
             assert all(s.style is not None and s.style.bgcolor == ml.rich_style.bgcolor for s in segments), segments
+
+
+async def test_the_selection_is_the_message_not_its_row():
+    """A redraw of the same list (key None: the operator's feed) and a live message that sorts in above keep the
+    same message selected (issue 20: the live feed's redraw lost the selection between j and v)."""
+    app = ListApp()
+    async with app.run_test(size=(80, 20)) as pilot:
+        ml = app.query_one(MessageList)
+        ml.set_messages([msg(i) for i in range(10, 20)])
+        ml.focus()
+        assert ml.select_id("m15")
+        ml.set_messages([msg(i) for i in range(10, 21)])  # drawn again, one more
+        assert ml.selected["id"] == "m15"
+        ml.append([msg(5)])  # late, older than the rest: it goes in above
+        await pilot.pause()
+        assert ml.messages[0]["id"] == "m5" and ml.selected["id"] == "m15"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Drive the real demo (`ygg --local`, what ./run starts) in tmux at 80x24, as a new user would: answer the reviewer's
 # needs_human question (esc, h, "yes", ctrl+d for done, Enter), switch with ctrl+k, show people and credits (p),
-# hide the list (ctrl+b), step with alt+↓. Exit 0 when each step shows on the screen.
+# hide the list (ctrl+b), step with alt+↓, every topic at once (T), a message sent then taken back (ctrl+z). Exit 0 when each step shows on the screen.
 #   tests/tui/tmux_demo.sh            (needs tmux; tests/tui/test_tmux.py runs it)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,7 +17,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-source "$root/tests/tui/tmux_lib.sh"  # wait_for
+source "$root/tests/tui/tmux_lib.sh"  # wait_for, wait_gone
 keys() { tmux send-keys -t "$session" "$@"; sleep 0.4; }
 
 tmux new-session -d -s "$session" -x 80 -y 24 "env -u COLUMNS -u LINES $bin/ygg --local; sleep 5"
@@ -48,6 +48,21 @@ wait_for 10 "Demo › side:"                     # alt+↓: the next conversatio
 keys C-b
 keys M-2
 wait_for 10 "Demo › General"                   # alt+2 from tmux
+keys Escape
+sleep 0.5
+keys T
+wait_for 10 "Topics of General"                # T: every topic of the conversation at once
+wait_for 5 "Deploy to production"
+keys Enter                                     # opens the one highlighted
+wait_gone 10 "Topics of General"
+keys i
+wait_for 5 "✎ writing"
+tmux send-keys -t "$session" -l "a typo, sent too soon"
+keys Enter
+wait_for 10 "ctrl+z takes it back"             # the offer, under the composer
+keys C-z
+wait_for 10 "Taken back: deleted for everyone"  # gone, and its text back in the composer
+wait_for 5 "a typo, sent too soon"
 tmux capture-pane -p -t "$session"
 keys C-q
 echo "ok: the demo driven at 80x24, read back from the screen"

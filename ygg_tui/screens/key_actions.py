@@ -23,6 +23,8 @@ class KeyActions:
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "people":
             return self.has_class("-narrow")  # (a wide screen always shows them)
+        if action == "undo":
+            return self.undo_available()  # (else ctrl+z goes on to the text box's own undo)
         return True
 
     def action_people(self) -> None:
@@ -54,6 +56,23 @@ class KeyActions:
         order = self.query_one(Sidebar).order
         if n <= len(order):
             self.open_conversation(order[n - 1])
+
+    def action_all_topics(self) -> None:
+        """T: every topic of this conversation, its state, participants and last message; ⏎ opens one."""
+        from ..widgets.message_list import clock
+        from .topics_view import TopicsScreen
+
+        cid = self.conversation
+        if cid is None:
+            self.notify("No conversation is open.", timeout=2)
+            return
+
+        def chosen(topic: str | None) -> None:
+            if topic is not None and self.conversation == cid:
+                self.open_topic(cid, topic)
+                self.messages.focus()
+
+        self.app.push_screen(TopicsScreen(self.store, cid, self.topic, clock if self.show_clock else None), chosen)
 
     def action_compose(self) -> None:
         self.composer.area.focus()

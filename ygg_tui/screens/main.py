@@ -28,9 +28,10 @@ from .account import AccountActions
 from .manage import ManageActions
 from .revising import ReviseActions
 from .sending import SendActions
+from .undoing import UndoActions
 
 
-class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions,
+class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions, UndoActions,
                  Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
@@ -47,6 +48,7 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
         bind("ygg.operator", "operator", "Operator"),
         bind("ygg.compose", "compose", show=False),
         bind("ygg.focus_topics", "focus('topics')", show=False),
+        bind("ygg.all_topics", "all_topics", "All topics"),
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
         bind("ygg.people", "people", "People"),
@@ -55,6 +57,7 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
         bind("ygg.previous_conversation", "step_conversation(-1)", show=False, priority=True),
         bind("ygg.next_conversation", "step_conversation(1)", show=False, priority=True),
         bind("ygg.sidebar", "toggle_sidebar", "List", priority=True),
+        bind("ygg.undo", "undo", "Undo", priority=True),
         *(bind(f"ygg.conversation_{n}", f"conversation_number({n})", show=False, priority=True) for n in range(1, 10)),
     ]
 
@@ -410,3 +413,26 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
     @on(Submit)
     def _submit(self, event: Submit) -> None:
         self.send(event.text)
+
+    # --- undo (undoing.py): the offer under the composer, the text back in it ---
+
+    def show_undo(self, said: str | None) -> None:
+        self.composer.show_undo(said)
+        self.refresh_bindings()
+
+    def undo_available(self) -> bool:
+        """While the composer holds new text, ctrl+z there is the text box's own undo."""
+        c = self.composer
+        return super().undo_available() and not (c.area.has_focus and c.text)
+
+    def sent_taken_back(self, o) -> None:
+        c = self.composer
+        if c.text.strip():
+            c.give_back(o.text)
+        else:
+            c.clear()
+            c._set_text(o.text)
+            if o.composer.get("reply_to") is not None and self.topic == o.message.get("topic"):
+                c.set_reply(o.composer["reply_to"])
+            c.mtype, c.state = o.composer.get("mtype", c.mtype), o.composer.get("state", c.state)
+        c.area.focus()

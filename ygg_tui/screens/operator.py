@@ -20,6 +20,7 @@ from ..keymap import bind
 from ..state import Change, Store
 from ..widgets.message_list import MessageList
 from .revising import ReviseActions
+from .undoing import UndoActions
 from ..words import STATE_MARK, topic_status
 from .dialogs import plain
 
@@ -27,12 +28,13 @@ ALL = "__all__"
 TYPES = ("request", "response", "inform", "notice")
 
 
-class OperatorScreen(ReviseActions, Screen):
+class OperatorScreen(ReviseActions, UndoActions, Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # as MainScreen's: credits take less room when narrow
     BINDINGS = [
         bind("operator.back", "back"),
         bind("operator.filter", "filters", "Filters"),
         bind("ygg.help", "help"),
+        bind("ygg.undo", "undo", "Undo"),
     ]
 
     def __init__(self, store: Store, workspace: str, *, show_clock: bool = True):

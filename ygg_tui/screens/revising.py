@@ -125,6 +125,11 @@ class ReviseActions:
             reply = await self.app.session.revise("delete_message", workspace=m["workspace"], message=m["id"])
         if reply.get("op") in ("edit_message", "delete_message"):
             self.app.apply_change(self.store.apply_revised(reply))
+            offer = getattr(self, "undo_offer", None)
+            if how == "edit" and hasattr(self, "offer_undo"):
+                self.offer_undo("edited", reply["message"], m.get("text") or "")
+            elif offer is not None and offer.message["id"] == m["id"]:  # deleted: nothing of it to take back
+                self.end_undo()
         else:
             self.notify(f"{reply.get('detail') or reply.get('reason') or reply.get('code')}", severity="error",
                         title=f"refused: {reply.get('reason') or reply.get('code')}")

@@ -105,6 +105,7 @@ class SendActions:
             fields["state"] = c.state
         if c.reply_to is not None:
             fields["in_reply_to"] = c.reply_to["id"]
+        kept = {"reply_to": c.reply_to, "mtype": c.mtype, "state": c.state}  # (to put back if it is taken back)
         answered = c.sending(text)
         try:
             reply = await self.app.session.send(**fields)
@@ -121,6 +122,7 @@ class SendActions:
                 self.open_conversation(cid, reply["message"]["topic"])
             self.app.apply_change(ch)
             c.area.focus()
+            self.offer_undo("sent", reply["message"], text, kept)
             return True
         c.show_refusal(reply.get("reason") or reply.get("code"), reply.get("detail", ""))
         return False

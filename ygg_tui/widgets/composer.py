@@ -119,6 +119,18 @@ class ComposerArea(TextArea):
         return super().check_consume_key(key, character or TYPED.get(key))
 
     async def _on_key(self, event: events.Key) -> None:
+        # Keys reach this box in the order typed, each after the one before has run. Esc leaves the box at once, here
+        # (as a binding it ran only once the key had gone up to the app, after the keys behind it were typed in);
+        # a key that comes after it is no text any more: it goes on up, to the screen's bindings (esc, h typed
+        # together wrote an "h" here).
+        if self.screen.focused is not self:
+            event.prevent_default()  # (not TextArea's: it would type it; not stopped: it goes up)
+            return
+        if any(b.action == "cancel" for b in self._bindings.key_to_bindings.get(event.key, ())):
+            event.stop()
+            event.prevent_default()
+            self.action_cancel()
+            return
         composer = self._composer()
         if composer is not None and composer.completing and event.key in ("up", "down"):
             event.stop()
@@ -172,12 +184,14 @@ class Composer(Vertical):
         yield ComposerArea(id="composer-text", soft_wrap=True, show_line_numbers=False, compact=True,
                            placeholder="Write… @name first addresses; ⏎ sends")
         yield Static("", id="sending")
+        yield Static("", id="undo")
         yield Static("", id="refusal")
 
     def on_mount(self) -> None:
         self.query_one("#completions").display = False
         self.query_one("#reply-bar").display = False
         self.query_one("#sending").display = False
+        self.query_one("#undo").display = False
         self.query_one("#refusal").display = False
         self._meta()
 
@@ -323,7 +337,15 @@ class Composer(Vertical):
             self.mtype, self.state = "request", DEFAULT_STATE
         else:
             self.hide_refusal()
+            self.screen.set_focus(None)  # (at once: the keys already on their way are commands, `ComposerArea._on_key`)
             self.post_message(LeftComposer())
+
+    def show_undo(self, said: str | None) -> None:
+        """The line under the box while one's last send or edit can be taken back (screens/undoing.py)."""
+        w = self.query_one("#undo", Static)
+        if said:
+            w.update(Text(said, style="bold", no_wrap=True, overflow="ellipsis"))
+        w.display = bool(said)
 
     # --- refusals ---
 

@@ -195,8 +195,9 @@ class MessageList(ScrollView, can_focus=True):
 
     def set_messages(self, msgs: Iterable[dict], key: str | None = None, more: bool = False) -> None:
         """Show these messages (oldest first), scrolled to the newest. The same thread drawn again (its first page
-        arriving, a reconnect's refresh) keeps the selected message selected and in view."""
-        keep = self.selected["id"] if key is not None and key == self.key and self.selected else None
+        arriving, a reconnect's refresh, the operator's feed redrawn live: key None) keeps the selected message
+        selected and in view: the selection is the message, not its row (a redraw between j and v lost it)."""
+        keep = self.selected["id"] if key == self.key and self.selected else None
         self.key, self.more = key, more
         self._msgs = list(msgs)
         self._cache.clear()
@@ -217,8 +218,11 @@ class MessageList(ScrollView, can_focus=True):
             return
         follow = self._follow or self.is_at_end()
         if self._msgs and any(m["created_at"] < self._msgs[-1]["created_at"] for m in msgs):
+            chosen = self.selected
             self._msgs = sorted(self._msgs + msgs, key=lambda m: m["created_at"])
             self._relayout()
+            if chosen is not None:  # (the same message stays selected, at its new row)
+                self.set_reactive(MessageList.cursor, self._index[chosen["id"]])
         else:
             w = self._text_width()
             for m in msgs:
