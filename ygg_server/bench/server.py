@@ -59,7 +59,13 @@ def _names(n: int) -> list[str]:
 PERSON = ("bench", "bench-password")  # setup_ygg's person
 
 
-def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
+# --unbounded: the workload the benchmark ran before issue 17 (the party safeguards out of reach, agents alone), to
+# compare the hot path with trees measured that way
+UNBOUNDED = {"party.maxHops": 10**9, "party.throttleDirect": 10**9, "party.throttleGroup": 10**9}
+
+
+def setup_ygg(data_dir: Path | str, agents: int,
+              unbounded: bool = False) -> tuple[str, list[tuple[str, str]], dict[str, str]]:
     """A person, a workspace, `agents` agents in it, each funded with 10^9 credits (a data dir, or a PostgreSQL URL)."""
     from ..clock import now_us
     from ..ops import admin
@@ -74,6 +80,8 @@ def setup_ygg(data_dir: Path | str, agents: int) -> tuple[str, list[tuple[str, s
     try:
         admin.add_person(conn, *PERSON, now=now_us())
         ws = admin.add_workspace(conn, "bench", "bench", now=now_us())["id"]
+        if unbounded:
+            conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (json.dumps(UNBOUNDED), ws))
         # the default limits (party.maxHops, the throttle): the person opens each agent's topic and writes there
         # again as real work has it (loadgen.Person), so its agents' exchanges stay within what it buys
         keys, names = [], {}
@@ -104,22 +112,23 @@ def _persisted(where: Path | str) -> int:
 
 
 def start_server(kind: str, workdir: Path, agents: int, profile: str | None = None,
-                 db: str | None = None) -> tuple[Proc, Target]:
+                 db: str | None = None, unbounded: bool = False) -> tuple[Proc, Target]:
     workdir.mkdir(parents=True, exist_ok=True)
+    person = None if unbounded else PERSON
     py = [*profiler(kind, profile), sys.executable]
     if kind in ("pg", "pg2"):  # one node, or two, on a fresh PostgreSQL database (`db` is a scratch URL)
-        ws, keys, names = setup_ygg(db, agents)
+        ws, keys, names = setup_ygg(db, agents, unbounded)
         nodes = [Proc([*(profiler(f"{kind}-{i}", profile) or []), sys.executable, "-m", "ygg_server.cli",
                        "serve", "--db", db, "--port", "0", "--node-id", f"bench{i}"],
                       workdir / f"{kind}-node{i}.log") for i in range(1 if kind == "pg" else 2)]
         procs = Procs(nodes, db)
-        return procs, Target(nodes[0].url, ws, keys, names, [n.url for n in nodes], person=PERSON)
+        return procs, Target(nodes[0].url, ws, keys, names, [n.url for n in nodes], person=person)
     if kind == "ygg":
         data = workdir / "ygg-data"
-        ws, keys, names = setup_ygg(data, agents)
+        ws, keys, names = setup_ygg(data, agents, unbounded)
         proc = Proc([*py, "-m", "ygg_server.cli", "serve", "--data-dir", str(data), "--port", "0"],
                     workdir / "ygg-server.log")
-        return proc, Target(proc.url, ws, keys, names, person=PERSON)
+        return proc, Target(proc.url, ws, keys, names, person=person)
     keys = [(n, f"relaykey_{n}") for n in _names(agents)]
     kf = workdir / "relay-keys.json"
     kf.write_text(json.dumps({k: n for n, k in keys}))
@@ -136,7 +145,8 @@ async def run_target(kind: str, args, workdir: Path) -> list[Measured]:
 
         db_url = await pg.create_database(args.db, prefix="ygg_bench")
     try:
-        proc, target = await asyncio.to_thread(start_server, kind, workdir, args.agents, args.profile, db_url)
+        proc, target = await asyncio.to_thread(start_server, kind, workdir, args.agents, args.profile, db_url,
+                                                  args.unbounded)
         target.directives = args.directives
     except BaseException:
         if db_url:
@@ -273,6 +283,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--directives", action="store_true",
                    help="the agents take the server's directive with each wake (default: bare agents, "
                         "\"directives\": false at auth, as the relay sends none)")
+    p.add_argument("--unbounded", action="store_true",
+                   help="the party safeguards out of reach and no person: agents alone, as the benchmark ran before "
+                        "issue 17 (to compare the hot path with trees measured so)")
     p.add_argument("--profile", metavar="DIR", help="sample the servers with py-spy into DIR/<server>.txt")
     p.add_argument("--keep", action="store_true", help="keep the temporary data dir and server logs")
     p.add_argument("--quiet", action="store_true", help="print only the JSON summary")
