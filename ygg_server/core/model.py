@@ -81,6 +81,11 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     # A side conversation (seed 003 §15): the direct conversation and topic its task was delegated from.
     origin: str | None = None
     origin_topic: str | None = None
+    # A side thread (seed 003 §5-7, core/threads.py): the message it was opened from, its state (ongoing,
+    # resolved, abandoned; None: not a thread) and the summary a member posted back.
+    origin_message: str | None = None
+    thread: str | None = None
+    summary: str | None = None
 
 
 class Member(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
@@ -206,6 +211,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     version: int = 0  # how many times its author edited it (core/revise.py); the older texts are kept apart
     edited_at: int | None = None  # when it was last edited or deleted
     deleted: bool = False  # its author deleted it: its text is gone
+    threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (core/threads.py)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):
@@ -229,6 +235,7 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     attachment_bytes: int = 0
     malformed: bool = False  # fields had the wrong types: downgraded to an inform
     handoff: bool = False  # a request handing the conversation to exactly one colleague
+    threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (stamped into the message)
 
 
 class Plan(msgspec.Struct, frozen=True, gc=False):

@@ -560,7 +560,8 @@ _PIPELINED: dict[type, Callable] = {frames.Send: Gateway._send, frames.Ack: Gate
 _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "add_participant": ("party", True),
                "remove_participant": ("party", True), "set_lead": ("party", True),
                "set_profile": ("set_profile", True), "set_setting": ("set_setting", True),
-               "edit_message": ("revise", False), "delete_message": ("revise", False)}
+               "edit_message": ("revise", False), "delete_message": ("revise", False),
+               "settle_thread": ("thread", False)}
 # ops of `ops`: op -> (fn(conn, participant, frame) -> dict, whether it writes, whether the directives may change)
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},

@@ -113,6 +113,14 @@ class DeleteMessage(InWorkspace, tag="delete_message"):
     message: ShortText
 
 
+class SettleThread(InWorkspace, tag="settle_thread"):
+    """A side thread marked resolved, abandoned or ongoing again, with a summary posted back (seed 003 §7)."""
+
+    thread: ShortText
+    state: Any = "resolved"  # judged by the op: `bad_thread_state`
+    summary: str | None = None
+
+
 class SetBudget(InWorkspace, tag="set_budget"):
     topic: str
     budget: Any = None  # credits, or null for none; the writer refuses anything else (`bad_amount`)
@@ -420,7 +428,7 @@ ClientFrame = Union[
     LeaveWorkspace, JoinWorkspace, DeleteWorkspace, SetRestricted, SetPermissions, AddAgent, RevokeAgent, RotateKey,
     AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting, GetPersona,
     SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins, EditMessage, DeleteMessage,
-    MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
+    SettleThread, MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
     ChangePassword, ListSessions, EndSession, SignOut,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}

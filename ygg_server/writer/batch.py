@@ -18,7 +18,11 @@ import msgspec
 from .. import protocol
 from ..core import POOL, Decision, Kind, Refusal, RefusalReason as R, Topic, View, decide, due, fund, next_due, \
     plan_of
-from ..core import assign as core_assign, party as core_party, side as core_side
+from ..core import assign as core_assign, party as core_party, side as core_side, threads as core_threads
+from ..core.decide import counters_of
+from ..core.directory import Unresolved
+from ..core.model import Post
+from ..core.vocabulary import SYSTEM, MessageType
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.revise import Revision, revise
@@ -26,7 +30,7 @@ from ..core.rules import party_limits
 from ..protocol import ErrorCode as E, configurable, frames, names
 from ..protocol.posts import MAX_TEXT
 from ..protocol.results import (Acked, BudgetSet, Duplicate, Failed, Funded, PartyChanged, ProfileSet, Refused, Result,
-                                Revised, Sent, SettingSet, keep)
+                                Revised, Sent, SettingSet, ThreadSettled, keep)
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -186,17 +190,98 @@ class Batch:
                        for a, f in snap.fitness.items()}
             view = msgspec.structs.replace(view, weights=core_assign.weights_of(settings.get("assign.weights")),
                                            fitness=fitness)
+        parts = core_threads.extract(post.text) if conv is not None and not post.malformed else None
+        if parts is not None and parts.parts:
+            return self._send_threads(author, client_id, view, post, parts)
         d = decide(view, post, self.now)
         self.commit(d, ws, self.month)
         if d.refusal:
             return Refused(d.refusal.reason, d.refusal.detail)
         main = d.routed[0]
-        sent = Sent(main.message, main.deliveries)
+        return self._sent(author, client_id, Sent(main.message, main.deliveries))
+
+    def _sent(self, author: str, client_id: str | None, sent: Sent) -> Sent:
         if client_id is not None:
             kept = keep(sent)
             self.idem[(author, client_id)] = kept
             self.out.idem.append((author, client_id, kept, self.now))
         return sent
+
+    def _fresh(self, view: View, author: str) -> View:
+        """`view` with the author's wallet, the pool, its open topics and the plan as this batch left them."""
+        ws, state = view.directory.workspace, self.state
+        if view.directory.participants[author].kind != Kind.AGENT:
+            return msgspec.structs.replace(view, plan_left=self._plan_left(ws))
+        return msgspec.structs.replace(view, open_opened=state.opened.get(author, 0),
+                                       wallet=state.wallets.get((ws, author)), pool=state.pools.get(ws) or 0,
+                                       plan_left=self._plan_left(ws))
+
+    def _send_threads(self, author: str, client_id: str | None, view: View, post: Post,
+                      ex: core_threads.Extracted) -> Result:
+        """A message with `<dm>` parts (core/threads.py): every target known, or nothing is stored; the message
+        judged as it will be stored; then each part, a request opening a topic in its side thread (paid like any
+        message: a refused part is answered in `threads_refused`, not stored); then the message, carrying the
+        threads its accepted parts went to."""
+        d, conv, ws = view.directory, view.conversation, view.directory.workspace
+        targets = []
+        for part in ex.parts:
+            found = d.resolve(part.targets)
+            if found.__class__ is Unresolved or SYSTEM in found:
+                why = found.detail if found.__class__ is Unresolved else "system.ygg has no side threads"
+                return Refused(R.UNKNOWN_RECIPIENT, f"<dm target>: {why}")
+            found = tuple(t for t in found if t != author)
+            if not found:
+                return Refused(R.UNKNOWN_RECIPIENT, "<dm target> names nobody but you")
+            targets.append(found)
+        main = msgspec.structs.replace(post, text=ex.text or "\u2192 side thread")
+        probe = decide(view, main, self.now)
+        if probe.refusal:
+            self.commit(probe, ws, self.month)
+            return Refused(probe.refusal.reason, probe.refusal.detail)
+        topic = view.topic
+        title = post.title or (topic.title if topic is not None else None) or "side thread"
+        known = self.state.conversations.get(ws, {})
+        holder = counters_of(view, conv, topic) if topic is not None else known.get(conv.id, conv)
+        opened, refused, extra = [], [], 0
+        for part, to in zip(ex.parts, targets):
+            tid = core_threads.thread_id(conv.id, frozenset({author, *to}))
+            before = known.get(tid)
+            if before is not None and not core_threads.is_thread(before):
+                refused.append((tid, R.UNKNOWN_CONVERSATION.value))
+                continue
+            thread = core_threads.opened(d, conv, author, to, post.id, before, holder)
+            pv = msgspec.structs.replace(self._fresh(view, author), conversation=thread, topic=None, side=None,
+                                         new_conversation=thread is not before)
+            pd = decide(pv, Post(self.new_id(), author, ws, "new", MessageType.REQUEST, part.body, title=title,
+                                 to=to, state=post.state), self.now)
+            self.commit(pd, ws, self.month)
+            if pd.refusal:
+                refused.append((tid, pd.refusal.reason.value))
+            else:
+                opened.append(tid)
+                extra += pd.routed[0].message.cost
+        main = msgspec.structs.replace(main, threads=tuple(dict.fromkeys(opened)))
+        d2 = decide(self._fresh(view, author), main, self.now)
+        self.commit(d2, ws, self.month)
+        if d2.refusal:  # (its parts were paid first and are stored: docs/protocol.md, "Side threads")
+            return Refused(d2.refusal.reason, d2.refusal.detail)
+        m = d2.routed[0]
+        return self._sent(author, client_id, Sent(m.message, m.deliveries, extra, tuple(refused)))
+
+    def _thread(self, who: str, frame: frames.SettleThread) -> Result:
+        """settle_thread: a side thread marked resolved, abandoned or ongoing, with its summary (core/threads.py)."""
+        ws = frame.workspace
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
+        summary = frame.summary if isinstance(frame.summary, str) else None
+        thread = self.state.conversations.get(ws, {}).get(frame.thread)
+        d = core_threads.settle(directory, thread, who, frame.state, summary, self.now, f"settle:{uuid.uuid4()}")
+        self.commit(d, ws, None)
+        if d.refusal:
+            return Refused(d.refusal.reason, d.refusal.detail)
+        c = d.conversation
+        return ThreadSettled(c.id, c.thread, c.summary)
 
     def _fund(self, funder: str, frame: frames.Fund) -> Result:
         ws, account, amount = frame.workspace, frame.account, frame.amount

@@ -10,6 +10,7 @@ the command ended with).
     set_profile  (who, frames.SetProfile)                   ProfileSet or Failed
     set_setting  (who, frames.SetSetting)                   SettingSet, Refused or Failed
     revise       (who, frames.EditMessage | DeleteMessage)  Revised, Refused or Failed
+    thread       (who, frames.SettleThread)                 ThreadSettled, Refused
     session      (token_hash, participant, expires, created, key)   None: a session's row (ops.auth.session_row)
     sync         ()                                         None, once everything before it is committed
 """
@@ -19,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "session",
-                   "sync"})
+KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "thread",
+                   "session", "sync"})
 
 
 @dataclass(slots=True, eq=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import POOL, Directory, Kind, general_id, plan_of
-from ..core import assign as core_assign, side as core_side
+from ..core import assign as core_assign, side as core_side, threads as core_threads
 from ..store.port import Keys, Snapshot
 from .commands import Command
 
@@ -69,6 +69,11 @@ def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
         k.pools.add(ws)
         if opening:
             k.opening.add(author)
+    if cid is not None and isinstance(frame.text, str):  # the side threads its `<dm>` parts go to (core.threads)
+        for part in core_threads.extract(frame.text).parts:
+            found = d.resolve(part.targets)
+            if isinstance(found, tuple):
+                k.conversations.add(core_threads.thread_id(cid, frozenset({author, *found})))
     if frame.client_id is not None:
         k.idem.add((author, frame.client_id))
     org = snap.orgs.get(ws)
@@ -122,5 +127,9 @@ def _revise(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str])
     k.revised.add(c.args[1].message)
 
 
-_PLANNERS = {"send": _send, "fund": _fund, "set_budget": _set_budget, "party": _party,
+def _thread(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    k.conversations.add(c.args[1].thread)
+
+
+_PLANNERS = {"send": _send, "thread": _thread, "fund": _fund, "set_budget": _set_budget, "party": _party,
              "set_profile": _set_profile, "set_setting": _set_setting, "revise": _revise}
