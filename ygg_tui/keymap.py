@@ -39,6 +39,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "messages.edit": ("e", "Edit my message"),
     "messages.delete": ("d", "Delete my message"),
     "messages.versions": ("v", "A message's versions"),
+    "messages.thread": ("t", "A message's side threads: expand or collapse"),
     "composer.send": ("enter", "Send"),
     "composer.newline": ("ctrl+j,shift+enter", "New line"),
     "composer.complete": ("tab", "Complete @name"),

@@ -66,6 +66,13 @@ class SignedIn(Message):
 
 
 @dataclass
+class ThreadOpened(Message):
+    """A message's side-thread cards expanded: their messages are wanted (issue 21)."""
+
+    message: dict
+
+
+@dataclass
 class Revise(Message):
     """The selected message, to edit, delete or show the versions of (`how`: "edit", "delete", "versions")."""
 

@@ -83,3 +83,16 @@ def test_any_member_settles_a_thread_with_a_summary_and_no_message_in_the_origin
     assert settle(w.directory, t, "writer", RESOLVED, None, 5, "c").refusal.reason == "unknown_conversation"
     assert settle(w.directory, origin, "researcher", RESOLVED, None, 5, "c").refusal.reason == "unknown_conversation"
     assert settle(w.directory, t, "reviewer", "finished", None, 5, "c").refusal.reason == "bad_thread_state"
+
+
+def test_a_conversation_decides_whether_and_in_what_words_agents_are_told():
+    """Seed 003 §6: "A conversation can only decide whether agents are told about side threads, and in what
+    words." (its rulebook's `sideThreads` rule, rendered into the agents' directive)"""
+    from ygg_server.ops import directives as d
+    from ygg_server.protocol.configurable import SIDE_THREADS_WORDS
+    assert SIDE_THREADS_WORDS in d.render_rulebook(d.rulebook_in_force({}))
+    assert "Side threads" not in d.render_rulebook(d.rulebook_in_force({"sideThreads": "off"}))
+    mine = d.render_rulebook(d.rulebook_in_force({"sideThreads": "Use <dm> for reviews only."}))
+    assert "- Side threads: Use <dm> for reviews only." in mine and SIDE_THREADS_WORDS not in mine
+    assert d.rulebook_problem({"sideThreads": ""}) and d.rulebook_problem({"sideThreads": 3})
+    assert d.rulebook_problem({"sideThreads": "off"}) is None

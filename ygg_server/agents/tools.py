@@ -33,6 +33,14 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
                       "handoff, in this topic): say what you need from them. Their answer comes back to you; do "
                       "not hand something straight back unless you added to it."),
          parameters={"type": "object", "properties": {"to": _S, "text": _S}, "required": ["to", "text"]}),
+    Tool(name="settle_thread",
+         description=("Bring a side thread's result back (seed 003 §7): post a short summary and mark the thread "
+                      "resolved, or abandoned if it got stuck (ongoing opens it again). Its card in the origin "
+                      "conversation shows the state and summary; no message is added there. Defaults: this "
+                      "conversation's thread, resolved."),
+         parameters={"type": "object", "properties": {
+             "thread": _S, "summary": _S, "state": {"type": "string", "enum": ["resolved", "abandoned", "ongoing"]}},
+             "required": ["summary"]}),
     Tool(name="search_corpus", description="Search the agent's reference notes (the Ygg handbook by default).",
          parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
     Tool(name="search_history", description="Search this workspace's messages you may see.",
@@ -41,7 +49,7 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
          parameters={"type": "object", "properties": {"note": _S}, "required": ["note"]}),
 )}
 
-DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "remember")
+DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "remember")
 
 
 def select(names) -> tuple[Tool, ...]:

@@ -206,6 +206,15 @@ class TurnRunner:
                 return ok("noted")
             if call.name == "send_message":
                 return await self._send_tool(a, target, client_id, why, ok, err)
+            if call.name == "settle_thread":  # seed 003 §7: a summary back, the thread resolved (or abandoned)
+                reply = await self.client.request(
+                    "settle_thread", workspace=target["workspace"],
+                    thread=a.get("thread") if isinstance(a.get("thread"), str) and a["thread"] else target["conversation"],
+                    state=a.get("state") if a.get("state") in ("resolved", "abandoned", "ongoing") else "resolved",
+                    summary=str(a.get("summary", ""))[:2000] or None)
+                if reply.get("op") != "settle_thread":
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok({"thread": reply["thread"], "state": reply["state"]})
             if call.name == "handoff":  # seed 004: a request with handoff, to exactly one colleague
                 to = a.get("to")
                 if not isinstance(to, str) or not to.strip():
