@@ -22,7 +22,7 @@ from ..core import assign as core_assign, party as core_party, side as core_side
 from ..core.decide import counters_of
 from ..core.directory import Unresolved
 from ..core.model import Post
-from ..core.vocabulary import SYSTEM, MessageType
+from ..core.vocabulary import SYSTEM, MessageType, State
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.revise import Revision, revise
@@ -253,7 +253,7 @@ class Batch:
             pv = msgspec.structs.replace(self._fresh(view, author), conversation=thread, topic=None, side=None,
                                          new_conversation=thread is not before)
             pd = decide(pv, Post(self.new_id(), author, ws, "new", MessageType.REQUEST, part.body, title=title,
-                                 to=to, state=post.state), self.now)
+                                 to=to, state=State.WAITING), self.now)  # (it waits on them there)
             self.commit(pd, ws, self.month)
             if pd.refusal:
                 refused.append((tid, pd.refusal.reason.value))
