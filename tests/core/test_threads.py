@@ -7,20 +7,23 @@ from .harness import World
 
 
 def test_the_tag_is_taken_out_and_the_rest_kept():
-    """Seed 003 §5: "by wrapping the relevant part of its output in a short inline tag naming the target, e.g.
-    `<dm target="Nova">...</dm>`. The backend extracts it" """
+    """Seed 003 §5: "by wrapping the relevant part of its output in a short inline tag naming the target" and "The
+    backend extracts it": the part leaves the message, the rest stays."""
     ex = extract('Plan below.\n<dm target="Nova">check the totals</dm>\nThanks.')
     assert ex.parts == (DmPart(("Nova",), "check the totals"),)
     assert ex.text == "Plan below.\n\nThanks."
 
 
 def test_several_parts_and_several_targets():
+    """Core decision (docs/rules.md, "Side threads"): several parts per message, several targets per part (commas),
+    the tag's name and attribute in any case, single or double quotes."""
     ex = extract("<dm target='a, @bob'>one</dm> mid <DM TARGET=\"c\">two</DM>")
     assert ex.parts == (DmPart(("a", "@bob"), "one"), DmPart(("c",), "two"))
     assert ex.text == "mid"
 
 
 def test_a_nested_tag_stays_text_of_the_outer_part():
+    """Core decision (docs/rules.md, "Side threads"): tags nest by count; an inner one is text of the outer part."""
     ex = extract('<dm target="a">outer <dm target="b">inner</dm> tail</dm> after')
     assert ex.parts == (DmPart(("a",), 'outer <dm target="b">inner</dm> tail'),)
     assert ex.text == "after"
@@ -28,7 +31,7 @@ def test_a_nested_tag_stays_text_of_the_outer_part():
 
 def test_malformed_tags_are_left_as_text_never_dropped():
     """Seed 003 §6: "The tag is the whole mechanism; there is no keyword or length detection behind it." What is
-    not a well-formed tag is text."""
+    not a well-formed tag is text (Core decision, docs/rules.md, "Side threads")."""
     for text in ('<dm target="a">never closed', '<dm>no target</dm>', '<dm target="">empty target</dm>',
                  '<dm target="a">  </dm>', 'a stray </dm> here', 'no tag at all', '<dmx target="a">x</dmx>'):
         assert extract(text).parts == () and extract(text).text == text, text
@@ -37,6 +40,7 @@ def test_malformed_tags_are_left_as_text_never_dropped():
 
 
 def test_parts_beyond_the_limit_stay_text():
+    """Core decision (docs/rules.md, "Side threads"): at most MAX_PARTS parts per message; the rest stays text."""
     ex = extract("".join(f'<dm target="a">{i}</dm>' for i in range(MAX_PARTS + 2)))
     assert len(ex.parts) == MAX_PARTS and ex.text == f'<dm target="a">{MAX_PARTS}</dm><dm target="a">{MAX_PARTS + 1}</dm>'
 
@@ -57,7 +61,8 @@ def test_a_thread_is_for_exactly_those_participants_and_reused():
 
 
 def test_hops_follow_the_bound_across_threads():
-    """docs/rules.md: the hop bound is per topic, and a thread opened from it carries the exchange on."""
+    """Core decision (docs/rules.md, "Side threads"): the hop bound is per topic, and a thread opened from it
+    carries the exchange on (its counters never go below the origin's)."""
     w = World()
     origin = w.general
     from msgspec.structs import replace
