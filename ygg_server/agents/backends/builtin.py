@@ -248,7 +248,7 @@ class Lead(Personality):
                 parts.append(f"{who}: {clip(said, 300)}")
         text = clip("Here is what the team found. " + " | ".join(parts), self.length(ev))
         follow = self.options.get("follow_up", "reviewer")  # seed 003 §5: a side thread opened with `<dm>`
-        if follow and follow in self.team(ev) and ev.get("conversation_kind") != "direct":
+        if follow and follow in self.team(ev) and ev.get("conversation_kind") in ("general", "group"):
             title = ev.get("topic", {}).get("title") or "this"
             text += (f'\n<dm target="{follow}">For the record, once this is settled: one check worth doing next '
                      f'time on “{clip(title, 60)}”?</dm>')
