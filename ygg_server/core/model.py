@@ -189,6 +189,16 @@ class Assignment(msgspec.Struct, frozen=True, gc=False):
     left_out: tuple[LeftOut, ...] = ()  # declaring agents the sender's request may not go to, and why
 
 
+class ArtifactRef(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """What a message says of the artifact it posted, edited or commented on (core/artifacts.py)."""
+
+    id: str
+    version: int
+    title: str
+    kind: str  # document, code, page
+    action: str = "created"  # created, updated, commented
+
+
 class Message(msgspec.Struct, frozen=True, gc=False):
     id: str
     workspace: str
@@ -212,6 +222,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     edited_at: int | None = None  # when it was last edited or deleted
     deleted: bool = False  # its author deleted it: its text is gone
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (core/threads.py)
+    artifact: ArtifactRef | None = None  # the artifact version it posted or commented on (core/artifacts.py)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):
@@ -236,6 +247,8 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     malformed: bool = False  # fields had the wrong types: downgraded to an inform
     handoff: bool = False  # a request handing the conversation to exactly one colleague
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (stamped into the message)
+    artifact: ArtifactRef | None = None  # an artifact version it posts or comments on (core/artifacts.py)
+    body_chars: int = 0  # that version's body: paid for like text (seed 000), not shown in the message
 
 
 class Plan(msgspec.Struct, frozen=True, gc=False):

@@ -76,6 +76,9 @@ class RefusalReason(StrEnum):
     EDIT_LIMIT = "edit_limit"  # too many edits, or an agent's edit longer than the credits it paid for
     # side threads (core/threads.py)
     BAD_THREAD_STATE = "bad_thread_state"  # a thread is ongoing, resolved or abandoned
+    # artifacts (core/artifacts.py)
+    UNKNOWN_ARTIFACT = "unknown_artifact"  # no such artifact (or version) in this workspace, or not the asker's to see
+    BAD_ARTIFACT = "bad_artifact"  # an artifact's title, kind, body or comment that breaks its rules
 
 
 class ContextReason(StrEnum):

@@ -51,6 +51,9 @@ def message_obj(m: Message) -> dict:
         out["deleted"] = True
     if m.threads:
         out["threads"] = list(m.threads)
+    if m.artifact is not None:
+        a = m.artifact
+        out["artifact"] = {"id": a.id, "version": a.version, "title": a.title, "kind": a.kind, "action": a.action}
     return out
 
 
@@ -152,6 +155,12 @@ _RENDER = {
     r.ProfileSet: lambda ref, x: {"op": "set_profile", "ref": ref, "agent": x.agent, "profile": profile_obj(x.profile)},
     r.SettingSet: lambda ref, x: {"op": "set_setting", "ref": ref, "workspace": x.workspace, "key": x.key,
                                   "value": x.value},
+    r.ArtifactSaved: lambda ref, x: {"op": x.op, "ref": ref, "artifact": {"id": x.artifact, "version": x.version,
+                                     "title": x.title, "kind": x.kind},
+                                     "message": message_obj(x.message) if x.message is not None else None,
+                                     "deliveries": deliveries_obj(x.deliveries),
+                                     "cost": x.message.cost if x.message is not None else 0,
+                                     **({"unchanged": True} if x.unchanged else {})},
     r.ThreadSettled: lambda ref, x: {"op": "settle_thread", "ref": ref, "thread": x.thread, "state": x.state,
                                      "summary": x.summary},
     r.Revised: lambda ref, x: {"op": x.op, "ref": ref, "message": message_obj(x.message),

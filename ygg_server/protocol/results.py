@@ -128,6 +128,20 @@ class ThreadSettled(_Result, tag="settle_thread"):
     summary: str | None
 
 
+class ArtifactSaved(_Result, tag="artifact"):
+    """create_artifact / update_artifact / comment_artifact (`op`): the message that posted it, who it reached, and
+    the version as it is now (`unchanged`: the same body again, nothing written)."""
+
+    op: str
+    artifact: str
+    version: int
+    title: str
+    kind: str
+    message: Message | None = None
+    deliveries: tuple[Delivery, ...] = ()
+    unchanged: bool = False
+
+
 class Acked(_Result, tag="acked"):
     """The ids the ack retired, in the order asked, each once (the store fills the list as it writes)."""
 
@@ -135,7 +149,7 @@ class Acked(_Result, tag="acked"):
 
 
 Result = Union[Sent, Duplicate, Refused, Failed, Funded, BudgetSet, PartyChanged, ProfileSet, SettingSet, Revised,
-               ThreadSettled, Acked]
+               ThreadSettled, ArtifactSaved, Acked]
 Answer = Union[Result, None]  # None: `session`, `sync`
 
 _keep = msgspec.msgpack.Encoder()

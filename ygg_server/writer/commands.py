@@ -11,6 +11,7 @@ the command ended with).
     set_setting  (who, frames.SetSetting)                   SettingSet, Refused or Failed
     revise       (who, frames.EditMessage | DeleteMessage)  Revised, Refused or Failed
     thread       (who, frames.SettleThread)                 ThreadSettled, Refused
+    artifact     (who, frames.CreateArtifact | UpdateArtifact | CommentArtifact)   ArtifactSaved, Refused or Failed
     session      (token_hash, participant, expires, created, key)   None: a session's row (ops.auth.session_row)
     sync         ()                                         None, once everything before it is committed
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "thread",
+KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "thread", "artifact",
                    "session", "sync"})
 
 

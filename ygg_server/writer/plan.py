@@ -127,9 +127,32 @@ def _revise(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str])
     k.revised.add(c.args[1].message)
 
 
+def _artifact(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    """The artifact an edit or a comment names; then its message, planned as a send where the artifact is (an
+    unknown artifact's message is planned nowhere: it is refused without one)."""
+    frame = c.args[1]
+    ws = frame.workspace
+    if frame.op != "create_artifact":
+        k.artifacts.add(frame.artifact)
+    cid = conversation_id(d, getattr(frame, "conversation", "general"), c.args[0]) \
+        if frame.op == "create_artifact" else None
+    if cid is not None:
+        (locked if cid == general_id(ws) else k.conversations).add(cid)
+    t = frame.topic
+    if isinstance(t, str) and t != "new":
+        k.topics.add(t)
+    if d.participants.get(c.args[0]) is not None and d.participants[c.args[0]].kind == Kind.AGENT:
+        k.wallets.add((ws, c.args[0]))
+        k.pools.add(ws)
+        k.opening.add(c.args[0])
+    org = snap.orgs.get(ws)
+    if org is not None and plan_of(*org[1:]).messages_per_month is not None:
+        k.limited.add(org[0])
+
+
 def _thread(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
     k.conversations.add(c.args[1].thread)
 
 
-_PLANNERS = {"send": _send, "thread": _thread, "fund": _fund, "set_budget": _set_budget, "party": _party,
+_PLANNERS = {"send": _send, "thread": _thread, "artifact": _artifact, "fund": _fund, "set_budget": _set_budget, "party": _party,
              "set_profile": _set_profile, "set_setting": _set_setting, "revise": _revise}
