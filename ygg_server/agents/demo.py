@@ -45,7 +45,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
         "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
-        "tools": ["search_corpus", "handoff", "persona_read", "persona_write", "remember"],
+        "tools": ["search_corpus", "artifact_create", "handoff", "persona_read", "persona_write", "remember"],
     },
     "reviewer": {
         "title": "Reviewer",

@@ -6,7 +6,8 @@ and answer through the same interface as a model: a TurnOutput, with tool calls
 the rulebook's bookkeeping for every backend (closure polls, nudges, resumes,
 credits); these only decide what to say.
 
-- researcher: answers from the bundled handbook (search_corpus), once, then done.
+- researcher: answers from the bundled handbook (search_corpus), once, then done; given `artifact_create`, it posts
+  what it found in full as an artifact (a document) beside its short answer.
 - reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
   goes to a person first with state needs_human, and the verdict follows their answer.
 - lead: delegates a request to its team (in the same topic; asked in a direct
@@ -112,7 +113,16 @@ class Researcher(Personality):
             return TurnOutput(text="I found nothing about that in the handbook; a person may know more.",
                               type="response", state="done")
         best = found[0]
+        if len(found) > 1 and "artifact_create" in {t.name for t in inp.tools} and not _results(inp, "artifact_create"):
+            # seed 003 §8: what it found, in full, as an artifact (a document) beside its short answer
+            title = clip(f"Notes: {ev.get('topic', {}).get('title') or clip(quoted(query), 40)}", 80)
+            body = "\n\n".join(f"## {f['title']}\n\n{f['text']}" for f in found[:4])
+            return TurnOutput(tool_calls=[ToolCall(name="artifact_create", id="notes", arguments={
+                "title": title, "kind": "document", "body": f"# {title}\n\nFrom the Ygg handbook.\n\n{body}\n"})])
         more = f" (see also: {', '.join(f['title'] for f in found[1:3])})" if len(found) > 1 else ""
+        made = [r for r in _results(inp, "artifact_create") if isinstance(r, dict) and r.get("artifact")]
+        if made:
+            more += f" My notes are in the artifact “{made[0]['artifact']['title']}”."
         lead = f"From the Ygg handbook, “{best['title']}”: "
         n = self.length(ev) - len(lead) - len(more)
         return TurnOutput(text=lead + clip(best["text"], n) + more, type="response", state="done")
@@ -249,9 +259,8 @@ class Lead(Personality):
         text = clip("Here is what the team found. " + " | ".join(parts), self.length(ev))
         follow = self.options.get("follow_up", "reviewer")  # seed 003 §5: a side thread opened with `<dm>`
         if follow and follow in self.team(ev) and ev.get("conversation_kind") in ("general", "group"):
-            title = ev.get("topic", {}).get("title") or "this"
             text += (f'\n<dm target="{follow}">For the record, once this is settled: one check worth doing next '
-                     f'time on “{clip(title, 60)}”?</dm>')
+                     'time?</dm>')
         return TurnOutput(text=text, type="response", state="done", in_reply_to=ask["parent"],
                           topic=ask.get("parent_topic"), conversation=ask.get("parent_conversation"))
 
