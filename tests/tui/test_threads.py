@@ -1,5 +1,5 @@
 """Side threads in the TUI (issue 21; seed 003 §5-7): the small card right under the message a `<dm>` part came
-from, collapsed and expanded with `t`, its marker changing when the thread is settled (no message added), and
+from, collapsed and expanded with `x`, its marker changing when the thread is settled (no message added), and
 `/resolve` from the thread's own conversation."""
 
 import asyncio
@@ -32,7 +32,7 @@ async def test_the_card_under_the_message_expands_and_its_marker_changes(team):
         text = await wait_text(pilot, "Draft is coming.", "side thread with reviewer · ◌ ongoing")
         assert "check the totals" not in text, "collapsed: the part is not a wall of text in the channel"
         ml.focus()
-        await pilot.press("t")
+        await pilot.press("x")
         await wait_text(pilot, "▾ side thread with reviewer", "check the totals in table 2")
         shown = len(ml.messages)
         reviewer = await team.agent("reviewer")
@@ -41,7 +41,7 @@ async def test_the_card_under_the_message_expands_and_its_marker_changes(team):
         assert r["state"] == "resolved"
         await wait_text(pilot, "✓ resolved", "summary: Totals match.")
         assert len(ml.messages) == shown, "no new message in the origin"
-        await pilot.press("t")
+        await pilot.press("x")
         await wait_for(pilot, lambda: "summary: Totals match." not in screen_text(app), what="collapsed again")
 
 
@@ -75,7 +75,7 @@ def test_thread_card_snapshot(snap_compare, sync_team):
         await wait_for(pilot, lambda: any(m.get("threads") and ml.select_id(m["id"]) for m in ml.messages),
                        what="the message")
         ml.focus()
-        await pilot.press("t")
+        await pilot.press("x")
         await wait_text(pilot, "check the totals in table 2")
         quiet(pilot)
         await pilot.pause(0.1)

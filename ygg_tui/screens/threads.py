@@ -1,4 +1,4 @@
-"""Side threads in the main screen (seed 003 §5-7; issue 21): a message's thread cards, expanded with `t` (the
+"""Side threads (and the artifact pane's opening, `a`) in the main screen (seed 003 §5-7; issue 21): a message's thread cards, expanded with `x` (the
 thread's messages fetched), kept up to date as the thread moves; and settling a thread from its own conversation:
 
     /resolve SUMMARY    the summary posted back, the thread marked resolved (its card in the origin shows ✓)
@@ -14,7 +14,8 @@ from textual import work
 
 from ygg_server.client import Refused
 
-from ..messages import ThreadOpened
+from ..messages import ArtifactOpened, ThreadOpened
+from .artifact import ArtifactScreen
 from ..state import Change
 
 COMMANDS = {"/resolve": "resolved", "/abandon": "abandoned", "/reopen": "ongoing"}
@@ -28,6 +29,13 @@ def settle_command(text: str) -> tuple[str, str | None] | None:
 
 
 class ThreadActions:
+    def on_artifact_opened(self, event: ArtifactOpened) -> None:
+        """a on a message with an artifact: its pane, at the version the message names."""
+        event.stop()
+        m, a = event.message, event.message["artifact"]
+        self.app.push_screen(ArtifactScreen(m["workspace"], a["id"], a.get("version"), m.get("topic"),
+                                            namer=self.store.name, clock=lambda iso: iso[:16].replace("T", " ")))
+
     def on_thread_opened(self, event: ThreadOpened) -> None:
         event.stop()
         for tid in event.message.get("threads") or ():

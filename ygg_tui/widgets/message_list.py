@@ -27,10 +27,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..keymap import bind
-from ..messages import LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
+from ..messages import ArtifactOpened, LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
 from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
-from .thread_card import card_lines
+from .thread_card import artifact_line, card_lines
 
 SYSTEM = "system.ygg"
 POLL = "closure_poll"  # shown as one line: "⚙ asked X whether they are done"
@@ -122,7 +122,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
         "message-list--empty", "message-list--state", "message-list--handoff", "message-list--edited",
         "message-list--cursor-mark", "message-list--thread-ongoing", "message-list--thread-resolved",
-        "message-list--thread-abandoned", "message-list--thread-summary",
+        "message-list--thread-abandoned", "message-list--thread-summary", "message-list--artifact",
     }
 
     BINDINGS = [
@@ -135,6 +135,7 @@ class MessageList(ScrollView, can_focus=True):
         bind("messages.delete", "revise('delete')", "Delete", show=False),
         bind("messages.versions", "revise('versions')", "Versions", show=False),
         bind("messages.thread", "thread", "Thread", show=False),
+        bind("messages.artifact", "artifact", "Artifact", show=False),
         Binding("pageup", "page_up", show=False),
         Binding("pagedown", "page_down", show=False),
     ]
@@ -162,6 +163,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--thread-resolved { color: $success; }
     MessageList > .message-list--thread-abandoned { color: $error; }
     MessageList > .message-list--thread-summary { color: $text; text-style: italic; }
+    MessageList > .message-list--artifact { color: $accent; text-style: bold; }
     """
 
     cursor: reactive[int] = reactive(-1, always_update=True)
@@ -296,7 +298,7 @@ class MessageList(ScrollView, can_focus=True):
     def _height(self, m: dict, width: int) -> int:
         if m.get("notice") == POLL:
             return 1
-        cards = len(self._cards(m, width)) if m.get("threads") else 0
+        cards = (len(self._cards(m, width)) if m.get("threads") else 0) + (1 if m.get("artifact") else 0)
         text = m.get("text") or ""  # (drawable: the store made it so)
         if "\n" not in text and len(text) <= width and text.isascii():
             return (2 if text else 1) + cards
@@ -462,6 +464,9 @@ class MessageList(ScrollView, can_focus=True):
         if text:
             for line in wrap(text, width - INDENT):
                 out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
+        if m.get("artifact"):  # seed 003 §8: the artifact is viewed on its own (a), not as a wall of text here
+            line = artifact_line(m["artifact"])
+            out.append(Strip([Segment(line, base + st("artifact"))]).crop(0, width).extend_cell_length(width, base))
         if m.get("threads"):  # seed 003 §5: "a small expandable thread card right under that message"
             for line, style in self._cards(m, width):
                 out.append(Strip([Segment(line, base + st(style))]).crop(0, width).extend_cell_length(width, base))
@@ -543,7 +548,7 @@ class MessageList(ScrollView, can_focus=True):
         self.post_message(Revise(m, how))
 
     def action_thread(self) -> None:
-        """t: the selected message's side-thread cards expanded (their summary and latest messages) or collapsed."""
+        """x: the selected message's side-thread cards expanded (their summary and latest messages) or collapsed."""
         m = self.selected
         if m is None or not m.get("threads"):
             self.app.notify("Select a message with a side thread (its card is under it).", title="Side thread")
@@ -553,6 +558,14 @@ class MessageList(ScrollView, can_focus=True):
         self.refresh_threads()
         if opened:
             self.post_message(ThreadOpened(m))
+
+    def action_artifact(self) -> None:
+        """a: the artifact the selected message posted, edited or commented on, in its pane."""
+        m = self.selected
+        if m is None or not m.get("artifact"):
+            self.app.notify("Select a message that posted an artifact (▣ under it).", title="Artifact")
+            return
+        self.post_message(ArtifactOpened(m))
 
     def action_reply(self) -> None:
         """The selected message, or the last one when none is (it did nothing, and the reply typed next fired

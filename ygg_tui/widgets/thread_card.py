@@ -42,5 +42,10 @@ def card_lines(m: dict, thread_of: Callable[[str], dict | None], previews: dict[
     return out
 
 
+def artifact_line(a: dict) -> str:
+    """The line under a message that posted, edited or commented on an artifact (seed 003 §8)."""
+    return f"  ▣ {a.get('title', '')} · {a.get('kind', 'document')}, version {a.get('version')} · a: open"
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
