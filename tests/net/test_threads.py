@@ -3,21 +3,11 @@ a message's `<dm>` parts go through the one writer into side threads, paid, and 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from .test_edit_messages import _until
+
 pytestmark = pytest.mark.backends("sqlite", "postgres")
-
-
-async def _until(client, pred, timeout: float = 5.0) -> dict:
-    async def first():
-        while True:
-            d = await client.next_delivery()
-            await client.ack([d["id"]])
-            if pred(d):
-                return d
-    return await asyncio.wait_for(first(), timeout)
 
 
 async def test_a_dm_part_opens_a_thread_that_wakes_its_target_and_is_linked_to_its_message(team):

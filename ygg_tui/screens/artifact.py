@@ -25,7 +25,7 @@ class ArtifactScreen(ModalScreen[None]):
                 Binding("right_square_bracket", "newer", "Newer version"), Binding("d", "diff", "Diff"),
                 Binding("c", "comment", "Comment")]
     DEFAULT_CSS = """
-    ArtifactScreen > Vertical { width: 120; max-width: 100%; height: 90%; }
+    ArtifactScreen #artifact-pane { height: 90%; }
     ArtifactScreen #artifact-body { height: 1fr; border: round $panel; }
     ArtifactScreen #artifact-comments { height: auto; max-height: 8; }
     ArtifactScreen #artifact-comment { display: none; }
@@ -41,7 +41,7 @@ class ArtifactScreen(ModalScreen[None]):
         self.diffing = False
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with Vertical(classes="dialog wide", id="artifact-pane"):
             yield Label("Artifact", id="artifact-title", classes="dialog-title")
             yield Static("", id="artifact-meta")
             with VerticalScroll(id="artifact-body"):
@@ -77,7 +77,10 @@ class ArtifactScreen(ModalScreen[None]):
         self.query_one("#artifact-title", Label).update(Text(printable(d["title"], one_line=True), style="bold"))
         v = next((x for x in d["versions"] if x["version"] == d["version"]), {})
         meta = (f"{a['kind']}{' · ' + a['language'] if a.get('language') else ''} · version {d['version']} of "
-                f"{a['version']} · by {self.namer(v.get('author', ''))} · {self.clock(v.get('at', ''))}")
+                f"{a['version']} · by {self.namer(v.get('author', ''))}")
+        when = self.clock(v.get("at", ""))
+        if when:  # (no clock on screen where the config says so: `clock = false`)
+            meta += f" · {when}"
         if diff is not None:
             meta += f" · diff with version {diff['old']}"
         self.query_one("#artifact-meta", Static).update(Text(meta, style="dim"))

@@ -34,7 +34,9 @@ class ThreadActions:
         event.stop()
         m, a = event.message, event.message["artifact"]
         self.app.push_screen(ArtifactScreen(m["workspace"], a["id"], a.get("version"), m.get("topic"),
-                                            namer=self.store.name, clock=lambda iso: iso[:16].replace("T", " ")))
+                                            namer=self.store.name,
+                                            clock=(lambda iso: iso[:16].replace("T", " ")) if self.show_clock else
+                                            (lambda iso: "")))
 
     def on_thread_opened(self, event: ThreadOpened) -> None:
         event.stop()
