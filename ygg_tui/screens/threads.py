@@ -47,7 +47,8 @@ class ThreadActions:
     async def load_thread(self, ws: str, tid: str) -> None:
         """A thread's messages, for its expanded card."""
         reply = await self.app.session.call("history", workspace=ws, conversation=tid)
-        self.messages.previews[tid] = self.store.take_page(list(reply.get("messages") or []))
+        page = self.store.take_page(list(reply.get("messages") or []))
+        self.messages.previews[tid] = page[::-1]  # (a history page is newest first; the card reads down in time)
         self.messages.refresh_threads()
 
     def threads_moved(self, ch: Change) -> None:
