@@ -59,7 +59,7 @@ async def test_an_artifact_is_scoped_like_its_conversation(team):
         assert r["op"] == "error" and r["code"] == "not_found", r
     assert (await bob.call("list_artifacts", workspace=team.ws))["artifacts"] == []
     r = await bob.request("update_artifact", workspace=team.ws, artifact=aid, topic="new", topic_title="x", body="x")
-    assert r["op"] == "refused" and r["reason"] == "unknown_conversation", r
+    assert r["op"] == "refused" and r["reason"] == "unknown_artifact", "answered as one that does not exist"
     r = await bob.request("comment_artifact", workspace=team.ws, artifact="nope", topic="new", text="x")
     assert r["op"] == "refused" and r["reason"] == "unknown_artifact", r
     bad = await alice.request("create_artifact", workspace=team.ws, topic="new", topic_title="t", title="T",

@@ -348,6 +348,8 @@ class Batch:
             post = core_artifacts.announce(mid, who, ws, frame.topic, ref, body=body, to=to, title=topic_title)
         d = self._decide_in(who, ws, made if op == "create_artifact" else after.conversation, post)
         if d.refusal:
+            if op != "create_artifact" and d.refusal.reason == R.UNKNOWN_CONVERSATION:
+                return Refused(R.UNKNOWN_ARTIFACT, "no such artifact")  # (one in a conversation not theirs: alike)
             return Refused(d.refusal.reason, d.refusal.detail)
         m = d.routed[0]
         if op != "comment_artifact":
