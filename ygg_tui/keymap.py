@@ -41,6 +41,8 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "messages.edit": ("e", "Edit my message"),
     "messages.delete": ("d", "Delete my message"),
     "messages.versions": ("v", "A message's versions"),
+    "messages.thread": ("x", "A message's side threads: expand or collapse"),
+    "messages.artifact": ("a", "A message's artifact: open its pane"),
     "composer.send": ("enter", "Send"),
     "composer.newline": ("ctrl+j,shift+enter", "New line"),
     "composer.complete": ("tab", "Complete @name"),

@@ -66,6 +66,20 @@ class SignedIn(Message):
 
 
 @dataclass
+class ArtifactOpened(Message):
+    """A message's artifact, to show in its pane (issue 21)."""
+
+    message: dict
+
+
+@dataclass
+class ThreadOpened(Message):
+    """A message's side-thread cards expanded: their messages are wanted (issue 21)."""
+
+    message: dict
+
+
+@dataclass
 class Revise(Message):
     """The selected message, to edit, delete or show the versions of (`how`: "edit", "delete", "versions")."""
 

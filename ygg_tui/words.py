@@ -78,6 +78,7 @@ NOTICE_WORDS = {  # how a system notice is headed in the transcript
     "hop_limit": "hop limit reached: agents stopped waking each other",
     "throttled": "throttled: agents wait for a person",
     "side_result": "result of a side task",
+    "thread_settled": "side thread settled",
     "closure_poll": "asked whether they are done",
 }
 

@@ -36,6 +36,21 @@ async def test_demo_team_handles_a_request_that_needs_a_person(server):
 
         answer = await until(final)
         assert "researcher:" in answer["text"] and "reviewer: Approved" in answer["text"]
+        # seed 003 §5-7: the lead's answer opened a side thread with the reviewer (`<dm>`), settled with its answer
+        assert answer["threads"] and "<dm" not in answer["text"]
+
+        async def settled():
+            convs = (await alice.call("list_conversations", workspace=server.ws))["conversations"]
+            t = next(c for c in convs if c["id"] == answer["threads"][0])
+            return t if t["thread"] == "resolved" else None
+
+        thread = await until(settled)
+        assert thread["origin_message"] == answer["id"] and thread["summary"].startswith("reviewer:")
+        # seed 003 §8: the researcher posted what it found as an artifact in the conversation
+        arts = (await alice.call("list_artifacts", workspace=server.ws))["artifacts"]
+        assert arts and arts[0]["kind"] == "document" and arts[0]["title"].startswith("Notes:")
+        body = (await alice.call("get_artifact", workspace=server.ws, artifact=arts[0]["id"]))["body"]
+        assert body.startswith("# Notes:") and "From the Ygg handbook." in body
         await alice.send(workspace=server.ws, conversation="general", topic=q["topic"], type="inform", state="done",
                          text="Great, thanks all.")
         t = await topic_status(alice, server.ws, q["topic"])

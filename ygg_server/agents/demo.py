@@ -37,7 +37,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
                    "it opens.",
         "capabilities": ["coordination", "planning", "delegation"], "generalist": True, "cost": 2,
         "personality": "lead", "fund": 200,
-        "tools": ["send_message", "handoff", "persona_read", "persona_write", "remember"],
+        "tools": ["send_message", "handoff", "settle_thread", "persona_read", "persona_write", "remember"],
     },
     "researcher": {
         "title": "Researcher",
@@ -45,7 +45,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
         "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
-        "tools": ["search_corpus", "handoff", "persona_read", "persona_write", "remember"],
+        "tools": ["search_corpus", "artifact_create", "handoff", "persona_read", "persona_write", "remember"],
     },
     "reviewer": {
         "title": "Reviewer",

@@ -33,6 +33,32 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
                       "handoff, in this topic): say what you need from them. Their answer comes back to you; do "
                       "not hand something straight back unless you added to it."),
          parameters={"type": "object", "properties": {"to": _S, "text": _S}, "required": ["to", "text"]}),
+    Tool(name="settle_thread",
+         description=("Bring a side thread's result back (seed 003 §7): post a short summary and mark the thread "
+                      "resolved, or abandoned if it got stuck (ongoing opens it again). Its card in the origin "
+                      "conversation shows the state and summary; no message is added there. Defaults: this "
+                      "conversation's thread, resolved."),
+         parameters={"type": "object", "properties": {
+             "thread": _S, "summary": _S, "state": {"type": "string", "enum": ["resolved", "abandoned", "ongoing"]}},
+             "required": ["summary"]}),
+    Tool(name="artifact_create",
+         description=("Post something concrete (a document, a page, a piece of code) as an artifact: a versioned "
+                      "object in this conversation, shown on its own instead of a wall of text. Returns its id."),
+         parameters={"type": "object", "properties": {
+             "title": _S, "body": _S, "kind": {"type": "string", "enum": ["document", "code", "page"]},
+             "language": _S}, "required": ["title", "body"]}),
+    Tool(name="artifact_update",
+         description="Edit an artifact: the new full body (and title) become a new version; old ones stay readable.",
+         parameters={"type": "object", "properties": {"artifact": _S, "body": _S, "title": _S},
+                     "required": ["artifact", "body"]}),
+    Tool(name="artifact_read",
+         description="Read an artifact (its latest version, or the one named) with its versions and comments.",
+         parameters={"type": "object", "properties": {"artifact": _S, "version": {"type": "integer"}},
+                     "required": ["artifact"]}),
+    Tool(name="artifact_comment",
+         description="Comment on a version of an artifact (the latest by default).",
+         parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
+                     "required": ["artifact", "text"]}),
     Tool(name="search_corpus", description="Search the agent's reference notes (the Ygg handbook by default).",
          parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
     Tool(name="search_history", description="Search this workspace's messages you may see.",
@@ -41,7 +67,7 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
          parameters={"type": "object", "properties": {"note": _S}, "required": ["note"]}),
 )}
 
-DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "remember")
+DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "remember")
 
 
 def select(names) -> tuple[Tool, ...]:

@@ -206,6 +206,17 @@ class TurnRunner:
                 return ok("noted")
             if call.name == "send_message":
                 return await self._send_tool(a, target, client_id, why, ok, err)
+            if call.name.startswith("artifact_"):
+                return await self._artifact_tool(call.name, a, target, ok, err)
+            if call.name == "settle_thread":  # seed 003 §7: a summary back, the thread resolved (or abandoned)
+                reply = await self.client.request(
+                    "settle_thread", workspace=target["workspace"],
+                    thread=a.get("thread") if isinstance(a.get("thread"), str) and a["thread"] else target["conversation"],
+                    state=a.get("state") if a.get("state") in ("resolved", "abandoned", "ongoing") else "resolved",
+                    summary=str(a.get("summary", ""))[:2000] or None)
+                if reply.get("op") != "settle_thread":
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok({"thread": reply["thread"], "state": reply["state"]})
             if call.name == "handoff":  # seed 004: a request with handoff, to exactly one colleague
                 to = a.get("to")
                 if not isinstance(to, str) or not to.strip():
@@ -215,6 +226,29 @@ class TurnRunner:
         except Refused as e:
             return err(str(e))
         return err(f"{call.name} is not available")
+
+    async def _artifact_tool(self, name: str, a: dict, target: dict, ok, err) -> ToolResult:
+        """artifact_create / _update / _comment (a message in this topic, through the writer) and artifact_read."""
+        ws = target["workspace"]
+        where = {"topic": target.get("topic") or "new"}
+        if where["topic"] == "new":  # (a topic of its own only where the wake had none)
+            where["topic_title"] = clip(str(a.get("title") or "Artifact"), TITLE)
+        args = {k: v for k, v in a.items() if k in ("artifact", "title", "body", "kind", "language", "text", "version")
+                and v is not None}
+        if name == "artifact_read":
+            reply = await self.client.request("get_artifact", workspace=ws, **{k: v for k, v in args.items()
+                                                                                if k in ("artifact", "version")})
+            if reply.get("op") != "get_artifact":
+                return err(f"{reply.get('code') or reply.get('reason')}: {reply.get('detail', '')}")
+            return ok({k: reply[k] for k in ("artifact", "version", "title", "body", "versions", "comments")})
+        op = {"artifact_create": "create_artifact", "artifact_update": "update_artifact",
+              "artifact_comment": "comment_artifact"}[name]
+        if op == "create_artifact":
+            where["conversation"] = target["conversation"]
+        reply = await self.client.request(op, workspace=ws, **where, **args)
+        if reply.get("op") != op:
+            return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+        return ok({"artifact": reply["artifact"], "cost": reply.get("cost"), "unchanged": bool(reply.get("unchanged"))})
 
     async def _send_tool(self, a: dict, target: dict, client_id: str, why: str, ok, err,
                          handoff: bool = False) -> ToolResult:

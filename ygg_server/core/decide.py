@@ -159,7 +159,7 @@ def decide(view: View, post: Post, now: int) -> Decision:
     cost, ledger, budget = 0, (), topic.budget if topic is not None else None
     if agent and not free:
         # rules.message_cost, inlined: 1 per started 1,000 characters, at least 1; files by size; per recipient
-        cost = (len(post.text) + CHARS_PER_CREDIT - 1) // CHARS_PER_CREDIT or 1
+        cost = (len(post.text) + post.body_chars + CHARS_PER_CREDIT - 1) // CHARS_PER_CREDIT or 1
         if post.attachment_bytes > 0:
             cost += (post.attachment_bytes + ATTACHMENT_BYTES_PER_CREDIT - 1) // ATTACHMENT_BYTES_PER_CREDIT
         cost *= len(recipients) or 1
@@ -294,7 +294,8 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
     msg = Message(
         post.id, d.workspace, conv.id, topic.id, aid, mtype, post.text, now,
         _ABSORBED if absorbed else recipients, state, waiting_for, post.in_reply_to, title, cost,
-        None, post.malformed, post.handoff, assignment,
+        None, post.malformed, post.handoff, assignment, threads=post.threads,
+        artifact=post.artifact,
     )
     routed = [Routed(msg, tuple(deliveries))]
     if gate_notice is not None:

@@ -81,6 +81,11 @@ class Conversation(msgspec.Struct, frozen=True, gc=False):
     # A side conversation (seed 003 §15): the direct conversation and topic its task was delegated from.
     origin: str | None = None
     origin_topic: str | None = None
+    # A side thread (seed 003 §5-7, core/threads.py): the message it was opened from, its state (ongoing,
+    # resolved, abandoned; None: not a thread) and the summary a member posted back.
+    origin_message: str | None = None
+    thread: str | None = None
+    summary: str | None = None
 
 
 class Member(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
@@ -184,6 +189,16 @@ class Assignment(msgspec.Struct, frozen=True, gc=False):
     left_out: tuple[LeftOut, ...] = ()  # declaring agents the sender's request may not go to, and why
 
 
+class ArtifactRef(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """What a message says of the artifact it posted, edited or commented on (core/artifacts.py)."""
+
+    id: str
+    version: int
+    title: str
+    kind: str  # document, code, page
+    action: str = "created"  # created, updated, commented
+
+
 class Message(msgspec.Struct, frozen=True, gc=False):
     id: str
     workspace: str
@@ -206,6 +221,8 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     version: int = 0  # how many times its author edited it (core/revise.py); the older texts are kept apart
     edited_at: int | None = None  # when it was last edited or deleted
     deleted: bool = False  # its author deleted it: its text is gone
+    threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (core/threads.py)
+    artifact: ArtifactRef | None = None  # the artifact version it posted or commented on (core/artifacts.py)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):
@@ -229,6 +246,9 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     attachment_bytes: int = 0
     malformed: bool = False  # fields had the wrong types: downgraded to an inform
     handoff: bool = False  # a request handing the conversation to exactly one colleague
+    threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (stamped into the message)
+    artifact: ArtifactRef | None = None  # an artifact version it posts or comments on (core/artifacts.py)
+    body_chars: int = 0  # that version's body: paid for like text (seed 000), not shown in the message
 
 
 class Plan(msgspec.Struct, frozen=True, gc=False):

@@ -19,6 +19,7 @@ TEXTS = {  # plain texts (no {word}) are sent as they are
     Notice.THROTTLED: ("{run} agent messages in a row with no person in between: this conversation is "
                        "throttled, and agents' messages wake nobody until a person writes."),
     Notice.SIDE_RESULT: "{agent} finished the side task {title!r}: {detail}",
+    Notice.THREAD_SETTLED: "{who} marked this side thread {state}{summary}",
 }
 
 _REQUEST, _INFORM = MessageType.REQUEST, MessageType.INFORM  # Enum class attributes are slow to read

@@ -78,7 +78,7 @@ def result(view: View, conv: Conversation, topic: Topic, msg: Message, answered:
     """Seed 003 §15: "only the final result is sent back where it was asked for": the delegate's
     response to the request that opened a side topic, as a notice in the origin topic (context for the
     origin's people; the delegating agent is woken by the response itself, in the side conversation)."""
-    if conv.kind != _SIDE or conv.origin is None or not answered or msg.type != MessageType.RESPONSE \
+    if conv.kind != _SIDE or conv.origin is None or conv.thread is not None or not answered or msg.type != MessageType.RESPONSE \
             or msg.in_reply_to != topic.id:
         return None
     d = view.directory

@@ -74,6 +74,11 @@ class RefusalReason(StrEnum):
     NOT_AUTHOR = "not_author"  # only a message's author edits or deletes it
     MESSAGE_DELETED = "message_deleted"  # a deleted message is not edited or deleted again
     EDIT_LIMIT = "edit_limit"  # too many edits, or an agent's edit longer than the credits it paid for
+    # side threads (core/threads.py)
+    BAD_THREAD_STATE = "bad_thread_state"  # a thread is ongoing, resolved or abandoned
+    # artifacts (core/artifacts.py)
+    UNKNOWN_ARTIFACT = "unknown_artifact"  # no such artifact (or version) in this workspace, or not the asker's to see
+    BAD_ARTIFACT = "bad_artifact"  # an artifact's title, kind, body or comment that breaks its rules
 
 
 class ContextReason(StrEnum):
@@ -105,3 +110,4 @@ class Notice(StrEnum):
     HOP_LIMIT = "hop_limit"
     THROTTLED = "throttled"  # too many agent messages in a row: agents wake nobody until a person writes
     SIDE_RESULT = "side_result"  # a side conversation's final result, back where the task was asked for
+    THREAD_SETTLED = "thread_settled"  # a side thread marked resolved, abandoned or ongoing, with its summary

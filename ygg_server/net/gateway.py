@@ -23,7 +23,7 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import access, actions, auth, configure, guidance, queries
+from ..ops import access, actions, artifacts, auth, configure, guidance, queries
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -567,9 +567,12 @@ _PIPELINED: dict[type, Callable] = {frames.Send: Gateway._send, frames.Ack: Gate
 _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "add_participant": ("party", True),
                "remove_participant": ("party", True), "set_lead": ("party", True),
                "set_profile": ("set_profile", True), "set_setting": ("set_setting", True),
-               "edit_message": ("revise", False), "delete_message": ("revise", False)}
+               "edit_message": ("revise", False), "delete_message": ("revise", False),
+               "settle_thread": ("thread", False), "create_artifact": ("artifact", False),
+               "update_artifact": ("artifact", False), "comment_artifact": ("artifact", False)}
 # ops of `ops`: op -> (fn(conn, participant, frame) -> dict, whether it writes, whether the directives may change)
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
+        **{op: (fn, False, False) for op, fn in artifacts.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()}}

@@ -385,6 +385,9 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
                      (ws,))
         conn.execute("DELETE FROM message_versions WHERE message IN "
                      f"(SELECT id FROM messages WHERE {loaders.IN_WORKSPACE})", (ws,))  # (their older texts)
+        for table in ("artifact_versions", "artifact_comments"):  # (its artifacts' versions and comments)
+            conn.execute(f"DELETE FROM {table} WHERE artifact IN (SELECT id FROM artifacts WHERE workspace = ?)", (ws,))
+        conn.execute("DELETE FROM artifacts WHERE workspace = ?", (ws,))
         idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         reach.unpin(conn, ws)  # (an agent pinned there alone stays in no workspace)
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable
 
+from ..protocol import configurable
+
 RULES = """\
 ## The rulebook (Agent'Ygg): you follow it every turn
 - Every message names its topic: the one it continues, or "new" to open one with a short title.
@@ -54,9 +56,10 @@ DEFAULT_RULEBOOK: dict[str, Any] = {
     "interrupt": ("speak only when woken; do not reply to informs; do not repeat what others said; "
                   "ask a person only when a decision is theirs"),
     "language": "the language of the message that woke you",
+    "sideThreads": configurable.SIDE_THREADS_WORDS,  # "off": agents are not told (protocol/configurable.py)
 }
 RULEBOOK_LABELS = {"style": "Reply style", "length": "Reply length", "interrupt": "When not to interrupt",
-                   "language": "Language"}
+                   "language": "Language", "sideThreads": "Side threads"}
 MAX_RULE = 1000  # characters in one text rule
 MAX_LENGTH = 100_000  # the largest reply length a rulebook may ask for
 
@@ -64,11 +67,15 @@ MAX_LENGTH = 100_000  # the largest reply length a rulebook may ask for
 def rulebook_problem(rb: Any) -> str | None:
     """Why `rb` is not a rulebook a conversation's people may set, or None."""
     if not isinstance(rb, dict):
-        return "a rulebook is an object of style, length, interrupt, language"
+        return "a rulebook is an object of style, length, interrupt, language, sideThreads"
     for key, value in rb.items():
         if key not in RULEBOOK_LABELS:
             return f"unknown rule {key!r}: a rulebook has {', '.join(RULEBOOK_LABELS)}"
-        if key == "length":
+        if key == "sideThreads":
+            problem = configurable.side_threads_problem(value)
+            if problem:
+                return problem
+        elif key == "length":
             if type(value) is not int or not 1 <= value <= MAX_LENGTH:
                 return f"length is a whole number of characters from 1 to {MAX_LENGTH}"
         elif not isinstance(value, str) or not value.strip() or len(value) > MAX_RULE:
@@ -84,7 +91,12 @@ def rulebook_in_force(stored: dict[str, Any] | None) -> dict[str, Any]:
 def render_rulebook(rb: dict[str, Any]) -> str:
     lines = ["## This conversation's rulebook (set by its people)"]
     for key in sorted(rb):
-        value = f"at most {rb[key]} characters" if key == "length" else rb[key]
+        if key == "sideThreads":  # whether and in what words agents are told of side threads (seed 003 §6)
+            value = configurable.side_threads_words(rb)
+            if value is None:
+                continue
+        else:
+            value = f"at most {rb[key]} characters" if key == "length" else rb[key]
         lines.append(f"- {RULEBOOK_LABELS.get(key, key)}: {value}")
     return "\n".join(lines)
 

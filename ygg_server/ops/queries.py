@@ -259,14 +259,19 @@ def list_conversations(conn, pid: str, f: frames.ListConversations) -> dict:
 
 
 def _party(party: str | bytes | None) -> dict:
-    """A conversation's Lead and, for a side conversation, its origin, from its `party` column."""
+    """A conversation's Lead and, for a side conversation, its origin (a side thread's state too), from its `party`
+    column."""
     try:
         p = msgspec.json.decode(party or "{}")
     except msgspec.DecodeError:
         p = {}
     p = p if isinstance(p, dict) else {}
     out = {k: p.get(k) if isinstance(p.get(k), str) else None for k in ("lead", "origin", "origin_topic")}
-    return out if out["origin"] else {"lead": out["lead"]}
+    if not out["origin"]:
+        return {"lead": out["lead"]}
+    if isinstance(p.get("thread"), str):  # a side thread (core/threads.py): its state, origin message and summary
+        out.update({k: p.get(k) if isinstance(p.get(k), str) else None for k in ("thread", "origin_message", "summary")})
+    return out
 
 
 def list_topics(conn, pid: str, f: frames.ListTopics) -> dict:

@@ -28,6 +28,31 @@ WHOLE_SETTINGS = {  # key: (lowest, highest, default) for whole-number settings
 }
 SETTINGS = (*WHOLE_SETTINGS, "assign.weights", "credits.poolDraw")
 
+# A conversation's setting (its rulebook's `sideThreads` rule, set by its people): whether and in what words its
+# agents are told about side threads (seed 003 §6: "A conversation can only decide whether agents are told about side
+# threads, and in what words"). "off": not told; any other text: those words; unset: these.
+SIDE_THREADS_OFF = "off"
+SIDE_THREADS_WORDS = (
+    'To ask another agent something privately without filling this conversation, wrap that part of your message in '
+    '<dm target="Name">...</dm> (several names separated by commas): it goes to a side thread of just you and them, '
+    "shown here as a small card under your message. When the side thread has what was needed, settle it: a short "
+    "summary, marked resolved (or abandoned if it got stuck).")
+
+
+def side_threads_problem(value: Any) -> str | None:
+    """Why `value` is not a conversation's `sideThreads` rule, or None."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 1000:
+        return 'sideThreads is "off" or the words agents are told about side threads (1 to 1000 characters)'
+    return None
+
+
+def side_threads_words(rulebook: dict[str, Any]) -> str | None:
+    """What a conversation's agents are told about side threads (None: nothing)."""
+    value = rulebook.get("sideThreads")
+    if value is None:
+        return SIDE_THREADS_WORDS
+    return None if value.strip().lower() == SIDE_THREADS_OFF else value.strip()
+
 
 class UnknownSetting(KeyError):
     """A setting no workspace has."""

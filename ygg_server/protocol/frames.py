@@ -113,6 +113,60 @@ class DeleteMessage(InWorkspace, tag="delete_message"):
     message: ShortText
 
 
+# --- artifacts (core/artifacts.py): each a message through the writer ---
+
+class CreateArtifact(InWorkspace, tag="create_artifact"):
+    conversation: str = "general"
+    topic: str | None = None  # where its message goes: a topic id, or "new" (with `topic_title`)
+    topic_title: Any = None
+    title: Any = None
+    kind: Any = "document"
+    language: Any = None
+    body: Any = None
+    to: Any = None
+
+
+class UpdateArtifact(InWorkspace, tag="update_artifact"):
+    artifact: ShortText
+    topic: str | None = None
+    topic_title: Any = None
+    body: Any = None
+    title: Any = None  # left out: the title stays
+    to: Any = None
+
+
+class CommentArtifact(InWorkspace, tag="comment_artifact"):
+    artifact: ShortText
+    version: Any = None  # left out: the latest
+    topic: str | None = None
+    topic_title: Any = None
+    text: Any = None
+    to: Any = None
+
+
+class GetArtifact(InWorkspace, tag="get_artifact"):
+    artifact: ShortText
+    version: Any = None  # left out: the latest
+
+
+class ListArtifacts(InWorkspace, tag="list_artifacts"):
+    conversation: Any = None  # left out: every conversation the asker reads
+
+
+class ArtifactDiff(InWorkspace, tag="artifact_diff"):
+    artifact: ShortText
+    old: Any = None  # versions (whole numbers); left out: the one before `new`, and the latest
+    new: Any = None
+
+
+class SettleThread(InWorkspace, tag="settle_thread"):
+    """A side thread marked resolved, abandoned or ongoing again, with a summary posted back (seed 003 §7)."""
+
+    thread: ShortText
+    state: Any = "resolved"  # judged by the op: `bad_thread_state`
+    summary: str | None = None
+
+
 class SetBudget(InWorkspace, tag="set_budget"):
     topic: str
     budget: Any = None  # credits, or null for none; the writer refuses anything else (`bad_amount`)
@@ -420,6 +474,7 @@ ClientFrame = Union[
     LeaveWorkspace, JoinWorkspace, DeleteWorkspace, SetRestricted, SetPermissions, AddAgent, RevokeAgent, RotateKey,
     AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting, GetPersona,
     SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins, EditMessage, DeleteMessage,
+    SettleThread, CreateArtifact, UpdateArtifact, CommentArtifact, GetArtifact, ListArtifacts, ArtifactDiff,
     MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
     ChangePassword, ListSessions, EndSession, SignOut,
 ]

@@ -49,6 +49,11 @@ def message_obj(m: Message) -> dict:
         out["edited_at"] = iso(m.edited_at)
     if m.deleted:
         out["deleted"] = True
+    if m.threads:
+        out["threads"] = list(m.threads)
+    if m.artifact is not None:
+        a = m.artifact
+        out["artifact"] = {"id": a.id, "version": a.version, "title": a.title, "kind": a.kind, "action": a.action}
     return out
 
 
@@ -120,8 +125,11 @@ def render(ref: Any, result: r.Result) -> dict:
 
 def _sent(ref: Any, s: r.Sent) -> dict:
     m = s.message
-    return {"op": "sent", "ref": ref, "message": message_obj(m), "deliveries": deliveries_obj(s.deliveries),
-            "cost": m.cost}
+    out = {"op": "sent", "ref": ref, "message": message_obj(m), "deliveries": deliveries_obj(s.deliveries),
+           "cost": m.cost + s.threads_cost}
+    if s.threads_refused:  # `<dm>` parts not sent (docs/protocol.md, "Side threads")
+        out["threads_refused"] = [{"thread": t, "reason": why} for t, why in s.threads_refused]
+    return out
 
 
 def _duplicate(ref: Any, dup: r.Duplicate) -> dict:
@@ -130,7 +138,8 @@ def _duplicate(ref: Any, dup: r.Duplicate) -> dict:
     if s is None:  # a row written before answers were kept typed: the `sent` reply's JSON, without its ref
         return {**msgspec.json.decode(bytes(dup.kept)), "ref": ref, "duplicate": True}
     m = s.message
-    return {"op": "sent", "message": message_obj(m), "deliveries": deliveries_obj(s.deliveries), "cost": m.cost,
+    return {"op": "sent", "message": message_obj(m), "deliveries": deliveries_obj(s.deliveries),
+            "cost": m.cost + s.threads_cost,
             "ref": ref, "duplicate": True}
 
 
@@ -146,6 +155,14 @@ _RENDER = {
     r.ProfileSet: lambda ref, x: {"op": "set_profile", "ref": ref, "agent": x.agent, "profile": profile_obj(x.profile)},
     r.SettingSet: lambda ref, x: {"op": "set_setting", "ref": ref, "workspace": x.workspace, "key": x.key,
                                   "value": x.value},
+    r.ArtifactSaved: lambda ref, x: {"op": x.op, "ref": ref, "artifact": {"id": x.artifact, "version": x.version,
+                                     "title": x.title, "kind": x.kind},
+                                     "message": message_obj(x.message) if x.message is not None else None,
+                                     "deliveries": deliveries_obj(x.deliveries),
+                                     "cost": x.message.cost if x.message is not None else 0,
+                                     **({"unchanged": True} if x.unchanged else {})},
+    r.ThreadSettled: lambda ref, x: {"op": "settle_thread", "ref": ref, "thread": x.thread, "state": x.state,
+                                     "summary": x.summary},
     r.Revised: lambda ref, x: {"op": x.op, "ref": ref, "message": message_obj(x.message),
                                "deliveries": deliveries_obj(x.deliveries)},
     r.Acked: lambda ref, x: {"op": "acked", "ref": ref, "ids": x.ids},

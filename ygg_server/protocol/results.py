@@ -55,6 +55,9 @@ class Sent(_Result, tag="sent"):
 
     message: Message
     deliveries: tuple[Delivery, ...] = ()
+    # its `<dm>` parts (core/threads.py): what they cost beyond the message, and those refused (thread, reason)
+    threads_cost: int = 0
+    threads_refused: tuple[tuple[str, str], ...] = ()
 
 
 class Duplicate(_Result, tag="duplicate"):
@@ -117,6 +120,28 @@ class Revised(_Result, tag="revised"):
     deliveries: tuple[Delivery, ...] = ()
 
 
+class ThreadSettled(_Result, tag="settle_thread"):
+    """settle_thread: the side thread as it is now."""
+
+    thread: str
+    state: str
+    summary: str | None
+
+
+class ArtifactSaved(_Result, tag="artifact"):
+    """create_artifact / update_artifact / comment_artifact (`op`): the message that posted it, who it reached, and
+    the version as it is now (`unchanged`: the same body again, nothing written)."""
+
+    op: str
+    artifact: str
+    version: int
+    title: str
+    kind: str
+    message: Message | None = None
+    deliveries: tuple[Delivery, ...] = ()
+    unchanged: bool = False
+
+
 class Acked(_Result, tag="acked"):
     """The ids the ack retired, in the order asked, each once (the store fills the list as it writes)."""
 
@@ -124,7 +149,7 @@ class Acked(_Result, tag="acked"):
 
 
 Result = Union[Sent, Duplicate, Refused, Failed, Funded, BudgetSet, PartyChanged, ProfileSet, SettingSet, Revised,
-               Acked]
+               ThreadSettled, ArtifactSaved, Acked]
 Answer = Union[Result, None]  # None: `session`, `sync`
 
 _keep = msgspec.msgpack.Encoder()

@@ -190,6 +190,10 @@ def fitness(conn, agents: list[str], online=lambda pid: False) -> dict[str, Fitn
 # the message an edit or a delete names, and everyone it reached (its delivery rows, edits' included); PostgreSQL's
 # writer runs these too, the message's row locked (store/postgres/writer_store.PgStore.load)
 REVISED_MESSAGE = "SELECT seq, body FROM messages WHERE id = ?"
+# an artifact as its latest version left it (core.artifacts.Head; PostgreSQL locks its row)
+ARTIFACT_HEAD = ("SELECT a.id, a.workspace, a.conversation, a.title, a.kind, a.language, a.version, v.body "
+                 "FROM artifacts a JOIN artifact_versions v ON v.artifact = a.id AND v.version = a.version "
+                 "WHERE a.id = ?")
 REACHED = "SELECT DISTINCT recipient FROM deliveries WHERE message_seq = ? ORDER BY recipient"
 READERS = "SELECT kind, members FROM conversations WHERE id = ?"
 
@@ -211,4 +215,15 @@ def revisable(conn, ids) -> dict[str, tuple]:
             m = codec.decode_message(row[1])
             reached = tuple(r for (r,) in conn.execute(REACHED, (row[0],)).fetchall())
             out[mid] = (m, row[0], reached, readers(conn.execute(READERS, (m.conversation,)).fetchone()))
+    return out
+
+
+def artifact_heads(conn, ids) -> dict:
+    """id -> core.artifacts.Head of the artifacts of `ids` that exist."""
+    from ..core.artifacts import Head
+    out = {}
+    for aid in sorted(ids):
+        row = conn.execute(ARTIFACT_HEAD, (aid,)).fetchone()
+        if row is not None:
+            out[aid] = Head(*row)
     return out

@@ -39,6 +39,7 @@ class Keys:
     paused: set[tuple[str, str]] = field(default_factory=set)  # (workspace, account) a funding resumes topics of
     agents: set[tuple[str, str]] = field(default_factory=set)  # (owner, id or name) whose profile is set
     revised: set[str] = field(default_factory=set)  # messages edited or deleted (PostgreSQL: locked)
+    artifacts: set[str] = field(default_factory=set)  # artifacts edited or commented on (PostgreSQL: locked)
 
 
 @dataclass(slots=True)
@@ -63,6 +64,7 @@ class Snapshot:
     # messages edited or deleted: id -> (the message as stored, its seq, everyone it was delivered to, who may read
     # its conversation: None for everyone in the workspace)
     revised: dict[str, tuple[Message, int, tuple[str, ...], frozenset[str] | None]] = field(default_factory=dict)
+    artifacts: dict[str, Any] = field(default_factory=dict)  # id -> core.artifacts.Head, as its latest version left it
     rescan: bool = False  # another connection changed the database: the gateway looks at everything again
 
     def directory(self, ws: Any) -> Directory:

@@ -16,7 +16,8 @@ from ..core.lifecycle import unfunded
 _enc = msgspec.json.Encoder()
 _topic_dec = msgspec.json.Decoder(Topic)
 _msg_dec = msgspec.json.Decoder(Message)
-_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed", "throttle_noticed", "origin", "origin_topic")
+_PARTY_KEYS = ("lead", "hops", "run", "hop_noticed", "throttle_noticed", "origin", "origin_topic",
+               "origin_message", "thread", "summary")
 
 
 def profile(raw: str | bytes | None) -> Profile:

@@ -143,3 +143,30 @@ def insert_session(conn, row: tuple, key: str | None = None) -> None:
         conn.execute("INSERT INTO sessions (token_hash, participant, expires_at, created_at) SELECT ?,?,?,? "
                      "FROM agents WHERE id = ? AND key_id = ? AND revoked = 0" + row_lock(conn),
                      (*row, row[1], key))
+
+
+# artifacts (core/artifacts.py): a version written with the message that posted it, a comment with its own
+NEW_ARTIFACT = ("INSERT INTO artifacts (id, workspace, conversation, title, kind, language, version, author, created_at, "
+                "updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)")
+MOVE_ARTIFACT = "UPDATE artifacts SET title = ?, version = ?, updated_at = ? WHERE id = ?"
+KEEP_ARTIFACT_VERSION = ("INSERT INTO artifact_versions (artifact, version, title, body, author, message, created_at) "
+                         "VALUES (?,?,?,?,?,?,?)")
+KEEP_COMMENT = ("INSERT INTO artifact_comments (artifact, version, author, text, message, created_at) "
+                "VALUES (?,?,?,?,?,?)")
+
+
+def artifact_rows(artifacts) -> list[tuple[str, tuple]]:
+    """The statements of a batch's artifact versions and comments: (action, Head after it, author, message id, now,
+    comment text)."""
+    out: list[tuple[str, tuple]] = []
+    for action, h, author, message, now, comment in artifacts:
+        if action == "commented":
+            out.append((KEEP_COMMENT, (h.id, h.version, author, comment, message, now)))
+            continue
+        if action == "created":
+            out.append((NEW_ARTIFACT, (h.id, h.workspace, h.conversation, h.title, h.kind, h.language, h.version,
+                                       author, now, now)))
+        else:
+            out.append((MOVE_ARTIFACT, (h.title, h.version, now, h.id)))
+        out.append((KEEP_ARTIFACT_VERSION, (h.id, h.version, h.title, h.body, author, message, now)))
+    return out

@@ -18,7 +18,12 @@ import msgspec
 from .. import protocol
 from ..core import POOL, Decision, Kind, Refusal, RefusalReason as R, Topic, View, decide, due, fund, next_due, \
     plan_of
-from ..core import assign as core_assign, party as core_party, side as core_side
+from ..core import artifacts as core_artifacts, assign as core_assign, party as core_party, side as core_side, \
+    threads as core_threads
+from ..core.decide import counters_of
+from ..core.directory import Unresolved
+from ..core.model import ArtifactRef, Post
+from ..core.vocabulary import SYSTEM, MessageType, State
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.revise import Revision, revise
@@ -26,7 +31,7 @@ from ..core.rules import party_limits
 from ..protocol import ErrorCode as E, configurable, frames, names
 from ..protocol.posts import MAX_TEXT
 from ..protocol.results import (Acked, BudgetSet, Duplicate, Failed, Funded, PartyChanged, ProfileSet, Refused, Result,
-                                Revised, Sent, SettingSet, keep)
+                                Revised, Sent, SettingSet, ThreadSettled, ArtifactSaved, keep)
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -52,6 +57,7 @@ class Outcome:
     settings: list[tuple[str, str]] = field(default_factory=list)  # (workspace, settings json)
     sessions: list[tuple[tuple, str | None]] = field(default_factory=list)  # (row, key)
     revisions: list[tuple[Revision, int, int]] = field(default_factory=list)  # (edit or delete, message seq, now)
+    artifacts: list[tuple] = field(default_factory=list)  # (action, Head after, author, message, now, comment)
     pools_charged: set[str] = field(default_factory=set)
     catalog_changed: bool = False  # a profile changed: directories and party views are read again
     # published after the COMMIT (the store fills deliveries and messages as it writes)
@@ -73,6 +79,7 @@ class Batch:
         self.idem: dict[tuple[str, str], bytes] = {}  # answers kept by this batch (results.keep)
         self.wakes: dict[str, int] = {}  # this batch's wakes of the agents in snap.fitness
         self.revised: dict[str, tuple] = {}  # messages this batch edited, as it left them (the snapshot's stay as read)
+        self.heads: dict[str, core_artifacts.Head] = {}  # artifacts this batch moved, as it left them
 
     def run(self, cmds: list[Command]) -> Outcome:
         held: set[str] = set()  # authors whose earlier send was left for later: so are their next ones
@@ -186,17 +193,190 @@ class Batch:
                        for a, f in snap.fitness.items()}
             view = msgspec.structs.replace(view, weights=core_assign.weights_of(settings.get("assign.weights")),
                                            fitness=fitness)
+        parts = core_threads.extract(post.text) if conv is not None and not post.malformed else None
+        if parts is not None and parts.parts:
+            return self._send_threads(author, client_id, view, post, parts)
         d = decide(view, post, self.now)
         self.commit(d, ws, self.month)
         if d.refusal:
             return Refused(d.refusal.reason, d.refusal.detail)
         main = d.routed[0]
-        sent = Sent(main.message, main.deliveries)
+        return self._sent(author, client_id, Sent(main.message, main.deliveries))
+
+    def _sent(self, author: str, client_id: str | None, sent: Sent) -> Sent:
         if client_id is not None:
             kept = keep(sent)
             self.idem[(author, client_id)] = kept
             self.out.idem.append((author, client_id, kept, self.now))
         return sent
+
+    def _fresh(self, view: View, author: str) -> View:
+        """`view` with the author's wallet, the pool, its open topics and the plan as this batch left them."""
+        ws, state = view.directory.workspace, self.state
+        if view.directory.participants[author].kind != Kind.AGENT:
+            return msgspec.structs.replace(view, plan_left=self._plan_left(ws))
+        return msgspec.structs.replace(view, open_opened=state.opened.get(author, 0),
+                                       wallet=state.wallets.get((ws, author)), pool=state.pools.get(ws) or 0,
+                                       plan_left=self._plan_left(ws))
+
+    def _send_threads(self, author: str, client_id: str | None, view: View, post: Post,
+                      ex: core_threads.Extracted) -> Result:
+        """A message with `<dm>` parts (core/threads.py): every target known, or nothing is stored; the message
+        judged as it will be stored; then each part, a request opening a topic in its side thread (paid like any
+        message: a refused part is answered in `threads_refused`, not stored); then the message, carrying the
+        threads its accepted parts went to."""
+        d, conv, ws = view.directory, view.conversation, view.directory.workspace
+        targets = []
+        for part in ex.parts:
+            found = d.resolve(part.targets)
+            if found.__class__ is Unresolved or SYSTEM in found:
+                why = found.detail if found.__class__ is Unresolved else "system.ygg has no side threads"
+                return Refused(R.UNKNOWN_RECIPIENT, f"<dm target>: {why}")
+            found = tuple(t for t in found if t != author)
+            if not found:
+                return Refused(R.UNKNOWN_RECIPIENT, "<dm target> names nobody but you")
+            targets.append(found)
+        main = msgspec.structs.replace(post, text=ex.text or "\u2192 side thread")
+        probe = decide(view, main, self.now)
+        if probe.refusal:
+            self.commit(probe, ws, self.month)
+            return Refused(probe.refusal.reason, probe.refusal.detail)
+        topic = view.topic
+        title = post.title or (topic.title if topic is not None else None) or "side thread"
+        known = self.state.conversations.get(ws, {})
+        holder = counters_of(view, conv, topic) if topic is not None else known.get(conv.id, conv)
+        opened, refused, extra = [], [], 0
+        for part, to in zip(ex.parts, targets):
+            tid = core_threads.thread_id(conv.id, frozenset({author, *to}))
+            before = known.get(tid)
+            if before is not None and not core_threads.is_thread(before):
+                refused.append((tid, R.UNKNOWN_CONVERSATION.value))
+                continue
+            thread = core_threads.opened(d, conv, author, to, post.id, before, holder)
+            pv = msgspec.structs.replace(self._fresh(view, author), conversation=thread, topic=None, side=None,
+                                         new_conversation=thread is not before)
+            pd = decide(pv, Post(self.new_id(), author, ws, "new", MessageType.REQUEST, part.body, title=title,
+                                 to=to, state=State.WAITING), self.now)  # (it waits on them there)
+            self.commit(pd, ws, self.month)
+            if pd.refusal:
+                refused.append((tid, pd.refusal.reason.value))
+            else:
+                opened.append(tid)
+                extra += pd.routed[0].message.cost
+        main = msgspec.structs.replace(main, threads=tuple(dict.fromkeys(opened)))
+        d2 = decide(self._fresh(view, author), main, self.now)
+        self.commit(d2, ws, self.month)
+        if d2.refusal:  # (its parts were paid first and are stored: docs/protocol.md, "Side threads")
+            return Refused(d2.refusal.reason, d2.refusal.detail)
+        m = d2.routed[0]
+        return self._sent(author, client_id, Sent(m.message, m.deliveries, extra, tuple(refused)))
+
+    def _thread(self, who: str, frame: frames.SettleThread) -> Result:
+        """settle_thread: a side thread marked resolved, abandoned or ongoing, with its summary (core/threads.py)."""
+        ws = frame.workspace
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
+        summary = frame.summary if isinstance(frame.summary, str) else None
+        thread = self.state.conversations.get(ws, {}).get(frame.thread)
+        d = core_threads.settle(directory, thread, who, frame.state, summary, self.now, f"settle:{uuid.uuid4()}")
+        self.commit(d, ws, None)
+        if d.refusal:
+            return Refused(d.refusal.reason, d.refusal.detail)
+        c = d.conversation
+        return ThreadSettled(c.id, c.thread, c.summary)
+
+    def _artifact(self, who: str, frame) -> Result:
+        """create_artifact / update_artifact / comment_artifact (core/artifacts.py): the message that posts the
+        version (or the comment) decided like a send, in the artifact's conversation; the rows written with it."""
+        ws, op = frame.workspace, frame.op
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
+        head = None
+        if op != "create_artifact":
+            head = self.heads.get(frame.artifact) or self.snap.artifacts.get(frame.artifact)
+            if head is None or head.workspace != ws:
+                return Refused(R.UNKNOWN_ARTIFACT, "no such artifact")
+        texts = {}
+        for field_ in ("title", "body", "language", "topic_title") + (("text",) if op == "comment_artifact" else ()):
+            v = getattr(frame, field_, None)
+            if v is not None and not isinstance(v, str):
+                return Failed(E.BAD_FRAME, f"{field_} is text")
+            texts[field_] = v
+        try:
+            title = names.clean("title", texts["title"]) if texts["title"] else None
+            topic_title = names.clean("title", texts["topic_title"]) if texts["topic_title"] else None
+        except names.BadName as e:
+            return Failed(E.BAD_NAME, e.detail)
+        to = tuple(r for r in frame.to if isinstance(r, str)) if isinstance(frame.to, list) else ()
+        mid = self.new_id()
+        if op == "comment_artifact":
+            text = (texts["text"] or "").strip()
+            version = frame.version if frame.version is not None else head.version
+            if type(version) is not int or not 1 <= version <= head.version:
+                return Refused(R.UNKNOWN_ARTIFACT, f"no version {version!r} of this artifact")
+            if not text or len(text) > core_artifacts.MAX_COMMENT:
+                return Refused(R.BAD_ARTIFACT, f"a comment is 1 to {core_artifacts.MAX_COMMENT} characters")
+            ref = ArtifactRef(head.id, version, head.title, head.kind, core_artifacts.COMMENTED)
+            after, body = msgspec.structs.replace(head, version=version), ""
+            post = core_artifacts.announce(mid, who, ws, frame.topic, ref, text=text, to=to, title=topic_title)
+        else:
+            kind = frame.kind if op == "create_artifact" else head.kind
+            why = core_artifacts.problem(title if op == "create_artifact" else None, kind, texts["body"])
+            if why is None and op == "create_artifact" and (texts["body"] is None or title is None):
+                why = "an artifact has a title and a body"
+            if why is None and op == "update_artifact" and texts["body"] is None and title is None:
+                why = "an edit gives a new body or a new title"
+            if why:
+                return Refused(R.BAD_ARTIFACT, why)
+            if op == "create_artifact":
+                conv = directory.conversation(frame.conversation, who, self.state.conversations.get(ws, {}))
+                if conv is None:
+                    return Refused(R.UNKNOWN_CONVERSATION, "no such conversation for you")
+                made = conv
+                after = core_artifacts.Head(self.new_id(), ws, conv.id, title, kind, texts["language"], 1,
+                                            texts["body"])
+            else:
+                body = texts["body"] if texts["body"] is not None else head.body
+                if body == head.body and (title is None or title == head.title):  # the same again: nothing to write
+                    return ArtifactSaved(op, head.id, head.version, head.title, head.kind, unchanged=True)
+                after = msgspec.structs.replace(head, version=head.version + 1, title=title or head.title, body=body)
+            body = after.body
+            ref = ArtifactRef(after.id, after.version, after.title, after.kind,
+                              core_artifacts.CREATED if op == "create_artifact" else core_artifacts.UPDATED)
+            post = core_artifacts.announce(mid, who, ws, frame.topic, ref, body=body, to=to, title=topic_title)
+        d = self._decide_in(who, ws, made if op == "create_artifact" else after.conversation, post)
+        if d.refusal:
+            if op != "create_artifact" and d.refusal.reason == R.UNKNOWN_CONVERSATION:
+                return Refused(R.UNKNOWN_ARTIFACT, "no such artifact")  # (one in a conversation not theirs: alike)
+            return Refused(d.refusal.reason, d.refusal.detail)
+        m = d.routed[0]
+        if op != "comment_artifact":
+            self.heads[after.id] = after
+        action = ref.action
+        self.out.artifacts.append((action, after, who, m.message.id, self.now,
+                                   post.text if op == "comment_artifact" else None))
+        return ArtifactSaved(op, after.id, after.version if op != "comment_artifact" else ref.version, ref.title,
+                             ref.kind, m.message, m.deliveries)
+
+    def _decide_in(self, who: str, ws: str, where, post: Post):
+        """`post` decided in conversation `where` (one, or its id), as a send there is; folded in."""
+        directory = self.snap.directory(ws)
+        known = self.state.conversations.get(ws, {})
+        conv = known.get(where) if isinstance(where, str) else where
+        topic = self.state.topics.get(post.topic) if post.topic and post.topic != "new" else None
+        if topic is not None and topic.workspace != ws:
+            topic = None
+        settings = self.snap.settings.get(ws) or {}
+        agent = directory.participants[who].kind == Kind.AGENT
+        view = self._fresh(View(directory, conv, topic, flags=frozenset(self.state.flags or ()),
+                                draws_pool=agent and who in (settings.get("credits.poolDraw") or ()),
+                                new_conversation=conv is not None and conv.id not in known, **party_limits(settings)),
+                           who)
+        d = decide(view, post, self.now)
+        self.commit(d, ws, self.month)
+        return d
 
     def _fund(self, funder: str, frame: frames.Fund) -> Result:
         ws, account, amount = frame.workspace, frame.account, frame.amount

@@ -10,6 +10,8 @@ the command ended with).
     set_profile  (who, frames.SetProfile)                   ProfileSet or Failed
     set_setting  (who, frames.SetSetting)                   SettingSet, Refused or Failed
     revise       (who, frames.EditMessage | DeleteMessage)  Revised, Refused or Failed
+    thread       (who, frames.SettleThread)                 ThreadSettled, Refused
+    artifact     (who, frames.CreateArtifact | UpdateArtifact | CommentArtifact)   ArtifactSaved, Refused or Failed
     session      (*row, key)                                None: a session's row (ops.auth.session_row, a
                                                             person's ops.accounts.session_row), then its key
     sync         ()                                         None, once everything before it is committed
@@ -20,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "session",
-                   "sync"})
+KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "thread", "artifact",
+                   "session", "sync"})
 
 
 @dataclass(slots=True, eq=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import POOL, Directory, Kind, general_id, plan_of
-from ..core import assign as core_assign, side as core_side
+from ..core import assign as core_assign, side as core_side, threads as core_threads
 from ..store.port import Keys, Snapshot
 from .commands import Command
 
@@ -69,6 +69,11 @@ def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
         k.pools.add(ws)
         if opening:
             k.opening.add(author)
+    if cid is not None and isinstance(frame.text, str):  # the side threads its `<dm>` parts go to (core.threads)
+        for part in core_threads.extract(frame.text).parts:
+            found = d.resolve(part.targets)
+            if isinstance(found, tuple):
+                k.conversations.add(core_threads.thread_id(cid, frozenset({author, *found})))
     if frame.client_id is not None:
         k.idem.add((author, frame.client_id))
     org = snap.orgs.get(ws)
@@ -122,5 +127,32 @@ def _revise(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str])
     k.revised.add(c.args[1].message)
 
 
-_PLANNERS = {"send": _send, "fund": _fund, "set_budget": _set_budget, "party": _party,
+def _artifact(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    """The artifact an edit or a comment names; then its message, planned as a send where the artifact is (an
+    unknown artifact's message is planned nowhere: it is refused without one)."""
+    frame = c.args[1]
+    ws = frame.workspace
+    if frame.op != "create_artifact":
+        k.artifacts.add(frame.artifact)
+    cid = conversation_id(d, getattr(frame, "conversation", "general"), c.args[0]) \
+        if frame.op == "create_artifact" else None
+    if cid is not None:
+        (locked if cid == general_id(ws) else k.conversations).add(cid)
+    t = frame.topic
+    if isinstance(t, str) and t != "new":
+        k.topics.add(t)
+    if d.participants.get(c.args[0]) is not None and d.participants[c.args[0]].kind == Kind.AGENT:
+        k.wallets.add((ws, c.args[0]))
+        k.pools.add(ws)
+        k.opening.add(c.args[0])
+    org = snap.orgs.get(ws)
+    if org is not None and plan_of(*org[1:]).messages_per_month is not None:
+        k.limited.add(org[0])
+
+
+def _thread(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    k.conversations.add(c.args[1].thread)
+
+
+_PLANNERS = {"send": _send, "thread": _thread, "artifact": _artifact, "fund": _fund, "set_budget": _set_budget, "party": _party,
              "set_profile": _set_profile, "set_setting": _set_setting, "revise": _revise}

@@ -27,12 +27,13 @@ from .key_actions import KeyActions
 from .account import AccountActions
 from .manage import ManageActions
 from .revising import ReviseActions
+from .threads import ThreadActions
 from .sending import SendActions
 from .undoing import UndoActions
 
 
 class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions, UndoActions,
-                 Screen):
+                 ThreadActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -85,7 +86,7 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
                 yield TopicList(s, self.key_hint, id="topics")
                 yield Static("", id="topic-title")
                 yield MessageList(id="messages", namer=s.name, me=s.my_id, show_clock=self.show_clock,
-                                  woke=s.woke, kinds=s.kinds)
+                                  woke=s.woke, kinds=s.kinds, thread_of=s.conversation)
                 yield Composer(id="composer", candidates=self._candidates, namer=s.name)
             yield ParticipantsPanel(s, self.key_hint, id="participants")
         yield Footer()
@@ -328,6 +329,8 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
             self._dirty.add("participants")
         if ch.conversations:
             self._dirty.add("sidebar")
+        if ch.threads:
+            self.threads_moved(ch)
         for ws in ch.unknown_conversations:
             self._reload_conversations(ws)
         if self._dirty:
@@ -346,6 +349,7 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
     @work(group="conversations", exit_on_error=False)
     async def _reload_conversations(self, ws: str) -> None:
         await self.app.session.reload_conversations(ws)
+        self.messages.refresh_threads()  # (a side thread's state is the conversation's)
         self._dirty |= {"sidebar", "title"}
         self._schedule()
 

@@ -8,6 +8,7 @@ from textual import work
 from ygg_server.client import Refused
 
 from .. import rulebook
+from .threads import settle_command
 from ..widgets.composer import leading_mentions
 from ..widgets.sidebar import Sidebar
 from .dialogs import TitlePrompt
@@ -74,7 +75,8 @@ class SendActions:
         c = self.composer
         done = False
         try:
-            done = await (self._rulebook(text) if rulebook.is_command(text) else self._send(text))
+            done = await (self._rulebook(text) if rulebook.is_command(text) else
+                          self._settle(text) if settle_command(text) else self._send(text))
         finally:
             if not done:
                 c.give_back(text)

@@ -27,9 +27,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..keymap import bind
-from ..messages import LoadOlder, ReachedEnd, ReplyTo, Revise
+from ..messages import ArtifactOpened, LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
 from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
+from .thread_card import artifact_line, card_lines
 
 SYSTEM = "system.ygg"
 POLL = "closure_poll"  # shown as one line: "⚙ asked X whether they are done"
@@ -120,7 +121,8 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--request", "message-list--response", "message-list--inform", "message-list--woke",
         "message-list--notice", "message-list--notice-text", "message-list--cursor", "message-list--reply",
         "message-list--empty", "message-list--state", "message-list--handoff", "message-list--edited",
-        "message-list--cursor-mark",
+        "message-list--cursor-mark", "message-list--thread-ongoing", "message-list--thread-resolved",
+        "message-list--thread-abandoned", "message-list--thread-summary", "message-list--artifact",
     }
 
     BINDINGS = [
@@ -132,6 +134,8 @@ class MessageList(ScrollView, can_focus=True):
         bind("messages.edit", "revise('edit')", "Edit"),
         bind("messages.delete", "revise('delete')", "Delete", show=False),
         bind("messages.versions", "revise('versions')", "Versions", show=False),
+        bind("messages.thread", "thread", "Thread", show=False),
+        bind("messages.artifact", "artifact", "Artifact", show=False),
         Binding("pageup", "page_up", show=False),
         Binding("pagedown", "page_down", show=False),
     ]
@@ -155,6 +159,11 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--handoff { color: $accent; text-style: bold; }
     MessageList > .message-list--empty { color: $text-muted; text-style: italic; }
     MessageList > .message-list--edited { color: $text-muted; text-style: italic; }
+    MessageList > .message-list--thread-ongoing { color: $accent; }
+    MessageList > .message-list--thread-resolved { color: $success; }
+    MessageList > .message-list--thread-abandoned { color: $error; }
+    MessageList > .message-list--thread-summary { color: $text; text-style: italic; }
+    MessageList > .message-list--artifact { color: $accent; text-style: bold; }
     """
 
     cursor: reactive[int] = reactive(-1, always_update=True)
@@ -162,7 +171,7 @@ class MessageList(ScrollView, can_focus=True):
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
                  namer: Callable[[str], str] | None = None, me: str = "", show_clock: bool = True,
                  woke: dict[str, list[str]] | None = None, kinds: dict[str, str] | None = None,
-                 empty: str = "No messages here yet."):
+                 empty: str = "No messages here yet.", thread_of: Callable[[str], dict | None] | None = None):
         super().__init__(name=name, id=id, classes=classes)
         self.namer = namer or (lambda p: p)
         self.me = me
@@ -170,6 +179,9 @@ class MessageList(ScrollView, can_focus=True):
         self.woke = woke if woke is not None else {}
         self.kinds = kinds if kinds is not None else {}
         self.empty = empty
+        self.thread_of = thread_of or (lambda tid: None)  # a side thread's conversation (its state, its members)
+        self.previews: dict[str, list[dict]] = {}  # a side thread's messages, loaded when its card is expanded
+        self.expanded: set[str] = set()  # messages whose thread cards are expanded
         self.key: str | None = None  # which thread is shown (for LoadOlder)
         self.more = False  # older pages exist
         # a page is on its way (not Textual's `loading`: that one covers the list with a spinner and takes the focus
@@ -290,10 +302,23 @@ class MessageList(ScrollView, can_focus=True):
     def _height(self, m: dict, width: int) -> int:
         if m.get("notice") == POLL:
             return 1
+        cards = (len(self._cards(m, width)) if m.get("threads") else 0) + (1 if m.get("artifact") else 0)
         text = m.get("text") or ""  # (drawable: the store made it so)
         if "\n" not in text and len(text) <= width and text.isascii():
-            return 2 if text else 1
-        return 1 + count_lines(text, width) if text else 1
+            return (2 if text else 1) + cards
+        return (1 + count_lines(text, width) if text else 1) + cards
+
+    def _cards(self, m: dict, width: int) -> list[tuple[str, str]]:
+        return card_lines(m, self.thread_of, self.previews, m["id"] in self.expanded, self.namer, width)
+
+    def refresh_threads(self) -> None:
+        """A side thread's state, summary or messages changed: the cards are drawn again."""
+        if any(m.get("threads") for m in self._msgs):
+            follow = self._follow or self.is_at_end()
+            self._relayout()
+            self.refresh()
+            if follow:
+                self._to_end()
 
     def _relayout(self) -> None:
         """Heights of every message at the current width (a width change, or a new list)."""
@@ -443,6 +468,12 @@ class MessageList(ScrollView, can_focus=True):
         if text:
             for line in wrap(text, width - INDENT):
                 out.append(Strip([Segment(" " * INDENT + line, text_style)]).crop(0, width).extend_cell_length(width, fill))
+        if m.get("artifact"):  # seed 003 §8: the artifact is viewed on its own (a), not as a wall of text here
+            line = artifact_line(m["artifact"])
+            out.append(Strip([Segment(line, base + st("artifact"))]).crop(0, width).extend_cell_length(width, base))
+        if m.get("threads"):  # seed 003 §5: "a small expandable thread card right under that message"
+            for line, style in self._cards(m, width):
+                out.append(Strip([Segment(line, base + st(style))]).crop(0, width).extend_cell_length(width, base))
         return out
 
     def notify_style_update(self) -> None:
@@ -519,6 +550,26 @@ class MessageList(ScrollView, can_focus=True):
             self.app.notify("Select a message first (j/k or a click).", title=how)
             return
         self.post_message(Revise(m, how))
+
+    def action_thread(self) -> None:
+        """x: the selected message's side-thread cards expanded (their summary and latest messages) or collapsed."""
+        m = self.selected
+        if m is None or not m.get("threads"):
+            self.app.notify("Select a message with a side thread (its card is under it).", title="Side thread")
+            return
+        opened = m["id"] not in self.expanded
+        (self.expanded.add if opened else self.expanded.discard)(m["id"])
+        self.refresh_threads()
+        if opened:
+            self.post_message(ThreadOpened(m))
+
+    def action_artifact(self) -> None:
+        """a: the artifact the selected message posted, edited or commented on, in its pane."""
+        m = self.selected
+        if m is None or not m.get("artifact"):
+            self.app.notify("Select a message that posted an artifact (▣ under it).", title="Artifact")
+            return
+        self.post_message(ArtifactOpened(m))
 
     def action_reply(self) -> None:
         """The selected message, or the last one when none is (it did nothing, and the reply typed next fired

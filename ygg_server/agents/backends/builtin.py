@@ -6,13 +6,15 @@ and answer through the same interface as a model: a TurnOutput, with tool calls
 the rulebook's bookkeeping for every backend (closure polls, nudges, resumes,
 credits); these only decide what to say.
 
-- researcher: answers from the bundled handbook (search_corpus), once, then done.
+- researcher: answers from the bundled handbook (search_corpus), once, then done; given `artifact_create`, it posts
+  what it found in full as an artifact (a document) beside its short answer.
 - reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
   goes to a person first with state needs_human, and the verdict follows their answer.
 - lead: delegates a request to its team (in the same topic; asked in a direct
   conversation, with one request to the whole team there, which the server moves
   into a side conversation, seed 003 §15), then answers with what came back and
-  says done, in the topic where it was asked.
+  says done, in the topic where it was asked; outside a direct conversation its answer carries a
+  `<dm target="reviewer">` follow-up, a side thread (seed 003 §5), which it settles with the answer it gets.
 - eager: keeps everyone posted and writes long answers; it spends its credits
   until a person has to fund it.
 """
@@ -83,6 +85,11 @@ class Personality:
             return self.on_response(inp, ev)
         if why == "person":
             return self.on_person(inp, ev)
+        return self.on_other(inp, ev)
+
+    def on_other(self, inp: TurnInput, ev: dict) -> TurnOutput:
+        """Woken by something it did not ask for in so many words (say, an answer in a side thread its `<dm>` opened:
+        the server made that request, not the bridge)."""
         return TurnOutput(text=None)
 
     def on_request(self, inp: TurnInput, ev: dict) -> TurnOutput:
@@ -106,7 +113,16 @@ class Researcher(Personality):
             return TurnOutput(text="I found nothing about that in the handbook; a person may know more.",
                               type="response", state="done")
         best = found[0]
+        if len(found) > 1 and "artifact_create" in {t.name for t in inp.tools} and not _results(inp, "artifact_create"):
+            # seed 003 §8: what it found, in full, as an artifact (a document) beside its short answer
+            title = clip(f"Notes: {ev.get('topic', {}).get('title') or clip(quoted(query), 40)}", 80)
+            body = "\n\n".join(f"## {f['title']}\n\n{f['text']}" for f in found[:4])
+            return TurnOutput(tool_calls=[ToolCall(name="artifact_create", id="notes", arguments={
+                "title": title, "kind": "document", "body": f"# {title}\n\nFrom the Ygg handbook.\n\n{body}\n"})])
         more = f" (see also: {', '.join(f['title'] for f in found[1:3])})" if len(found) > 1 else ""
+        made = [r for r in _results(inp, "artifact_create") if isinstance(r, dict) and r.get("artifact")]
+        if made:
+            more += f" My notes are in the artifact “{made[0]['artifact']['title']}”."
         lead = f"From the Ygg handbook, “{best['title']}”: "
         n = self.length(ev) - len(lead) - len(more)
         return TurnOutput(text=lead + clip(best["text"], n) + more, type="response", state="done")
@@ -241,8 +257,23 @@ class Lead(Personality):
             for who, said in sorted((a.get("answers") or {}).items()):
                 parts.append(f"{who}: {clip(said, 300)}")
         text = clip("Here is what the team found. " + " | ".join(parts), self.length(ev))
+        follow = self.options.get("follow_up", "reviewer")  # seed 003 §5: a side thread opened with `<dm>`
+        if follow and follow in self.team(ev) and ev.get("conversation_kind") in ("general", "group"):
+            text += (f'\n<dm target="{follow}">For the record, once this is settled: one check worth doing next '
+                     'time?</dm>')
         return TurnOutput(text=text, type="response", state="done", in_reply_to=ask["parent"],
                           topic=ask.get("parent_topic"), conversation=ask.get("parent_conversation"))
+
+
+    def on_other(self, inp, ev):
+        """The answer in a side thread its `<dm>` opened (seed 003 §7): brought back as the thread's summary."""
+        m = ev["message"]
+        if (ev.get("conversation_kind") != "side" or m.get("type") != "response" or _results(inp, "settle_thread")
+                or "settle_thread" not in {t.name for t in inp.tools}):
+            return TurnOutput(text=None)
+        return TurnOutput(tool_calls=[ToolCall(name="settle_thread", id="settle", arguments={
+            "thread": m.get("conversation"), "state": "resolved",
+            "summary": clip(f"{m.get('author_name') or 'the answer'}: {m.get('text', '')}", 300)})])
 
 
 class Eager(Personality):

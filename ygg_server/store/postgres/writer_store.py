@@ -41,16 +41,17 @@ from ...core import POOL, Conversation, next_due
 from ...core.lifecycle import OPEN_SLOT
 from ...core.decide import throttle_limit
 from ...core.rules import party_limits
+from ...core.artifacts import Head
 from ...core.state import LiveState
 from ..port import Keys, Snapshot
-from ..writes import REVISION_DELIVERY, insert_session, revision_rows
+from ..writes import REVISION_DELIVERY, artifact_rows, insert_session, revision_rows
 from ..writeset import WriteSet
 from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, parse_dsn, payloads, present_elsewhere, \
     run_captured, translate
 from .acks import Acks
 from .batch_sql import LOAD, WRITE
 from ..loaders import fitness, load_directory, load_flags, org_of, settings  # (cold loads, through SyncConnection)
-from ..loaders import READERS, REACHED, REVISED_MESSAGE, readers as conversation_readers
+from ..loaders import ARTIFACT_HEAD, READERS, REACHED, REVISED_MESSAGE, readers as conversation_readers
 from ..rows import Stored, conversation, decode_message, decode_topic, encode_topic, party_json, waits_funds
 
 log = logging.getLogger("ygg.writer")
@@ -310,6 +311,14 @@ class PgStore:
             s.fitness = await self._fitness(sorted(k.capable))
         if k.revised:
             s.revised = await self._revisable(sorted(k.revised))
+        if k.artifacts:  # each row locked: two nodes editing one artifact take turns (versions never collide)
+            for aid in sorted(k.artifacts):
+                row = await conn.fetchrow(translate(ARTIFACT_HEAD)[0] + " FOR UPDATE OF a", aid)
+                if row is not None:
+                    s.artifacts[aid] = Head(*row)
+            missing = sorted({h.conversation for h in s.artifacts.values()} - set(convs))
+            if missing:  # (read as the timers read theirs: the message counts its hops where the artifact is)
+                convs.update(await fetch_conversations(conn, missing))
         await self._due(topics, convs)
         self._base = (topics, convs, wallets, pools, opened, usage)
         self._fresh_state()
@@ -439,6 +448,11 @@ class PgStore:
             await run_captured(conn, cap)
         if outcome.revisions:
             await self._revise(outcome)
+        if outcome.artifacts:
+            cap = Capture()
+            for sql, params in artifact_rows(outcome.artifacts):
+                cap.execute(sql, params)
+            await run_captured(conn, cap)
         if not (outcome.decisions or outcome.idem or outcome.profiles or outcome.settings):
             return
         convs = {cid: c for cid, (c, _) in w.conversations.items()}

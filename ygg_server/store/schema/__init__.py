@@ -81,12 +81,25 @@ _BROKE_PER_WORKSPACE = (
     "DELETE FROM flags WHERE workspace = '*' AND name = 'broke'",
 )
 
+
+def _artifacts() -> Step:
+    """17: artifacts, their versions and comments (issue 21)."""
+    from .tables import ARTIFACT_INDEXES, ARTIFACTS
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        return (*(t.sql(dialect).replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1) for t in ARTIFACTS),
+                *(i.sql(dialect).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) for i in ARTIFACT_INDEXES))
+
+    return Step("17: artifacts, their versions and comments (issue 21)", sql(SQLITE), sql(POSTGRES))
+
+
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("13: a message's older texts, kept as its author edits it (edit_message)",
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
     _accounts(),
     Step("16: an agent's broke flag per workspace (issue 17)", _BROKE_PER_WORKSPACE, _BROKE_PER_WORKSPACE),
+    _artifacts(),
 ]
 
 

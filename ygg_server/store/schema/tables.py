@@ -87,6 +87,22 @@ MESSAGE_VERSIONS = Table("message_versions", text("message"), integer("version")
                          key=("message", "version"))
 TABLES += (MESSAGE_VERSIONS,)
 
+# artifacts (core/artifacts.py, migration 17): the artifact as its latest version left it, every version (an edit
+# never overwrites), and comments on a version
+ARTIFACTS = (
+    Table("artifacts", text("id", key=True), text("workspace"), text("conversation"), text("title"), text("kind"),
+          text("language", null=True), integer("version"), text("author"), big("created_at"), big("updated_at")),
+    Table("artifact_versions", text("artifact"), integer("version"), text("title"), text("body"), text("author"),
+          text("message"), big("created_at"), key=("artifact", "version")),
+    Table("artifact_comments", serial("id"), text("artifact"), integer("version"), text("author"), text("text"),
+          text("message"), big("created_at")),
+)
+ARTIFACT_INDEXES = (
+    Index("artifacts_conversation", "artifacts", "conversation, updated_at"),
+    Index("artifact_comments_version", "artifact_comments", "artifact, version, id"),
+)
+TABLES += ARTIFACTS
+
 INDEXES: tuple[Index, ...] = (
     Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
     Index("memberships_participant", "memberships", "participant"),
@@ -110,6 +126,8 @@ INDEXES: tuple[Index, ...] = (
     # the sweep deletes the oldest first (idempotency.py); SQLite reads them by rowid and needs no index
     Index("idempotency_created_at", "idempotency", "created_at", only=PG),
 )
+
+INDEXES += ARTIFACT_INDEXES
 
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {

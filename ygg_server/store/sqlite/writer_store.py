@@ -22,11 +22,11 @@ from typing import Callable
 from ... import idempotency
 from ...core import POOL, next_due
 from ..loaders import (
-    balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
+    artifact_heads, balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
     open_opened, org_of, revisable, settings, usage,
 )
 from ..port import EMPTY, Keys, Snapshot
-from ..writes import insert_session, write as write_rows, write_revisions
+from ..writes import artifact_rows, insert_session, write as write_rows, write_revisions
 from ..writeset import WriteSet
 from . import Checkpointer, connect, index_messages, reindex
 from . import ack as write_acks
@@ -104,7 +104,7 @@ class SqliteStore:
             self._data_version = version
             s = self.snap
             s.rescan, s.idem, s.busy, s.fitness, s.paused, s.agents, s.due = self._rescan, {}, set(), {}, {}, {}, []
-            s.revised = {}
+            s.revised, s.artifacts = {}, {}
             yield self
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -166,6 +166,8 @@ class SqliteStore:
                 (owner, ref, ref)).fetchone()
         if k.revised:
             s.revised = revisable(conn, k.revised)
+        if k.artifacts:
+            s.artifacts = artifact_heads(conn, k.artifacts)
         self._due_now()
         return True
 
@@ -212,6 +214,8 @@ class SqliteStore:
             if routed and not self._unindexed:
                 self._index_at = time.monotonic_ns() + INDEX_WAIT_NS
             self._unindexed += routed
+        for sql, params in artifact_rows(outcome.artifacts):  # artifacts' versions and comments (with their messages)
+            conn.execute(sql, params)
         if outcome.revisions:  # edits and deletes: the text, its versions, the search index; those it reached told
             reindex(conn, outcome.revisions)
             outcome.deliveries += write_revisions(conn, outcome.revisions)
