@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import legacy
+from . import legacy, schedules
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
 from .tables import INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
@@ -73,6 +73,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
     _accounts(),
+    Step("18: reminders and routines (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
 ]
 
 
