@@ -125,3 +125,25 @@ async def test_a_routine_is_a_task_for_its_agent_and_at_most_ten(backend, databa
         assert await _tasks(bot) <= {d["message"]["id"]}, "a paused routine does not run"
         assert (await alice.call("delete_schedule", workspace=ws, id=made["id"]))["deleted"] == made["id"]
         assert made["id"] not in {s["id"] for s in (await alice.call("list_schedules", workspace=ws))["schedules"]}
+
+
+async def test_what_fell_due_while_the_server_was_down_runs_once_when_it_is_back(backend, database):
+    """Issue 22: "a run missed while the server was down is run once at start, not once per missed interval";
+    seed 003 §41: a reminder "runs as scheduled work at the right time; the agent does not have to somehow
+    remember it between turns" (it is stored, so a restart keeps it)."""
+    clock = Clock(1_800_000_000 * 10**6)
+    async with serving(backend, database, clock=clock) as server:
+        ws, keys = _team(server)
+        alice = await server.person("alice")
+        await alice.call("add_reminder", workspace=ws, agent="researcher", at=clock.now + HOUR, text="renew")
+        routine = (await alice.call("add_routine", workspace=ws, agent="researcher", text="check the queue",
+                                    every=3600))["schedule"]
+    clock.now += 10 * HOUR  # down for ten hours: ten routine runs and the reminder missed
+    async with serving(backend, database, clock=clock) as server:
+        alice = await server.person("alice")
+        bot = await server.client(api_key=keys["researcher"])
+        msgs = [m for m in await _history(alice, ws, "dm:researcher", want=2) if not m["author"].startswith("system")]
+        assert sorted(m["text"] for m in msgs) == ["Reminder: renew", "check the queue"], "each once"
+        assert len(await _tasks(bot)) == 1
+        listed = {s["id"]: s for s in (await alice.call("list_schedules", workspace=ws))["schedules"]}
+        assert listed[routine["id"]]["runs"] == 1
