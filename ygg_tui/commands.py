@@ -112,6 +112,12 @@ class YggCommands(Provider):
                                 partial(app.open_direct, w.id, m["id"]), "start or open a direct conversation"))
             out.append((f"Export workspace {w.name}", partial(main.export, w.id),
                         "every conversation you read in it, as Markdown and JSON lines"))
+            out.append((f"Reminders and routines in {w.name}", partial(main.schedules, w.id),
+                        "list, pause, resume, delete; n new reminder, r new routine"))
+            out.append((f"New reminder in {w.name}", partial(main.new_reminder, w.id),
+                        "an agent reminds you in your direct conversation, here"))
+            out.append((f"New routine in {w.name}", partial(main.new_routine, w.id),
+                        "a standing instruction for one of your agents, on a schedule"))
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))

@@ -25,12 +25,13 @@ from ..words import topic_status
 from .exporting import ExportActions
 from .key_actions import KeyActions
 from .account import AccountActions
+from .scheduling import ScheduleActions
 from .manage import ManageActions
 from .revising import ReviseActions
 from .sending import SendActions
 
 
-class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions,
+class MainScreen(AccountActions, ScheduleActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions,
                  Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
