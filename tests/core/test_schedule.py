@@ -44,7 +44,7 @@ def test_the_scheduler_looks_every_five_minutes():
 
 
 def test_daylight_saving_changes_neither_skip_nor_double_a_run():
-    """Issue 22: "daylight-saving changes that neither skip nor double a run" (Debian cron: a run in the hour
+    """Core decision (issue 22): "daylight-saving changes that neither skip nor double a run" (Debian cron: a run in the hour
     that does not exist runs when the clock jumps; one in the hour that happens twice runs once)."""
     tz = "Europe/Berlin"
     spring = _us(datetime(2026, 3, 28, 12, 0, tzinfo=ZoneInfo(tz)))  # 29 March: 02:00 -> 03:00
@@ -63,7 +63,7 @@ def test_daylight_saving_changes_neither_skip_nor_double_a_run():
 
 
 def test_a_missed_run_runs_once_at_start_not_once_per_missed_interval():
-    """Issue 22: "a run missed while the server was down is run once at start, not once per missed interval"."""
+    """Core decision (issue 22): "a run missed while the server was down is run once at start, not once per missed interval"."""
     r = _routine(cron=None, every=3600, next_at=10 * s.TICK)
     back = r.next_at + 30 * 3600 * US  # down for 30 hours
     assert s.fire(r, back) is not None
@@ -101,6 +101,8 @@ def test_a_reminder_goes_to_its_owner_once():
 
 
 def test_schedules_that_cannot_be_kept_are_refused():
+    """Core decision (issue 22): a routine runs on one cron schedule (Debian cron) or one interval no shorter than
+    the tick, in a time zone that exists; its text is 1 to 2,000 characters."""
     assert s.spec_problem("0 8 * * *", 3600, "UTC"), "one of cron, every"
     assert s.spec_problem(None, None, "UTC")
     assert s.spec_problem("99 * * * *", None, "UTC")
