@@ -73,3 +73,31 @@ async def test_the_demo_agents_have_profiles_that_capability_assignment_finds(se
         assert prof["profile"]["title"] == "Researcher" and "research" in prof["profile"]["capabilities"]
     finally:
         await demo.stop()
+
+
+async def test_the_demo_has_a_morning_routine_and_a_reminder(server):
+    """Issue 22: "the demo: a built-in agent with a morning routine [...] a reminder"; seed 003 §36: each run is
+    handed "to its agent as a real task"; §42: "A reminder always shows up in a direct message with its owner"."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        listed = (await alice.call("list_schedules", workspace=server.ws))["schedules"]
+        assert sorted((s["kind"], s["agent_name"]) for s in listed) == [("reminder", "researcher"), ("routine", "lead")]
+        assert next(s for s in listed if s["kind"] == "routine")["cron"] == "0 8 * * *"
+        server.advance(121)  # the routine's first run and the reminder fall due
+
+        async def shown(conv: str, words: str):
+            got = await alice.request("history", workspace=server.ws, conversation=conv)
+            return next((m for m in got.get("messages", []) if words in m["text"]), None)
+
+        task = await until(lambda: shown("dm:lead", "Good morning"))
+        assert task["type"] == "request" and task["title"] == "Routine: morning digest"
+        reminder = await until(lambda: shown("dm:researcher", "Reminder:"))
+        assert reminder["author"] == demo.agents["researcher"]["id"]
+    finally:
+        await demo.stop()
+    again = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        assert len((await alice.call("list_schedules", workspace=server.ws))["schedules"]) == 2, "made once"
+    finally:
+        await again.stop()

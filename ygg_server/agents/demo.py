@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import now_us
-from ..ops import admin, configure
+from ..ops import admin, configure, schedules
+from ..protocol import frames
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
 from .config import AgentConfig, BackendConfig
@@ -105,6 +106,7 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
                 admin.fund(conn, made["id"], int(spec["fund"]), now=now_us())
         for name, spec in agents.items():  # every start: a data dir made by an older version gets them too
             configure.set_profile(conn, keys[name]["id"], profile_of(spec))
+        _schedules(conn, ws, owner, keys)
     finally:
         conn.close()
     keys_path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +115,30 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
     os.chmod(tmp, 0o600)
     os.replace(tmp, keys_path)
     return keys
+
+
+# issue 22: the lead's morning routine (its first run a minute after the demo starts, then every morning at 8 UTC),
+# and a reminder the researcher brings the owner two minutes after the demo starts
+MORNING = {"name": "morning digest", "cron": "0 8 * * *", "tz": "UTC",
+           "text": "Good morning: say which topics are open and who is waiting on whom."}
+REMINDER = "Look at your reminders and routines: ctrl+p, then \"Reminders and routines in team\"."
+
+
+def _schedules(conn, ws: str, owner: str, keys: dict[str, dict]) -> None:
+    """Once per workspace: the demo's routine and reminder (ops.schedules, as the owner makes them in the TUI)."""
+    if "lead" not in keys or "researcher" not in keys:
+        return
+    lead = keys["lead"]["id"]
+    if conn.execute("SELECT 1 FROM schedules WHERE agent = ? AND workspace = ?", (lead, ws)).fetchone():
+        return
+    person = conn.execute("SELECT id FROM people WHERE handle = ?", (owner.lstrip("@"),)).fetchone()
+    if person is None:
+        return
+    now = now_us()
+    made = schedules.add_routine(conn, person[0], frames.AddRoutine(workspace=ws, agent=lead, **MORNING), now)
+    conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (now + 60 * 1_000_000, made["schedule"]["id"]))
+    schedules.add_reminder(conn, person[0], frames.AddReminder(
+        workspace=ws, agent=keys["researcher"]["id"], at=now + 120 * 1_000_000, text=REMINDER), now)
 
 
 def demo_configs(url: str, data_dir: str | os.PathLike, keys: dict[str, dict],
