@@ -9,6 +9,7 @@ publishes after the COMMIT.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -32,6 +33,8 @@ from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
 from .plan import funded_account
+
+log = logging.getLogger("ygg.writer")
 
 
 class CommandFailed(Exception):
@@ -347,7 +350,11 @@ class Batch:
         for s, c in fired:
             if c is None:
                 continue
-            r = self._send(*c.args)
+            try:
+                r = self._send(*c.args)
+            except Exception:  # a bug in deciding it must not fail every batch after: it is told in the row
+                log.exception("schedule %s failed", s.id)
+                r = None
             result = "sent" if isinstance(r, Sent) else str(getattr(r, "reason", None) or getattr(r, "code", "failed"))
             self.out.schedules.append(after_run(s, self.now, result))
 
