@@ -449,6 +449,36 @@ class AllowRoutines(Frame, tag="allow_routines"):
     allow: bool = True
 
 
+# --- approvals (issue 22; ops/approvals.py) ---
+
+class RequestApproval(InWorkspace, tag="request_approval"):
+    tool: Any = None
+    arg: Any = ""
+
+
+class GetApproval(InWorkspace, tag="get_approval"):
+    id: Any = None
+
+
+class ListApprovals(InWorkspace, tag="list_approvals"):
+    pass
+
+
+class DecideApproval(InWorkspace, tag="decide_approval"):
+    id: Any = None
+    answer: Any = None  # approve, deny, always_allow, always_deny
+
+
+class SetToolRule(InWorkspace, tag="set_tool_rule"):
+    agent: Any = "*"
+    rule: Any = None  # Tool or Tool(specifier)
+    effect: Any = None  # deny, ask, allow; null removes the rule
+
+
+class ListToolRules(InWorkspace, tag="list_tool_rules"):
+    pass
+
+
 ClientFrame = Union[
     Auth, Ping, Whoami, Send, Ack, Fund, SetBudget, History, SearchMessages, ListTopics, GetTopic, ListMembers,
     ListAgents, ListConversations, ListGroups, Balances, Presence, ListWorkspaces, ListJoinable, ListOrgs, MyAgents,
@@ -459,6 +489,7 @@ ClientFrame = Union[
     MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
     ChangePassword, ListSessions, EndSession, SignOut,
     ListSchedules, AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines,
+    RequestApproval, GetApproval, ListApprovals, DecideApproval, SetToolRule, ListToolRules,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

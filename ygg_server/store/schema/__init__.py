@@ -73,7 +73,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
     _accounts(),
-    Step("18: reminders and routines (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
+    Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
 ]
 
 
