@@ -25,13 +25,14 @@ from ..words import topic_status
 from .exporting import ExportActions
 from .key_actions import KeyActions
 from .account import AccountActions
+from .approving import ApprovalActions
 from .scheduling import ScheduleActions
 from .manage import ManageActions
 from .revising import ReviseActions
 from .sending import SendActions
 
 
-class MainScreen(AccountActions, ScheduleActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions,
+class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions,
                  Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
@@ -320,6 +321,8 @@ class MainScreen(AccountActions, ScheduleActions, ManageActions, ExportActions, 
             self._dirty |= {"sidebar", "topics"}
         if ch.presence:
             self._dirty.add("participants")
+        if ch.approvals:
+            self._dirty.add("needs_human")
         if ch.balances:  # (funding asked or given: the banner counts credit waits)
             self._dirty |= {"participants", "sidebar", "needs_human"}
         if ch.members:  # (who left is gone from the list; who joined or changed comes with App._members_moved)
