@@ -18,9 +18,7 @@ from textual.widgets.option_list import Option
 from .dialogs import Field
 
 
-def when(us: int | None) -> str:
-    if us is None:
-        return "done"
+def when(us: int) -> str:
     return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
@@ -29,7 +27,7 @@ def line(s: dict) -> Text:
     what = f"⏰ {s['text']}" if s["kind"] == "reminder" else f"↻ {s['name'] or s['text']}"
     how = f"for {s['owner_name']} by {s['agent_name']}" if s["kind"] == "reminder" else \
         f"{s['agent_name']} · " + (f"cron {s['cron']} ({s['tz']})" if s["cron"] else f"every {s['every'] // 60} min")
-    state = "paused" if s["paused"] else f"next {when(s['next_at'])}"
+    state = "paused" if s["paused"] else "done" if s["next_at"] is None else f"next {when(s['next_at'])}"
     last = f" · ran {s['runs']}×, last {s['last_result']}" if s["runs"] else ""
     out = Text(what[:60], style="bold")
     out.append(f"  {how} · {state}{last}", style="dim" if s["paused"] else "")
