@@ -124,6 +124,12 @@ class YggCommands(Provider):
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
             out += _managing(store, main, w)
+        for agent in store.own_agents():
+            name = store.name(agent)
+            out.append((f"Let {name} make its own routines", partial(main.allow_routines, agent, True),
+                        "your standing permission: it makes, pauses and deletes its routines"))
+            out.append((f"Stop {name} making its own routines", partial(main.allow_routines, agent, False),
+                        "its routines are yours alone to change again"))
         for aid, a in getattr(store, "approvals", {}).items():
             w = store.workspaces.get(a["workspace"])
             out.append((f"Approval: {a.get('agent_name')} wants {a.get('tool')}({a.get('arg')})"[:90]

@@ -147,3 +147,31 @@ async def test_what_fell_due_while_the_server_was_down_runs_once_when_it_is_back
         assert len(await _tasks(bot)) == 1
         listed = {s["id"]: s for s in (await alice.call("list_schedules", workspace=ws))["schedules"]}
         assert listed[routine["id"]]["runs"] == 1
+
+
+async def test_an_agent_sets_a_reminder_for_its_owner_and_its_own_routines_once_allowed(backend, database):
+    """Seed 003 §41: "An agent can set a reminder just as a person can"; §35 and issue 22: routines are "created
+    and managed by the agent's owner and by the agent itself (with the owner's standing permission)"."""
+    clock = Clock(1_800_000_000 * 10**6)
+    async with serving(backend, database, clock=clock) as server:
+        ws, keys = _team(server)
+        alice = await server.person("alice")
+        bot = await server.client(api_key=keys["researcher"])
+        made = (await bot.call("add_reminder", workspace=ws, at=clock.now + HOUR, text="the venue closes Friday"))
+        assert made["schedule"]["owner_name"] == "@alice" and made["schedule"]["agent_name"] == "researcher"
+        with pytest.raises(Exception) as e:
+            await bot.call("add_routine", workspace=ws, text="check the queue", every=3600)
+        assert "permission_denied" in str(e.value)
+        assert (await alice.call("allow_routines", agent="researcher"))["allowed"] is True
+        own = (await bot.call("add_routine", workspace=ws, text="check the queue", every=3600))["schedule"]
+        assert own["created_by"] == own["agent"] and own["owner_name"] == "@alice"
+        mine = {s["id"]: s for s in (await bot.call("list_schedules", workspace=ws))["schedules"]}
+        assert set(mine) == {made["schedule"]["id"], own["id"]} and all(s["may_manage"] for s in mine.values())
+        await alice.call("allow_routines", agent="researcher", allow=False)
+        assert (await bot.call("delete_schedule", workspace=ws, id=made["schedule"]["id"]))["deleted"]
+        with pytest.raises(Exception) as e:  # its routines are its owner's again
+            await bot.call("pause_schedule", workspace=ws, id=own["id"])
+        assert "not_found" in str(e.value)
+        clock.now += HOUR
+        msgs = [m for m in await _history(alice, ws, "dm:researcher", timeout=0.5) if m["text"].startswith("Remind")]
+        assert msgs == [], "a deleted reminder does not run"

@@ -56,3 +56,16 @@ async def test_a_member_cannot_give_someone_elses_agent_a_routine(team):
         await wait_for(pilot, lambda: app.store.my_agents is not None, what="my agents known")
         app.screen.new_routine(team.ws)
         await wait_for(pilot, lambda: told(app, "Routines are given to your own agents"), what="said why")
+
+
+async def test_an_owner_lets_an_agent_make_its_own_routines(team):
+    """Seed 003 §35 and issue 22: routines are made "by the agent itself (with the owner's standing permission)"."""
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: "Let researcher make its own routines" in titles(app), what="offered")
+        app.screen.allow_routines(team.ids["researcher"], True)
+        await wait_for(pilot, lambda: told(app, "researcher may now make its own routines."), what="allowed")
+    bot = await team.agent("researcher")
+    made = await bot.call("add_routine", workspace=team.ws, text="check the queue", every=3600)
+    assert made["schedule"]["created_by"] == team.ids["researcher"]

@@ -12,7 +12,7 @@ at its next batch (SQLite's data_version; PostgreSQL's writer looks for due rows
 - `list_schedules`: what the asker may see in a workspace: a person, their reminders and their agents'
   routines and reminders; an agent, its own. `may_manage` says whether the asker may pause or delete it.
 - `pause_schedule` / `delete_schedule`: by whoever may manage it (the agent's owner; the person reminded; the
-  agent, for what it made or, once allowed, its routines). Anything else is answered `not_found`.
+  agent, for the reminders it set and, while allowed, its routines). Anything else is answered `not_found`.
 """
 
 from __future__ import annotations
@@ -70,9 +70,10 @@ def _owner_of(conn: sqlite3.Connection, agent: str) -> str | None:
 
 
 def may_manage(conn: sqlite3.Connection, who: str, s: Schedule) -> bool:
-    """The agent's owner; the person reminded; the agent itself, for what it made or (once allowed) its routines."""
+    """The agent's owner; the person reminded; the agent itself: the reminders it set, and its routines while its
+    owner allows it."""
     if who == s.agent:
-        return s.created_by == who or (s.kind == ROUTINE and _granted(conn, who))
+        return _granted(conn, who) if s.kind == ROUTINE else s.created_by == who
     return who == _owner_of(conn, s.agent) or (s.kind == REMINDER and who == s.owner)
 
 

@@ -162,3 +162,12 @@ class ScheduleActions:
                                          "this workspace; at most ten per agent.", op)
         if reply:
             self.notify(f"Routine created; first run {when(reply['schedule']['next_at'])}.")
+
+    @work(group="schedules", exit_on_error=False)
+    async def allow_routines(self, agent: str, allow: bool) -> None:
+        """Seed 003 §35: the owner's standing permission for its agent to make and manage its own routines."""
+        reply = await self._ask("allow_routines", agent=agent, allow=allow)
+        if reply:
+            name = self.store.name(agent)
+            self.notify(f"{name} may now make its own routines." if allow else
+                        f"{name} no longer makes or changes its own routines.")
