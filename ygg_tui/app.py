@@ -167,6 +167,10 @@ class YggApp(App):
                 inv = f["invitation"]
                 self.notify(f"{inv.get('inviter')} invites you to {inv.get('name')} as {inv.get('role')}: accept or "
                             "decline from the command palette (ctrl+p, \"invitation\").", title="invitation", timeout=15)
+            if f.get("kind") == "approval" and isinstance(f.get("approval"), dict):
+                a = f["approval"]
+                self.notify(f"{a.get('agent_name')} waits for your approval to run {a.get('tool')}({a.get('arg')}): "
+                            "ctrl+p, \"approval\".", title="approval", timeout=15)
         self.apply_change(ch)
 
     @on(ConnectionChanged)

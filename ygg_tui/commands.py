@@ -112,10 +112,29 @@ class YggCommands(Provider):
                                 partial(app.open_direct, w.id, m["id"]), "start or open a direct conversation"))
             out.append((f"Export workspace {w.name}", partial(main.export, w.id),
                         "every conversation you read in it, as Markdown and JSON lines"))
+            out.append((f"Approvals to decide in {w.name}", partial(main.approvals_in, w.id),
+                        "tool calls your agents (or, as owner or admin, this workspace's) wait to run"))
+            out.append((f"Reminders and routines in {w.name}", partial(main.schedules, w.id),
+                        "list, pause, resume, delete; n new reminder, r new routine"))
+            out.append((f"New reminder in {w.name}", partial(main.new_reminder, w.id),
+                        "an agent reminds you in your direct conversation, here"))
+            out.append((f"New routine in {w.name}", partial(main.new_routine, w.id),
+                        "a standing instruction for one of your agents, on a schedule"))
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
             out += _managing(store, main, w)
+        for agent in store.own_agents():
+            name = store.name(agent)
+            out.append((f"Let {name} make its own routines", partial(main.allow_routines, agent, True),
+                        "your standing permission: it makes, pauses and deletes its routines"))
+            out.append((f"Stop {name} making its own routines", partial(main.allow_routines, agent, False),
+                        "its routines are yours alone to change again"))
+        for aid, a in getattr(store, "approvals", {}).items():
+            w = store.workspaces.get(a["workspace"])
+            out.append((f"Approval: {a.get('agent_name')} wants {a.get('tool')}({a.get('arg')})"[:90]
+                        + (f" in {w.name}" if w else ""), partial(main.decide_approval, aid),
+                        "approve, deny, always allow or always deny"))
         for inv_id, inv in getattr(store, "invitations", {}).items():
             where = f"{inv['name']} (from {inv['inviter']}, as {inv['role']})"
             out.append((f"Accept the invitation to {where}", partial(main.answer_invitation, inv_id, True),

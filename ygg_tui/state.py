@@ -168,11 +168,12 @@ class Change:
     revised: dict[str, list[dict]] = field(default_factory=dict)  # thread key -> its messages edited or deleted
     quiet: list[int] = field(default_factory=list)  # deliveries seen at once (a quiet notice, a correction): acked, never unread
     presence: set[str] = field(default_factory=set)  # workspaces where someone came online or went offline
+    approvals: bool = False  # an approval this person may decide came or went (issue 22)
 
     def __bool__(self) -> bool:
         return bool(self.threads or self.topics or self.conversations or self.balances or self.unread
                     or self.monitor or self.unknown_conversations or self.gone or self.added or self.members
-                    or self.narrowed or self.called or self.revised or self.quiet or self.presence)
+                    or self.narrowed or self.called or self.revised or self.quiet or self.presence or self.approvals)
 
     def merge(self, other: "Change") -> None:
         for k, v in other.threads.items():
@@ -181,6 +182,7 @@ class Change:
         self.called |= other.called
         self.quiet += other.quiet
         self.presence |= other.presence
+        self.approvals |= other.approvals
         self.conversations |= other.conversations
         self.balances |= other.balances
         self.unread |= other.unread
@@ -203,6 +205,7 @@ class Store:
         self.org_names: dict[str, str] = {}  # organization id -> its name (list_orgs)
         self.org_roles: dict[str, str] = {}  # organization id -> this person's role there (list_orgs)
         self.invitations: dict[str, dict] = {}  # invitation id -> list_invitations' row: waiting for an answer
+        self.approvals: dict[str, dict] = {}  # approval id -> its row: a tool call waiting on this person (issue 22)
         self.joinable: dict[str, dict] = {}  # workspace id -> its row: one's organizations open it, one is not in
         self.my_agents: dict[str, dict] | None = None  # agent id -> its row (my_agents); None: not answered
         self.names: dict[str, str] = {SYSTEM: SYSTEM}
@@ -508,6 +511,9 @@ class Store:
 
     def apply_event(self, frame: dict) -> Change:
         kind = frame.get("kind")
+        if kind == "approval" and isinstance(frame.get("approval"), dict):  # a card for this person to decide
+            self.approvals[frame["approval"]["id"]] = frame["approval"]
+            return Change(approvals=True)
         if kind == "topic":
             return self.apply_topic(frame["topic"])
         if kind == "balance":

@@ -88,3 +88,42 @@ async def test_the_demo_agents_have_profiles_that_capability_assignment_finds(se
         assert prof["profile"]["title"] == "Researcher" and "research" in prof["profile"]["capabilities"]
     finally:
         await demo.stop()
+
+
+async def test_the_demo_has_a_morning_routine_and_a_reminder(server):
+    """Issue 22: "the demo: a built-in agent with a morning routine [...] a reminder, and an approval that a person
+    grants"; seed 003 §36: each run is
+    handed "to its agent as a real task"; §42: "A reminder always shows up in a direct message with its owner"."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        listed = (await alice.call("list_schedules", workspace=server.ws))["schedules"]
+        assert sorted((s["kind"], s["agent_name"]) for s in listed) == [
+            ("reminder", "researcher"), ("routine", "lead"), ("routine", "ops")]
+        assert next(s for s in listed if s["kind"] == "routine")["cron"] == "0 8 * * *"
+        server.advance(121)  # the routine's first run and the reminder fall due
+
+        async def shown(conv: str, words: str):
+            got = await alice.request("history", workspace=server.ws, conversation=conv)
+            return next((m for m in got.get("messages", []) if words in m["text"]), None)
+
+        task = await until(lambda: shown("dm:lead", "Good morning"))
+        assert task["type"] == "request" and task["title"] == "Routine: morning digest"
+        reminder = await until(lambda: shown("dm:researcher", "Reminder:"))
+        assert reminder["author"] == demo.agents["researcher"]["id"]
+
+        async def waiting():
+            return (await alice.call("list_approvals", workspace=server.ws))["approvals"]
+
+        (card,) = await until(waiting)  # ops's nightly deploy ran: it waits for alice's approval
+        assert card["tool"] == "deploy" and card["arg"] == "staging" and card["agent_name"] == "ops"
+        await alice.call("decide_approval", workspace=server.ws, id=card["id"], answer="approve")
+        done = await until(lambda: shown("dm:ops", "deployed to staging"))
+        assert done["author"] == demo.agents["ops"]["id"]
+    finally:
+        await demo.stop()
+    again = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        assert len((await alice.call("list_schedules", workspace=server.ws))["schedules"]) == 3, "made once"
+    finally:
+        await again.stop()

@@ -52,6 +52,9 @@ class FakeStore:
             raise
         self.calls.append("commit")
 
+    async def schedules_due(self, now):
+        return []
+
     async def catalog(self, workspaces):
         self.calls.append("catalog")
         self.snap = Snapshot(directories={WS: self.directory}, settings={WS: {}}, orgs={WS: None}, busy=set(self.busy))

@@ -81,6 +81,9 @@ class AgentConfig:
     retry_failed_after: float = 30.0  # seconds before a failed turn on an owed request is tried again
     failed_retries: int = 2  # how many times
     closure_polls: str = "auto"  # auto: the bridge answers polls from memory | model: ask the backend
+    # tools whose every call the bridge submits to the server's approvals first (request_approval: standing rules,
+    # else a person decides); it waits for the answer without calling the model (seed 003 §59-61)
+    ask_first: list[str] = field(default_factory=lambda: ["deploy"])
 
     def ygg_key(self) -> str:
         key = self.api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import now_us
-from ..ops import admin, configure
+from ..ops import admin, configure, schedules
+from ..protocol import frames
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
 from .config import AgentConfig, BackendConfig
@@ -65,6 +66,14 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "personality": "eager", "fund": 5,
         "tools": ["send_message", "search_corpus", "persona_read", "persona_write"],
     },
+    "ops": {
+        "title": "Ops",
+        "role": "Deploys changes when asked; each deploy waits for a person's approval unless a rule allows it.",
+        "persona": "Terse and careful. Never deploys without the approval it asked for.",
+        "capabilities": ["deploy", "operations"], "generalist": False, "cost": 1,
+        "personality": "ops", "fund": 50,
+        "tools": ["deploy", "persona_read", "persona_write"],
+    },
 }
 
 
@@ -105,6 +114,7 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
                 admin.fund(conn, made["id"], int(spec["fund"]), now=now_us())
         for name, spec in agents.items():  # every start: a data dir made by an older version gets them too
             configure.set_profile(conn, keys[name]["id"], profile_of(spec))
+        _schedules(conn, ws, owner, keys)
     finally:
         conn.close()
     keys_path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +123,36 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
     os.chmod(tmp, 0o600)
     os.replace(tmp, keys_path)
     return keys
+
+
+# issue 22: the lead's morning routine (its first run a minute after the demo starts, then every morning at 8 UTC), ops's
+# nightly deploy (which waits for the owner's approval: a card in the TUI), and a reminder the researcher brings the
+# owner two minutes after the demo starts
+MORNING = {"name": "morning digest", "cron": "0 8 * * *", "tz": "UTC",
+           "text": "Good morning: say which topics are open and who is waiting on whom."}
+NIGHTLY = {"name": "nightly deploy", "cron": "0 2 * * *", "tz": "UTC", "text": "deploy staging"}
+REMINDER = "Look at your reminders and routines: ctrl+p, then \"Reminders and routines in team\"."
+
+
+def _schedules(conn, ws: str, owner: str, keys: dict[str, dict]) -> None:
+    """Once per workspace: the demo's routine and reminder (ops.schedules, as the owner makes them in the TUI)."""
+    if "lead" not in keys or "researcher" not in keys:
+        return
+    lead = keys["lead"]["id"]
+    if conn.execute("SELECT 1 FROM schedules WHERE agent = ? AND workspace = ?", (lead, ws)).fetchone():
+        return
+    person = conn.execute("SELECT id FROM people WHERE handle = ?", (owner.lstrip("@"),)).fetchone()
+    if person is None:
+        return
+    now = now_us()
+    made = schedules.add_routine(conn, person[0], frames.AddRoutine(workspace=ws, agent=lead, **MORNING), now)
+    conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (now + 60 * 1_000_000, made["schedule"]["id"]))
+    if "ops" in keys:  # its first run a minute and a half after the start: the deploy asks the owner's approval
+        nightly = schedules.add_routine(conn, person[0], frames.AddRoutine(workspace=ws, agent=keys["ops"]["id"],
+                                                                          **NIGHTLY), now)
+        conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (now + 90 * 1_000_000, nightly["schedule"]["id"]))
+    schedules.add_reminder(conn, person[0], frames.AddReminder(
+        workspace=ws, agent=keys["researcher"]["id"], at=now + 120 * 1_000_000, text=REMINDER), now)
 
 
 def demo_configs(url: str, data_dir: str | os.PathLike, keys: dict[str, dict],

@@ -65,6 +65,9 @@ CATALOG: dict[str, Tool] = {t.name: t for t in (
          parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
     Tool(name="remember", description="Keep a short note in your memory; your notes are shown to you every turn.",
          parameters={"type": "object", "properties": {"note": _S}, "required": ["note"]}),
+    Tool(name="deploy", description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
+                                     "approves it first unless a standing rule allows it."),
+         parameters={"type": "object", "properties": {"target": _S}, "required": ["target"]}),
 )}
 
 DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "remember")

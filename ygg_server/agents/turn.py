@@ -178,6 +178,12 @@ class TurnRunner:
             return err(f"you have no tool called {call.name}")
         a = call.arguments or {}
         try:
+            if call.name in self.cfg.ask_first:
+                refused = await self._approval(call, target)
+                if refused:
+                    return err(refused)
+            if call.name == "deploy":
+                return ok(f"deployed to {a.get('target')!s} (the demo records it)")
             if call.name == "persona_read":
                 self.persona = (await self.client.call("get_persona"))["text"]
                 return ok(self.persona)
@@ -249,6 +255,27 @@ class TurnRunner:
         if reply.get("op") != op:
             return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
         return ok({"artifact": reply["artifact"], "cost": reply.get("cost"), "unchanged": bool(reply.get("unchanged"))})
+
+    APPROVAL_POLL = 1.0  # seconds between looks at a pending approval (each free: no message, no model call)
+
+    async def _approval(self, call: ToolCall, target: dict) -> str | None:
+        """Seed 003 §61: a call outside the standing permissions waits for a person's decision, or its expiry,
+        without calling the model meanwhile; None when it may run, else why not."""
+        a = call.arguments or {}
+        arg = next((v for v in a.values() if isinstance(v, str)), "")
+        got = await self.client.call("request_approval", workspace=target["workspace"], tool=call.name, arg=arg)
+        decision = got["decision"]
+        if decision == "pending":
+            aid = got["approval"]["id"]
+            self.stats["approvals_waited"] += 1
+            while decision == "pending":
+                await asyncio.sleep(self.APPROVAL_POLL)
+                status = (await self.client.call("get_approval", workspace=target["workspace"], id=aid))["approval"]
+                decision = {"approved": "allow", "denied": "deny"}.get(status["status"], status["status"])
+        if decision == "allow":
+            return None
+        self.stats["tool_not_approved"] += 1
+        return f"{call.name} was not run: {'a person denied it' if decision == 'deny' else 'the approval ' + decision}"
 
     async def _send_tool(self, a: dict, target: dict, client_id: str, why: str, ok, err,
                          handoff: bool = False) -> ToolResult:

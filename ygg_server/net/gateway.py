@@ -23,7 +23,7 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import access, actions, artifacts, auth, configure, guidance, queries
+from ..ops import access, actions, approvals, artifacts, auth, configure, guidance, queries, schedules
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -436,7 +436,9 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
             args = (conn.participant, frame, self.clock()) if op in _TIMED else (conn.participant, frame)
             out = await (self.manage if writes else self.read)(fn, *args)
             if isinstance(out, dict) and "_notify" in out:  # (another participant's connections told: not the asker)
-                self._notify(*out.pop("_notify"))
+                told = out.pop("_notify")
+                for pid, event in told if isinstance(told, list) else [told]:  # (one, or several: [(pid, event)])
+                    self._notify(pid, event)
             reply = replies.reply(frame, out)
         else:
             return protocol.error(frame.ref, E.BAD_FRAME, f"op {op!r} is not available here")
@@ -575,5 +577,7 @@ _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in artifacts.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
-        **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()}}
-_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+        **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
+        **{op: (fn, writes, False) for op, (fn, writes) in schedules.OPS.items()},
+        **{op: (fn, writes, False) for op, (fn, writes) in approvals.OPS.items()}}
+_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | approvals.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)

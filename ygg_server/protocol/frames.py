@@ -467,6 +467,72 @@ class SetRulebook(InConversation, tag="set_rulebook"):
     rulebook: Any = UNSET  # the rules to change, or null for all defaults; left out or not an object: `bad_rulebook`
 
 
+# --- reminders and routines (issue 22; ops/schedules.py) ---
+
+class ListSchedules(InWorkspace, tag="list_schedules"):
+    pass
+
+
+class AddReminder(InWorkspace, tag="add_reminder"):
+    at: Any = None  # when, in microseconds since the epoch (UTC)
+    text: Any = None
+    agent: Any = None  # a person's reminder: the agent that delivers it (an agent's: itself)
+    person: Any = None  # an agent's reminder: the person reminded (default: its owner)
+
+
+class AddRoutine(InWorkspace, tag="add_routine"):
+    agent: Any = None
+    text: Any = None  # the standing instruction
+    name: Any = ""
+    cron: Any = None  # a cron schedule ("0 8 * * 1-5"), or
+    every: Any = None  # every so many seconds
+    tz: Any = "UTC"
+
+
+class PauseSchedule(InWorkspace, tag="pause_schedule"):
+    id: Any = None
+    paused: bool = True
+
+
+class DeleteSchedule(InWorkspace, tag="delete_schedule"):
+    id: Any = None
+
+
+class AllowRoutines(Frame, tag="allow_routines"):
+    agent: Any = None
+    allow: bool = True
+
+
+# --- approvals (issue 22; ops/approvals.py) ---
+
+class RequestApproval(InWorkspace, tag="request_approval"):
+    tool: Any = None
+    arg: Any = ""
+
+
+class GetApproval(InWorkspace, tag="get_approval"):
+    id: Any = None
+
+
+class ListApprovals(InWorkspace, tag="list_approvals"):
+    pass
+
+
+class DecideApproval(InWorkspace, tag="decide_approval"):
+    id: Any = None
+    answer: Any = None  # approve, deny, always_allow, always_deny
+
+
+class SetToolRule(InWorkspace, tag="set_tool_rule"):
+    agent: Any = "*"
+    rule: Any = None  # Tool or Tool(specifier)
+    effect: Any = None  # deny, ask, allow; null removes the rule
+
+
+class ListToolRules(InWorkspace, tag="list_tool_rules"):
+    pass
+
+
 ClientFrame = Union[
     Auth, Ping, Whoami, Send, Ack, Fund, SetBudget, History, SearchMessages, ListTopics, GetTopic, ListMembers,
     ListAgents, ListConversations, ListGroups, Balances, Presence, ListWorkspaces, ListJoinable, ListOrgs, MyAgents,
@@ -477,6 +543,8 @@ ClientFrame = Union[
     SettleThread, CreateArtifact, UpdateArtifact, CommentArtifact, GetArtifact, ListArtifacts, ArtifactDiff,
     MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
     ChangePassword, ListSessions, EndSession, SignOut,
+    ListSchedules, AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines,
+    RequestApproval, GetApproval, ListApprovals, DecideApproval, SetToolRule, ListToolRules,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

@@ -74,6 +74,10 @@ class Snapshot:
 class Tx(Protocol):
     """One batch's transaction (committed when the `Store.batch()` block ends without an error)."""
 
+    async def schedules_due(self, now: int) -> list:
+        """The reminders and routines (core.schedule.Schedule) due at `now` (PostgreSQL: locked), read first."""
+        ...
+
     async def catalog(self, workspaces: set[str]) -> Snapshot:
         """The snapshot with these workspaces' directories, settings and organizations (what plans read)."""
         ...

@@ -9,6 +9,7 @@ publishes after the COMMIT.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -27,6 +28,7 @@ from ..core.vocabulary import SYSTEM, MessageType, State
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.revise import Revision, revise
+from ..core.schedule import Schedule, after_run
 from ..core.rules import party_limits
 from ..protocol import ErrorCode as E, configurable, frames, names
 from ..protocol.posts import MAX_TEXT
@@ -36,6 +38,8 @@ from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
 from .plan import funded_account
+
+log = logging.getLogger("ygg.writer")
 
 
 class CommandFailed(Exception):
@@ -68,6 +72,7 @@ class Outcome:
     deliveries: list = field(default_factory=list)
     messages: list = field(default_factory=list)
     leased: dict[int, str] = field(default_factory=dict)  # delivery id -> the holder it was leased to as written
+    schedules: list[Schedule] = field(default_factory=list)  # reminders and routines as their run left them
 
 
 class Batch:
@@ -81,7 +86,7 @@ class Batch:
         self.revised: dict[str, tuple] = {}  # messages this batch edited, as it left them (the snapshot's stay as read)
         self.heads: dict[str, core_artifacts.Head] = {}  # artifacts this batch moved, as it left them
 
-    def run(self, cmds: list[Command]) -> Outcome:
+    def run(self, cmds: list[Command], fired: list[tuple[Schedule, Command | None]] = ()) -> Outcome:
         held: set[str] = set()  # authors whose earlier send was left for later: so are their next ones
         busy = self.snap.busy
         for i, c in enumerate(cmds):
@@ -95,6 +100,7 @@ class Batch:
                 self.out.answers[i] = getattr(self, "_" + c.kind)(*c.args)
             except Exception as e:
                 raise CommandFailed(i, e) from e
+        self._scheduled(fired)
         self._due()
         return self.out
 
@@ -519,7 +525,21 @@ class Batch:
     def _sync(self) -> None:
         return None
 
-    # --- the clock: nudges, closure polls, auto-done ---
+    # --- the clock: reminders and routines, then nudges, closure polls, auto-done ---
+
+    def _scheduled(self, fired: list[tuple[Schedule, Command | None]]) -> None:
+        """Each due reminder or routine sends what core.schedule.fire said, as any send of the batch."""
+        for s, c in fired:
+            if c is None:
+                continue
+            try:
+                r = self._send(*c.args)
+            except Exception:  # a bug in deciding it must not fail every batch after: it is told in the row
+                log.exception("schedule %s failed", s.id)
+                r = None
+            result = "sent" if isinstance(r, Sent) else str(getattr(r, "reason", None) or getattr(r, "code", "failed"))
+            self.out.schedules.append(after_run(s, self.now, result))
+
 
     def _due(self) -> None:
         state, now = self.state, self.now

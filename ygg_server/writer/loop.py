@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from ..core import Conversation, Topic
-from . import plan
+from . import plan, scheduled
 from .batch import Batch, CommandFailed, Outcome
 from .commands import Command
 
@@ -122,14 +122,16 @@ class Writer:
             month = month_of(now)
             try:
                 async with store.batch() as tx:
+                    fired = scheduled.sends(await tx.schedules_due(now), now)  # due reminders and routines
+                    planned = cmds + [c for _, c in fired if c is not None]
                     for _ in range(3):  # the catalog moved while the rows were locked: plan again
-                        snap = await tx.catalog(plan.workspaces(cmds))
-                        if await tx.load(plan.keys(cmds, snap, month)):
+                        snap = await tx.catalog(plan.workspaces(planned))
+                        if await tx.load(plan.keys(planned, snap, month)):
                             break
                     else:
                         raise RuntimeError("the configuration kept changing")
                     while True:
-                        outcome = Batch(snap, now, month).run(cmds)
+                        outcome = Batch(snap, now, month).run(cmds, fired)
                         if not await tx.confirm(outcome):
                             break
                     await tx.write(outcome)

@@ -25,6 +25,8 @@ from ..words import topic_status
 from .exporting import ExportActions
 from .key_actions import KeyActions
 from .account import AccountActions
+from .approving import ApprovalActions
+from .scheduling import ScheduleActions
 from .manage import ManageActions
 from .revising import ReviseActions
 from .threads import ThreadActions
@@ -32,8 +34,8 @@ from .sending import SendActions
 from .undoing import UndoActions
 
 
-class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions, UndoActions,
-                 ThreadActions, Screen):
+class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, ExportActions, KeyActions,
+                 SendActions, ReviseActions, UndoActions, ThreadActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -323,6 +325,8 @@ class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendA
             self._dirty |= {"sidebar", "topics"}
         if ch.presence:
             self._dirty.add("participants")
+        if ch.approvals:
+            self._dirty.add("needs_human")
         if ch.balances:  # (funding asked or given: the banner counts credit waits)
             self._dirty |= {"participants", "sidebar", "needs_human"}
         if ch.members:  # (who left is gone from the list; who joined or changed comes with App._members_moved)

@@ -24,10 +24,12 @@ class NeedsHumanBar(Static):
         s = self.store
         queue = s.needs_human()
         credits = self.credit_waits()
-        self.set_class(bool(queue), "-waiting")
+        approvals = list(getattr(s, "approvals", {}).values())  # tool calls waiting on this person (issue 22)
+        self.set_class(bool(queue or approvals), "-waiting")
         if not queue:
-            t = Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim"))
-            self.update(t + self._credits(credits) if credits else t)
+            t = Text.assemble(("⚑ ", "dim"), ("Nobody is waiting on a person.", "dim")) if not approvals else Text()
+            t = t + self._credits(credits) if credits else t
+            self.update(t + self._approvals(approvals) if approvals else t)
             return
         t = Text.assemble(("⚑ ", "bold red"), (f"{len(queue)} waiting on a person", "bold"),
                           (f"  ({self.keys('ygg.next_needs_human')}: next)", "dim"))
@@ -45,7 +47,13 @@ class NeedsHumanBar(Static):
                 t.append(f"  asked by {', '.join(asking)}", "italic")
         if len(queue) > 3:
             t.append(f"  … and {len(queue) - 3} more", "dim")
-        self.update(t)
+        self.update(t + self._approvals(approvals) if approvals else t)
+
+    def _approvals(self, approvals: list[dict]) -> Text:
+        a = approvals[0]
+        return Text.assemble(("   ✋ ", "bold red"), (f"{len(approvals)} approval(s) to decide", "bold"),
+                             (f"  {a.get('agent_name')} wants {a.get('tool')}({a.get('arg')})"[:70], "italic"),
+                             ("  (ctrl+p: approval)", "dim"))
 
     def credit_waits(self) -> int:
         """Topics where an agent waits for credits (paused for them, or an agent in them refused for want of them),

@@ -293,8 +293,24 @@ class Eager(Personality):
         return TurnOutput(text=f"Here is everything I could find, in full:\n\n{body}", type="response", state="done")
 
 
+class Ops(Personality):
+    """Deploys what it is asked to (its `deploy` tool, which the bridge submits to approvals first: seed 003 §61),
+    then says what came of it."""
+
+    def on_request(self, inp, ev):
+        m = ev["message"]
+        done = _results(inp, "deploy")
+        if not done:
+            found = re.search(r"\bdeploy\w*\s+(?:to\s+)?([\w.-]+)", m.get("text", ""), re.I)
+            if found is None:
+                return TurnOutput(text="Say what to deploy, and where (e.g. \"deploy staging\").", type="response",
+                                  state="done")
+            return TurnOutput(tool_calls=[ToolCall(name="deploy", id="deploy", arguments={"target": found.group(1)})])
+        return TurnOutput(text=clip(str(done[-1]), 300), type="response", state="done")
+
+
 PERSONALITIES: dict[str, Callable[[dict, str | None], Personality]] = {
-    "researcher": Researcher, "reviewer": Reviewer, "lead": Lead, "eager": Eager, "plain": Personality,
+    "researcher": Researcher, "reviewer": Reviewer, "lead": Lead, "eager": Eager, "ops": Ops, "plain": Personality,
 }
 
 

@@ -43,6 +43,7 @@ from ...core.decide import throttle_limit
 from ...core.rules import party_limits
 from ...core.artifacts import Head
 from ...core.state import LiveState
+from .. import schedules
 from ..port import Keys, Snapshot
 from ..writes import REVISION_DELIVERY, artifact_rows, insert_session, revision_rows
 from ..writeset import WriteSet
@@ -240,6 +241,13 @@ class PgStore:
             self.conn = await connect(self.dsn, self.prepared)
         except (OSError, asyncpg.PostgresError):
             log.warning("writer: cannot reconnect yet")
+
+    async def schedules_due(self, now: int) -> list:
+        """The reminders and routines due at `now`, locked (another node skips them), looked for as often as the
+        topics' timers (every `timer_interval`); written back with the batch."""
+        if time.monotonic() < self._next_poll:
+            return []
+        return [schedules.schedule_of(r) for r in await self.conn.fetch(schedules.DUE_PG, now)]
 
     async def catalog(self, workspaces: set[str]) -> Snapshot:
         await self._ensure(workspaces)
@@ -453,6 +461,8 @@ class PgStore:
             for sql, params in artifact_rows(outcome.artifacts):
                 cap.execute(sql, params)
             await run_captured(conn, cap)
+        if outcome.schedules:
+            await conn.executemany(schedules.UPDATE_PG, schedules.updates(outcome.schedules))
         if not (outcome.decisions or outcome.idem or outcome.profiles or outcome.settings):
             return
         convs = {cid: c for cid, (c, _) in w.conversations.items()}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import legacy
+from . import legacy, schedules
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
 from .tables import INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
@@ -100,6 +100,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     _accounts(),
     Step("16: an agent's broke flag per workspace (issue 17)", _BROKE_PER_WORKSPACE, _BROKE_PER_WORKSPACE),
     _artifacts(),
+    Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
 ]
 
 

@@ -25,6 +25,7 @@ from ..loaders import (
     artifact_heads, balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
     open_opened, org_of, revisable, settings, usage,
 )
+from .. import schedules
 from ..port import EMPTY, Keys, Snapshot
 from ..writes import artifact_rows, insert_session, write as write_rows, write_revisions
 from ..writeset import WriteSet
@@ -77,6 +78,7 @@ class SqliteStore:
         self.snap = Snapshot()
         self.snap.state.flags = None  # (read when first needed)
         self.timers: list[tuple[int, str]] = []
+        self.scheduled_at = self.conn.execute(schedules.NEXT).fetchone()[0]  # the next reminder or routine due
         for when, tid in due_topics(self.conn):
             heapq.heappush(self.timers, (when, tid))
 
@@ -87,9 +89,8 @@ class SqliteStore:
 
     def idle_seconds(self) -> float:
         """How long the writer may wait for a command before a topic's timer is due (at most 0.1 s)."""
-        if self.timers:
-            return min(0.1, max(0.0, (self.timers[0][0] - self.clock()) / 1e6))
-        return 0.1
+        first = min(self.timers[0][0] if self.timers else 2**62, self.scheduled_at or 2**62)
+        return min(0.1, max(0.0, (first - self.clock()) / 1e6))
 
     # --- one batch ---
 
@@ -110,6 +111,12 @@ class SqliteStore:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+
+    async def schedules_due(self, now: int) -> list:
+        """The reminders and routines due at `now` (written back with the batch)."""
+        if self.scheduled_at is None or self.scheduled_at > now:
+            return []
+        return [schedules.schedule_of(r) for r in self.conn.execute(schedules.DUE, (now,))]
 
     async def catalog(self, workspaces: set[str]) -> Snapshot:
         s, conn = self.snap, self.conn
@@ -204,6 +211,8 @@ class SqliteStore:
             conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (body, ws))
         for row, key in outcome.sessions:
             insert_session(conn, row, key)
+        if outcome.schedules:
+            conn.executemany(schedules.UPDATE, schedules.updates(outcome.schedules))
         if outcome.decisions:
             stored = write_rows(conn, WriteSet.of(outcome.decisions))
             outcome.deliveries += stored
@@ -235,6 +244,8 @@ class SqliteStore:
 
     def committed(self, outcome) -> None:
         self._rescan = False
+        if outcome.schedules:
+            self.scheduled_at = self.conn.execute(schedules.NEXT).fetchone()[0]
         for t in outcome.topics:
             when = next_due(t)
             if when is not None:

@@ -1,0 +1,74 @@
+"""The bridge waits for a person's approval before a tool call outside its standing permissions (seed 003 §59-61)."""
+
+from __future__ import annotations
+
+from ygg_server.agents.backends import Backend
+from ygg_server.agents.bridge import Bridge
+from ygg_server.agents.turn import TurnRunner
+from ygg_server.agents.types import ToolCall, TurnInput, TurnOutput
+
+from .conftest import history, until
+
+
+class Deploying(Backend):
+    """Deploys what it is asked to, then says what the tool answered."""
+
+    def __init__(self):
+        self.calls = 0
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        self.calls += 1
+        if not inp.steps:
+            return TurnOutput(tool_calls=[ToolCall(id="d", name="deploy", arguments={"target": "staging"})])
+        return TurnOutput(text=f"result: {inp.steps[-1].results[0].content}", state="done")
+
+
+async def test_the_bridge_waits_for_the_person_then_runs_the_call(server, monkeypatch):
+    """Seed 003 §61: "That is why an agent sometimes stops mid-task to ask before going on: not confusion, but an
+    action outside its standing permissions"; issue 22: "the agent's bridge waits for the decision without burning
+    credits and resumes when it comes"."""
+    monkeypatch.setattr(TurnRunner, "APPROVAL_POLL", 0.05)
+    server.agent("ops")
+    backend = Deploying()
+    await server.run(Bridge(server.config("ops", tools=["deploy"]), backend))
+    alice = await server.person("alice")
+    sent = await alice.send(workspace=server.ws, conversation="dm:ops", topic="new", title="Ship", type="request",
+                            to=["ops"], text="deploy staging please")
+    events: list[dict] = []
+
+    def the_card():  # (the card's event, pushed to her connections)
+        events.extend(alice.pending_events())
+        return next((e for e in events if e.get("kind") == "approval"), None)
+
+    card = await until(the_card)
+    pending = (await alice.call("list_approvals", workspace=server.ws))["approvals"]
+    assert [a["id"] for a in pending] == [card["approval"]["id"]] and pending[0]["arg"] == "staging"
+    calls_while_waiting = backend.calls
+    await until(lambda: True, timeout=0.3)
+    assert backend.calls == calls_while_waiting == 1, "no model call while it waits"
+    await alice.call("decide_approval", workspace=server.ws, id=card["approval"]["id"], answer="approve")
+
+    async def answered():
+        msgs = await history(alice, server.ws, sent["message"]["topic"], conversation=sent["message"]["conversation"])
+        return next((m for m in msgs if m["text"].startswith("result:")), None)
+
+    final = await until(answered)
+    assert "deployed to staging" in final["text"]
+
+
+async def test_a_denied_call_is_not_run(server, monkeypatch):
+    """Seed 003 §59: "Others need a person to approve or deny that particular call before it runs"."""
+    monkeypatch.setattr(TurnRunner, "APPROVAL_POLL", 0.05)
+    server.agent("ops")
+    await server.run(Bridge(server.config("ops", tools=["deploy"]), Deploying()))
+    alice = await server.person("alice")
+    await alice.call("set_tool_rule", workspace=server.ws, agent="ops", rule="deploy(staging)", effect="deny")
+    sent = await alice.send(workspace=server.ws, conversation="dm:ops", topic="new", title="Ship", type="request",
+                            to=["ops"], text="deploy staging please")
+
+    async def answered():
+        msgs = await history(alice, server.ws, sent["message"]["topic"], conversation=sent["message"]["conversation"])
+        return next((m for m in msgs if m["text"].startswith("result:")), None)
+
+    final = await until(answered)
+    assert "deploy was not run" in final["text"] and "deployed" not in final["text"]
