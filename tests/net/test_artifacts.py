@@ -10,6 +10,7 @@ pytestmark = pytest.mark.backends("sqlite", "postgres")
 BODY = "# Plan\n\n- ship on Tuesday\n- tell support\n"
 
 
+@pytest.mark.backends("sqlite", "process", "postgres")  # (the writer's commands cross a process once)
 async def test_an_artifact_is_versioned_readable_diffable_and_commented(team):
     """Seed 003 §9: "Editing an artifact never overwrites: it creates a new version, so the whole history is visible
     (who changed what, and when), and old versions stay readable. Comments attach to the artifact" """

@@ -56,6 +56,7 @@ async def test_an_unknown_target_refuses_the_whole_message(team):
     assert bad["op"] == "sent" and bad["message"]["text"] == '<dm target="x">no' and "threads" not in bad["message"]
 
 
+@pytest.mark.backends("sqlite", "process", "postgres")  # (the writer's commands cross a process once)
 async def test_a_member_settles_the_thread_and_the_origin_gets_no_message(team):
     """Seed 003 §7: "post a summary back and mark the thread resolved. The marker in the original conversation
     changes from "ongoing" to "resolved" (or "abandoned" if it got stuck) instead of adding a new message." """
