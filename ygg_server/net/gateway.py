@@ -23,7 +23,7 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import access, actions, auth, configure, guidance, queries
+from ..ops import access, actions, auth, configure, guidance, memory, queries, skills, toolkit
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -565,5 +565,7 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
-        **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()}}
-_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+        **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
+        **{op: (fn, writes, False) for m in (toolkit, skills, memory) for op, (fn, writes) in m.OPS.items()}}
+_TIMED = (queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | toolkit.TIMED | skills.TIMED
+          | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)

@@ -310,7 +310,9 @@ _OR_FLAG = re.compile(rf"\b(OR|AND)\s+({_FLAGS})\b(?!\s*(?:=|<|>|!|IS\b|IN\b))")
 _WRITE = ("INSERT", "UPDATE", "DELETE")
 # writes no other node must hear of: a person's session opened or marked used (an ended one is a DELETE, which
 # other nodes rescan for, to close its connections)
-_UNHEARD = re.compile(r"\s*(INSERT\s+INTO|UPDATE)\s+sessions\b", re.I)
+_UNHEARD = re.compile(r"\s*(INSERT\s+INTO|UPDATE)\s+sessions\b"
+                      # nor what agents can do and remember (issue 23): read afresh each turn, no access changes
+                      r"|\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(agent_tools|connections|skills|memories)\b", re.I)
 _translated: dict[str, tuple[str, bool, str | None]] = {}
 
 

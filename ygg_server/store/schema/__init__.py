@@ -68,11 +68,26 @@ _WALLETS_PER_WORKSPACE = (
     "AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = wallets.account)",
 )
 
+def _tools_skills_memory() -> Step:
+    """19: what agents can do and remember (issue 23): attached tools, API connections, skills, memories."""
+    from .ddl import has
+    from .tables import AGENT_TOOLS, CONNECTIONS, MEMORIES, MEMORY_FTS, MEMORY_INDEXES, SKILLS
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        tables = tuple(t.sql(dialect).replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
+                       for t in (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES))
+        return (*tables, *(i.sql(dialect) for i in MEMORY_INDEXES if has(i, dialect)),
+                *(MEMORY_FTS if dialect == SQLITE else ()))
+
+    return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
+
+
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("13: a message's older texts, kept as its author edits it (edit_message)",
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
     _accounts(),
+    _tools_skills_memory(),
 ]
 
 
