@@ -61,6 +61,7 @@ class Bridge(NoticeReplies, TurnRunner, Briefing, Kit, Memory, Outbox):
         self.persona = ""  # the persona document as last read from the server (it is stored there)
         self.tools = toolbox.select(cfg.tools)  # until the server says which are attached (kit.py)
         self.skills_prompt = ""  # the compact list of its active skills (kit.py)
+        self.skills: list[str] = []  # their names
         self.client_factory = client_factory
         self.timeout = timeout
         self.client: Client | None = None

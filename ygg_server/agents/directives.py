@@ -28,6 +28,7 @@ import json
 from typing import Any, Iterable
 
 from ..ops import directives as server
+from . import recall
 from .types import Directive, Tool
 
 ANSWER_FORMAT = """\
@@ -137,7 +138,9 @@ def render_memory(event: dict[str, Any]) -> str:
     if event.get("notes"):
         out.append("\n## Your notes")
         out += [f"- {n}" for n in event["notes"]]
-    return "\n".join(out)
+    if event.get("recalled"):
+        out.append(recall.render(event["recalled"]))
+    return "\n".join(x for x in out if x)
 
 
 def compute(*, name: str, role: str, persona: str, rulebook: dict[str, Any], event: dict[str, Any],

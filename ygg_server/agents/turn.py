@@ -39,6 +39,8 @@ class TurnRunner:
         started = time.monotonic()
         await self._refresh_kit()
         event = await self._event(frame, why, target, key)
+        event["skills"] = list(self.skills)
+        event["recalled"] = await self._recall(target)  # under cfg.recall_budget: a slow source is left out
         own = target.get("id") == frame["message"].get("id")
         inp_base = dict(directive=self._directive(event, frame, own), tools=self.tools, event=event)
         steps: list[Step] = []

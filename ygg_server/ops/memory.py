@@ -42,24 +42,37 @@ def save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: i
     return {"id": mid, "kept": True}
 
 
+# words a recall does not search by (a question's glue: "how do credits work" recalls by "credits" and "work")
+_GLUE = frozenset("""a an and are as at be by can could do does for from has have how i if in is it its me my of on or
+our please so that the their them then there this to us was we what when where which who why will with would you
+your""".split())
+
+
 def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, limit: int = 5,
-           now: int | None = None) -> list[dict]:
-    """An agent's memories in `workspace` matching `query`, the best first (newest on a tie); those found are
-    marked used at `now` (what is used is what a decay would keep)."""
+           now: int | None = None, any_word: bool = False) -> list[dict]:
+    """An agent's memories in `workspace` matching `query` (every term, or with `any_word` any of its words but the
+    glue), the best first (newest on a tie); those found are marked used at `now` (what is used is kept longest)."""
     ts = terms(query)
+    if any_word:
+        ts = [t for t in ts if len(t) > 1 or (len(t[0]) > 2 and t[0] not in _GLUE)]
     if not ts:
         return []
-    if isinstance(conn, sqlite3.Connection):
+    sqlite_store = isinstance(conn, sqlite3.Connection)
+    if any_word:
+        match = " OR ".join(fts5([t]) for t in ts) if sqlite_store else " | ".join(tsquery([t]) for t in ts)
+    else:
+        match = fts5(ts) if sqlite_store else tsquery(ts)
+    if sqlite_store:
         rows = conn.execute("""SELECT m.id, m.text, m.created_at FROM memories_fts f JOIN memories m ON m.seq = f.rowid
                                WHERE memories_fts MATCH ? AND m.workspace = ? AND m.agent = ?
                                ORDER BY f.rank, m.seq DESC LIMIT ?""",
-                            (fts5(ts), workspace, agent, limit)).fetchall()
+                            (match, workspace, agent, limit)).fetchall()
     else:
         rows = conn.execute("""SELECT id, text, created_at FROM memories
                                WHERE to_tsvector('simple', text) @@ to_tsquery('simple', ?)
                                AND workspace = ? AND agent = ?
                                ORDER BY ts_rank(to_tsvector('simple', text), to_tsquery('simple', ?)) DESC, seq DESC
-                               LIMIT ?""", (tsquery(ts), workspace, agent, tsquery(ts), limit)).fetchall()
+                               LIMIT ?""", (match, workspace, agent, match, limit)).fetchall()
     if rows and now is not None:
         conn.execute(f"UPDATE memories SET uses = uses + 1, used_at = ? WHERE id IN ({','.join('?' * len(rows))})",
                      (now, *(r[0] for r in rows)))
@@ -83,7 +96,8 @@ def _whose(conn: sqlite3.Connection, who: str, ref, workspace: str) -> str:
 def list_memories(conn: sqlite3.Connection, who: str, f: frames.ListMemories) -> dict:
     agent = _whose(conn, who, f.agent, f.workspace)
     q = f.query if isinstance(f.query, str) else ""
-    found = search(conn, agent, f.workspace, q, limit=50) if q.strip() else recent(conn, agent, f.workspace)
+    found = search(conn, agent, f.workspace, q, limit=50, any_word=f.any) if q.strip() else \
+        recent(conn, agent, f.workspace)
     return {"agent": agent, "workspace": f.workspace, "memories": found}
 
 

@@ -483,6 +483,7 @@ class RemoveSkill(Frame, tag="remove_skill"):
 class ListMemories(InWorkspace, tag="list_memories"):
     agent: Any = None  # default: the asker; a person names one of its agents
     query: Any = None
+    any: bool = False  # true: memories with any of the query's words (a turn's recall), not all of them
 
 
 class Forget(InWorkspace, tag="forget", kw_only=True):
