@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..clock import now_us
-from ..ops import admin, configure
+from ..ops import admin, configure, skills, toolkit
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
 from .config import AgentConfig, BackendConfig
@@ -45,7 +46,9 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
         "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
-        "tools": ["search_corpus", "handoff", "persona_read", "persona_write", "remember"],
+        "tools": ["search_corpus", "handoff", "persona_read", "persona_write", "remember", "memory_search",
+                  "load_skill"],
+        "skills": ["handbook-answers"],  # agents/data/skills/: it loads it on demand, and keeps what it learns
     },
     "reviewer": {
         "title": "Reviewer",
@@ -105,6 +108,7 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
                 admin.fund(conn, made["id"], int(spec["fund"]), now=now_us())
         for name, spec in agents.items():  # every start: a data dir made by an older version gets them too
             configure.set_profile(conn, keys[name]["id"], profile_of(spec))
+            _equip(conn, keys[name]["id"], spec)
     finally:
         conn.close()
     keys_path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +117,18 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
     os.chmod(tmp, 0o600)
     os.replace(tmp, keys_path)
     return keys
+
+
+def _equip(conn, agent: str, spec: dict[str, Any]) -> None:
+    """Its tools attached on the server's registry as the demo names them, and its skills in its own layer."""
+    owner = conn.execute("SELECT owner FROM agents WHERE id = ?", (agent,)).fetchone()[0]
+    _, now_attached = toolkit.attached(conn, agent, owner)
+    toolkit.set_tools(conn, agent, owner, add=list(spec["tools"]),
+                      drop=[t.name for t in now_attached if t.name not in spec["tools"]], by=owner, now=now_us())
+    for name in spec.get("skills", ()):
+        folder = resources.files("ygg_server.agents").joinpath("data", "skills", name)
+        files = {"SKILL.md": folder.joinpath("SKILL.md").read_text(encoding="utf-8")}
+        skills.attach_files(conn, agent, files, name, now_us())
 
 
 def demo_configs(url: str, data_dir: str | os.PathLike, keys: dict[str, dict],

@@ -139,6 +139,12 @@ def _attach(conn: sqlite3.Connection, who: str, agent: str, owner: str, skill: S
     return toolkit.set_tools(conn, agent, owner, add=list(skill.tools), by=who, now=now)
 
 
+def attach_files(conn: sqlite3.Connection, agent: str, files: dict[str, str], folder: str, now: int) -> list[str]:
+    """A skill's folder put in `agent`'s layer by its owner, with its tools (the demo's provisioning, the CLI)."""
+    owner = conn.execute("SELECT owner FROM agents WHERE id = ?", (agent,)).fetchone()[0]
+    return _attach(conn, owner, agent, owner, from_files(files, folder), folder, now)
+
+
 def import_skill(conn: sqlite3.Connection, who: str, f: frames.ImportSkill, now: int) -> dict:
     if not who.startswith("human."):
         raise Refused("permission_denied", "skills are imported by people")

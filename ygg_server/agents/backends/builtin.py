@@ -97,7 +97,19 @@ class Personality:
 
 
 class Researcher(Personality):
+    """With its skill `handbook-answers` (agents/data/skills/), it loads the skill's instructions on demand and
+    follows them: what it remembers of the subject first, the section named as the source, and one line kept in
+    its memory of who asked about what (recalled in a later turn)."""
+
+    SKILL = "handbook-answers"
+
     def on_request(self, inp, ev):
+        tools = {t.name for t in inp.tools}
+        follow = self.SKILL in (ev.get("skills") or []) and "load_skill" in tools
+        if follow and not _results(inp, "load_skill"):
+            return TurnOutput(tool_calls=[ToolCall(name="load_skill", arguments={"name": self.SKILL}, id="skill")])
+        loaded = follow and any(isinstance(r, dict) and "Source: handbook" in r.get("instructions", "")
+                                for r in _results(inp, "load_skill"))
         query = ev["message"].get("text", "")
         call, found = self.search(inp, query)
         if call:
@@ -106,10 +118,19 @@ class Researcher(Personality):
             return TurnOutput(text="I found nothing about that in the handbook; a person may know more.",
                               type="response", state="done")
         best = found[0]
+        if loaded and "remember" in tools and not _results(inp, "remember"):
+            who = ev["message"].get("author_name") or "someone"
+            return TurnOutput(tool_calls=[ToolCall(name="remember", id="keep", arguments={
+                "note": f"{who} asked about “{best['title']}” ({clip(quoted(query), 80)})"})])
         more = f" (see also: {', '.join(f['title'] for f in found[1:3])})" if len(found) > 1 else ""
         lead = f"From the Ygg handbook, “{best['title']}”: "
-        n = self.length(ev) - len(lead) - len(more)
-        return TurnOutput(text=lead + clip(best["text"], n) + more, type="response", state="done")
+        before = after = ""
+        if loaded:
+            remembered = ((ev.get("recalled") or {}).get("found") or {}).get("memory") or []
+            before = f"Last time, {clip(remembered[0], 120)}. " if remembered else ""
+            after = f"\nSource: handbook, “{best['title']}”."
+        n = self.length(ev) - len(lead) - len(more) - len(before) - len(after)
+        return TurnOutput(text=before + lead + clip(best["text"], n) + more + after, type="response", state="done")
 
 
 class Reviewer(Personality):
