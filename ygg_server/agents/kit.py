@@ -48,12 +48,22 @@ class Kit:
             found = await asyncio.to_thread(corpus.search, text, self.cfg.corpus, 2)
             return [f"{s.title}: {s.text[:300]}" for _, s in found]
 
-        sources: dict[str, recall.Source] = {"memory": memories}
+        async def family() -> list[str]:
+            reply = await self.client.call("list_memories", workspace=ws, family=True)
+            return [m["text"] for m in reply.get("memories", [])]
+
+        sources: dict[str, recall.Source] = {"memory": memories, "family": family}
         if any(t.name == "search_corpus" for t in self.tools):
             sources["knowledge"] = knowledge
         for name, fn in self.extra_sources.items():
             sources[name] = (lambda fn=fn: fn(target))
         got = await recall.assemble(sources, self.cfg.recall_budget)
+        if "family" in got.found:  # §47: less what the fresh context (and its own memory) already covers
+            fresh = [text, *(m.get("text", "") for m in self.state.transcript(target.get("topic"))),
+                     *got.found.get("memory", [])]
+            got.found["family"] = recall.uncovered(got.found["family"], fresh)[:5]
+            if not got.found["family"]:
+                del got.found["family"]
         if got.left_out:
             self.stats["recall_left_out"] += len(got.left_out)
         return {"found": got.found, "left_out": got.left_out, "seconds": round(got.seconds, 4)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
@@ -49,7 +50,26 @@ async def assemble(sources: dict[str, Source], budget: float) -> Recalled:
     return out
 
 
-TITLES = {"memory": "From your long-term memory (this workspace)", "knowledge": "Background knowledge"}
+TITLES = {"memory": "From your long-term memory (this workspace)", "knowledge": "Background knowledge",
+          "family": "What agents of your family learned (this workspace)"}
+_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def uncovered(items: list[str], fresh: list[str], share: float = 0.8) -> list[str]:
+    """§47: what the fresh context already covers removed: an item whose words are (at `share` or more) in one of
+    the `fresh` texts (the conversation, what was recalled of its own) is left out, as is a repeat."""
+    fresh_words = [_words(t) for t in fresh if t]
+    out: list[str] = []
+    for item in items:
+        w = _words(item)
+        if not w or any(len(w & f) >= share * len(w) for f in fresh_words + [_words(o) for o in out]):
+            continue
+        out.append(item)
+    return out
 
 
 def render(r: dict) -> str:

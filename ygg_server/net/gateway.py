@@ -23,7 +23,7 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import access, actions, auth, configure, guidance, memory, queries, skills, toolkit
+from ..ops import access, actions, auth, configure, guidance, memory, memory_care, queries, skills, toolkit
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -518,6 +518,9 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+            if self.memory_workers is None:  # condensing, decay, consolidation: each on its own schedule
+                self.memory_workers = memory_care.Workers(self.manage, self.clock)
+            await self.memory_workers.tick()
             try:
                 await self._touch_people()
             except Exception:

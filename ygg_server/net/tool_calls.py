@@ -11,6 +11,7 @@ from ..tools import server_tools
 
 class ToolCalls:
     tool_env: server_tools.Env | None = None  # made on first use; tests put one with a fake web in its place
+    memory_workers = None  # ops.memory_care.Workers, made by the sweeper on its first round
 
     async def _op_call_tool(self, conn, frame: frames.CallTool) -> dict:
         route = await self.read(toolkit.route, conn.participant, frame)

@@ -14,7 +14,7 @@ import sqlite3
 
 from ..protocol import frames
 from ..protocol.ids import new_id
-from . import toolkit
+from . import memory_care, toolkit
 from .queries import _member
 from .refusals import NotFound, Refused
 from .search import fts5, terms, tsquery
@@ -95,6 +95,8 @@ def _whose(conn: sqlite3.Connection, who: str, ref, workspace: str) -> str:
 
 def list_memories(conn: sqlite3.Connection, who: str, f: frames.ListMemories) -> dict:
     agent = _whose(conn, who, f.agent, f.workspace)
+    if f.family:
+        return {"agent": agent, "workspace": f.workspace, "memories": memory_care.family(conn, agent, f.workspace)}
     q = f.query if isinstance(f.query, str) else ""
     found = search(conn, agent, f.workspace, q, limit=50, any_word=f.any) if q.strip() else \
         recent(conn, agent, f.workspace)

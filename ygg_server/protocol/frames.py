@@ -484,6 +484,7 @@ class ListMemories(InWorkspace, tag="list_memories"):
     agent: Any = None  # default: the asker; a person names one of its agents
     query: Any = None
     any: bool = False  # true: memories with any of the query's words (a turn's recall), not all of them
+    family: bool = False  # true: its family's layer instead (the family's and its siblings', ops/memory_care.py)
 
 
 class Forget(InWorkspace, tag="forget", kw_only=True):
