@@ -202,8 +202,8 @@ def export_skill(conn: sqlite3.Connection, who: str, f: frames.ExportSkill) -> d
 
 
 def remove_skill(conn: sqlite3.Connection, who: str, f: frames.RemoveSkill) -> dict:
-    if conn.execute("DELETE FROM skills WHERE owner = ? AND agent = '' AND name = ?",
-                    (who, f.skill)).rowcount == 0 or not who.startswith("human."):
+    if not who.startswith("human.") or conn.execute("DELETE FROM skills WHERE owner = ? AND agent = '' AND name = ?",
+                                                    (who, f.skill)).rowcount == 0:
         raise NotFound
     return {"skill": f.skill}
 

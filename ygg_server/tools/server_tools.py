@@ -93,11 +93,11 @@ async def call_connection(env: Env, r: Route) -> Any:
     return out
 
 
-async def run(route: Route, env: Env) -> dict:
+async def run(route: Route, env: Env, registry=REGISTRY) -> dict:
     """Carry out a routed call: its handler's result, or the error the model is told."""
     spec = route.spec
     if spec.approval:  # the approvals seam: held until a person answers, or refused while there is none
-        approver = REGISTRY.approver
+        approver = registry.approver
         if approver is None:
             raise Refused(ToolRefusal.APPROVAL_UNAVAILABLE, f"{spec.name} needs a person's approval, which this "
                           "server cannot ask for yet")
