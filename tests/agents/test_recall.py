@@ -55,11 +55,12 @@ async def test_the_turn_starts_within_budget_with_its_memories_and_says_what_was
     """§46: "the current conversation's history and the agent's own long-term memory load at once, while relevant
     background knowledge and notes are fetched in parallel under a strict time budget"; memory is per workspace."""
     aid = server.agent("researcher")
-    server.admin(memory.save, aid, server.ws, "Alice wants answers about credits in one paragraph", 1)
+    now = server.gw.clock()  # (the server's time: its decay worker forgets what is long unused)
+    server.admin(memory.save, aid, server.ws, "Alice wants answers about credits in one paragraph", now)
     other = server.admin(admin.add_workspace, "other", "alice")["id"]
     server.conn.execute("""INSERT INTO memories (id, workspace, agent, text, created_at, used_at)
-                           VALUES ('m-other', ?, ?, 'Secret plan about credits in the other workspace', 2, 2)""",
-                        (other, aid))
+                           VALUES ('m-other', ?, ?, 'Secret plan about credits in the other workspace', ?, ?)""",
+                        (other, aid, now, now))
     backend = Recorder()
     b = Bridge(server.config("researcher", recall_budget=0.3), backend)
     never = asyncio.Event()

@@ -66,11 +66,13 @@ async def test_a_long_conversation_is_condensed_into_one_memory_for_each_agent_i
                      text="Step one is the canary")
     await alice.send(workspace=team.ws, conversation="general", topic=topic, type="inform", text="Ship it on Monday")
     assert memory_care.condense(team.conn, 5, at=10) == {"condensed": 0}  # not long yet
-    assert memory_care.condense(team.conn, 5, at=3) == {"condensed": 1}
+    state: dict = {}
+    assert memory_care.condense(team.conn, 5, at=3, state=state) == {"condensed": 1}
     (text,) = _texts(team)
     assert text == ("Conversation «Gateway rollout» (3 messages): it opened with “Plan the gateway rollout” and "
                     "ended with “Ship it on Monday”.")
     assert memory_care.condense(team.conn, 6, at=3) == {"condensed": 0}  # once a topic
+    assert memory_care.condense(team.conn, 6, at=1, state=state) == {"condensed": 0}  # nothing grew since
 
 
 async def test_each_worker_runs_on_its_own_schedule(team):

@@ -46,8 +46,9 @@ async def test_a_memory_never_crosses_a_workspaces_isolation(team):
         await agent.call("call_tool", workspace=bobs, tool="remember", arguments={"note": "tulip"})
     assert e.value.reason == "not_found"
     scout_id = team.conn.execute("SELECT id FROM agents WHERE name = 'scout'").fetchone()[0]
+    now = team.gw.clock()
     team.conn.execute("""INSERT INTO memories (id, workspace, agent, text, created_at, used_at)
-                         VALUES ('m-lab', ?, ?, 'The tulip plan, lab only', 1, 1)""", (lab, scout_id))
+                         VALUES ('m-lab', ?, ?, 'The tulip plan, lab only', ?, ?)""", (lab, scout_id, now, now))
     mine = await agent.call("list_memories", workspace=team.ws, query="tulip")
     assert [m["text"] for m in mine["memories"]] == ["The launch code word is tulip"]
     for who, ref in ((bob, "researcher"), (bob, team.conn.execute(

@@ -52,11 +52,15 @@ async def test_an_owner_attaches_a_tool_and_imports_a_skill_from_a_folder(team, 
 
 async def test_an_owner_sees_and_forgets_an_agents_memory_here(team):
     """Seed 003 §46: an agent's long-term memory; issue 23: visible and editable by its owner."""
-    team.server.admin(memory.save, team.ids["reviewer"], team.ws, "Bob reviews on Fridays", 1)
-    team.server.admin(memory.save, team.ids["reviewer"], team.ws, "The deploy needs two approvals", 2)
+    now = team.server.gw.clock()  # (at the server's time: the decay worker forgets what is long unused)
+    team.server.admin(memory.save, team.ids["reviewer"], team.ws, "Bob reviews on Fridays", now)
+    team.server.admin(memory.save, team.ids["reviewer"], team.ws, "The deploy needs two approvals", now + 1)
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        main = await ready(pilot)
+        main.open_conversation(next(c for c, row in app.store.workspaces[team.ws].conversations.items()
+                                    if row.get("name") == "General"))  # in team, where its memories are
+        await wait_for(pilot, lambda: main.workspace == team.ws, what="team on screen")
         await _palette(pilot, "memories of reviewer", FormScreen)
         labels = [f.label for f in app.screen.fields]
         assert labels == ["forget: The deploy needs two approvals", "forget: Bob reviews on Fridays"]

@@ -75,11 +75,20 @@ def consolidate(conn: sqlite3.Connection, now: int) -> dict:
     return {"merged": merged}
 
 
-def condense(conn: sqlite3.Connection, now: int, at: int = CONDENSE_AT) -> dict:
+def condense(conn: sqlite3.Connection, now: int, at: int = CONDENSE_AT, state: dict | None = None) -> dict:
+    """`state` keeps where the last run stopped (the highest message seq it saw): a run reads only the topics
+    that grew since, by the messages_topic index, never every message again (the first run of a process reads
+    them all once)."""
+    state = {} if state is None else state
+    after = state.get("seq", 0)
+    top = conn.execute("SELECT max(seq) FROM messages").fetchone()[0] or 0
+    grown = conn.execute("""SELECT DISTINCT topic, workspace FROM messages WHERE seq > ? AND seq <= ?
+                            AND topic IS NOT NULL""", (after, top)).fetchall()
     made = 0
-    long = conn.execute("""SELECT topic, workspace, count(*) FROM messages WHERE topic IS NOT NULL
-                           GROUP BY topic, workspace HAVING count(*) >= ?""", (at,)).fetchall()
-    for topic, ws, n in long:
+    for topic, ws in grown:
+        n = conn.execute("SELECT count(*) FROM messages WHERE topic = ?", (topic,)).fetchone()[0]
+        if n < at:
+            continue
         source = "condensed:" + topic
         authors = [a for (a,) in conn.execute(
             "SELECT DISTINCT author FROM messages WHERE topic = ? AND author LIKE 'agent.%'", (topic,))]
@@ -96,6 +105,7 @@ def condense(conn: sqlite3.Connection, now: int, at: int = CONDENSE_AT) -> dict:
             conn.execute("""INSERT INTO memories (id, workspace, agent, text, source, created_at, used_at, uses)
                             VALUES (?,?,?,?,?,?,?,0)""", (new_id(), ws, agent, text, source, now, now))
             made += 1
+    state["seq"] = top
     return {"condensed": made}
 
 
@@ -117,11 +127,11 @@ def family(conn: sqlite3.Connection, agent: str, workspace: str, limit: int = 20
 
 # --- the schedule ---
 
-def _alone(conn: sqlite3.Connection, name: str, fn: Callable, now: int) -> dict:
+def _alone(conn: sqlite3.Connection, name: str, fn: Callable, now: int, state: dict | None = None) -> dict:
     """One job in one transaction, one node at a time (several nodes on PostgreSQL each have a schedule)."""
     with Tx(conn):
         serialized(conn, "memory-care:" + name)
-        return fn(conn, now)
+        return fn(conn, now) if state is None else fn(conn, now, state=state)
 
 
 @dataclass
@@ -130,6 +140,7 @@ class Job:
     fn: Callable
     every: float  # seconds
     last: float = field(default=float("-inf"))
+    state: dict | None = None  # what the job keeps between runs (condense: where it stopped)
 
 
 JOBS = (("condense", condense, 600.0), ("decay", decay, 3600.0), ("consolidate", consolidate, 6 * 3600.0))
@@ -142,7 +153,7 @@ class Workers:
     def __init__(self, run: Callable[..., Awaitable], clock: Callable[[], int], jobs=JOBS,
                  monotonic: Callable[[], float] = time.monotonic):
         self.run, self.clock, self.monotonic = run, clock, monotonic
-        self.jobs = [Job(n, f, e) for n, f, e in jobs]
+        self.jobs = [Job(n, f, e, state={} if f is condense else None) for n, f, e in jobs]
         self.done: dict[str, dict] = {}
 
     async def tick(self) -> list[str]:
@@ -153,7 +164,7 @@ class Workers:
                 continue
             job.last = now
             try:
-                self.done[job.name] = await self.run(_alone, job.name, job.fn, self.clock())
+                self.done[job.name] = await self.run(_alone, job.name, job.fn, self.clock(), job.state)
                 ran.append(job.name)
             except Exception:
                 import logging
