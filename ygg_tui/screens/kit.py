@@ -10,7 +10,6 @@ Each form is `configure._apply`'s: a refusal brings it back with what was typed 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -18,8 +17,7 @@ from ygg_server.skills.format import SkillError, write_folder
 from ygg_server.skills.source import read_source
 
 from .configure import _apply, _run
-from .dialogs import Field, FormScreen
-from .manage import FIXABLE, in_form
+from .dialogs import Field
 
 
 def commands(store, main) -> list[tuple[str, object, str]]:
@@ -93,6 +91,9 @@ async def edit_skills(main, agent: str) -> None:
         return out
 
     async def read(got: dict) -> str:
+        """An import's folder or URL read before the ops are sent (a bad one comes back in the form)."""
+        if not got["source"]:
+            return ""
         try:
             picked[got["source"]] = await read_source(got["source"])
         except SkillError as e:
@@ -101,7 +102,7 @@ async def edit_skills(main, agent: str) -> None:
 
     title = f"Skills of {_name(main, agent)}"
     why = "Ticked: attached to it (with the tools each needs). Its prompt lists only names and one line."
-    got = await _apply_reading(main, title, fields, why, change, read)
+    got = await _apply(main, title, fields, "Save", why, change, prepare=read)
     if got is None:
         return
     if got["export"]:
@@ -111,27 +112,6 @@ async def edit_skills(main, agent: str) -> None:
             write_folder(out["files"], target)
             main.notify(f"Exported {out['skill']} to {target}.")
     main.notify(f"Saved the skills of {_name(main, agent)}.")
-
-
-async def _apply_reading(main, title, fields, why, change, read):
-    """`_apply`, reading an import's source (a folder, a URL) before the ops are sent."""
-    error = ""
-    while True:
-        got = await main.app.push_screen_wait(FormScreen(title, fields, "Save", why, error))
-        if got is None:
-            return None
-        fields = [replace(f, value=got[f.key]) for f in fields]
-        if got.get("source"):
-            problem = await read(got)
-            if problem:
-                error = f"✗ {problem}"
-                continue
-        try:
-            for op, args in change(got):
-                await main.app.session.call(op, **args)
-            return got
-        except FIXABLE as e:
-            error = in_form(e)
 
 
 async def edit_memories(main, agent: str, ws: str) -> None:
