@@ -84,3 +84,7 @@ async def test_the_turn_starts_within_budget_with_its_memories_and_says_what_was
     assert "Alice wants answers about credits" in inp.directive.dynamic
     assert "- notes: too slow" in inp.directive.dynamic
     assert "credits" in " ".join(rec["found"]["knowledge"]).lower()  # the handbook, as background knowledge
+    # seed 003 §45: the prompt holds "only a compact list of its skills (each skill's name and one line)"
+    answer_block = inp.directive.stable[1]
+    assert "## Your skills" in answer_block and "- memory-keeping: What to remember and how to recall it." in answer_block
+    assert "Do not keep what the conversation itself holds" not in answer_block  # the body: load_skill's
