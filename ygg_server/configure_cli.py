@@ -7,6 +7,9 @@
     add-participant | remove-participant WORKSPACE CONVERSATION PARTICIPANT
     set-lead WORKSPACE CONVERSATION (AGENT | none)
     set-pins AGENT (WORKSPACE… | --unpin)
+    tools AGENT [--attach T…] [--detach T…]          (issue 23: the tools attached to it on the registry)
+    skills AGENT [--import PATH|URL] [--attach S] [--detach S] [--export S --into DIR]
+    memories AGENT WORKSPACE [--query Q] [--forget ID]
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from .store import loaders
 from .protocol import configurable
 
 CONFIGURE = frozenset({"set-profile", "show-profile", "set-setting", "show-settings", "add-participant",
-                       "remove-participant", "set-lead", "set-pins"})
+                       "remove-participant", "set-lead", "set-pins", "tools", "skills", "memories"})
 _WS = "an id, a name only one workspace has, or ORG/WORKSPACE"
 _CONV = "general, dm:<participant>, group:<name> or a conversation id, as a send names it"
 
@@ -54,6 +57,23 @@ def configure_arguments(asub) -> None:
     x.add_argument("agent", help="name, name@owner, or id")
     x.add_argument("workspaces", nargs="*", help=_WS)
     x.add_argument("--unpin", action="store_true", help="into every workspace of its owner")
+    x = asub.add_parser("tools", help="the tools attached to an agent (attach or detach some)")
+    x.add_argument("agent", help="name, name@owner, or id")
+    x.add_argument("--attach", nargs="*", default=[], metavar="TOOL")
+    x.add_argument("--detach", nargs="*", default=[], metavar="TOOL")
+    x = asub.add_parser("skills", help="an agent's skills (import one from a folder or URL, attach, detach, export)")
+    x.add_argument("agent", help="name, name@owner, or id")
+    x.add_argument("--import", dest="source", default=None, metavar="PATH|URL", help="a skill's folder, its SKILL.md "
+                                                                                     "URL or a .zip of it")
+    x.add_argument("--attach", default=None, metavar="SKILL", help="one of its owner's library or the platform's")
+    x.add_argument("--detach", default=None, metavar="SKILL")
+    x.add_argument("--export", default=None, metavar="SKILL")
+    x.add_argument("--into", default=".", metavar="DIR", help="where --export makes the skill's folder")
+    x = asub.add_parser("memories", help="an agent's memories in a workspace (search, forget one)")
+    x.add_argument("agent", help="name, name@owner, or id")
+    x.add_argument("workspace", help=_WS)
+    x.add_argument("--query", default=None)
+    x.add_argument("--forget", default=None, metavar="ID")
 
 
 def _names(raw: str) -> list[str]:
@@ -85,7 +105,71 @@ def run_configure(conn, args, now: int) -> dict:
         if args.unpin == bool(args.workspaces):
             raise admin.AdminError("bad_args", "set-pins takes WORKSPACE… or --unpin")
         return configure.set_pins_admin(conn, args.agent, None if args.unpin else args.workspaces, now=now)
+    if act in ("tools", "skills", "memories"):
+        return _kit(conn, args, now)
     op = act.replace("-", "_")
     target = args.lead if act == "set-lead" else args.participant
     return configure.party(conn, op, args.workspace, args.conversation,
                            None if act == "set-lead" and target == "none" else target, now=now)
+
+
+def _kit(conn, args, now: int) -> dict:
+    """An agent's tools, skills and memories (issue 23), as its owner would set them from the TUI."""
+    from .ops import memory, skills, toolkit
+
+    agent = admin.agent(conn, args.agent)
+    owner = conn.execute("SELECT owner FROM agents WHERE id = ?", (agent,)).fetchone()[0]
+    if args.action == "tools":
+        for t in args.attach:
+            if t not in toolkit.catalog(conn, owner):
+                raise admin.AdminError("unknown_tool", f"there is no tool {t!r}")
+        if args.attach or args.detach:
+            toolkit.set_tools(conn, agent, owner, add=args.attach, drop=args.detach, by=owner, now=now)
+        configured, tools = toolkit.attached(conn, agent, owner)
+        return {"agent": agent, "configured": configured, "tools": [t.name for t in tools],
+                "catalog": sorted(toolkit.catalog(conn, owner))}
+    if args.action == "skills":
+        return _skills(conn, args, agent, owner, now, skills)
+    ws = admin.workspace(conn, args.workspace)
+    if args.forget:
+        gone = conn.execute("DELETE FROM memories WHERE id = ? AND workspace = ? AND agent = ?",
+                            (args.forget, ws, agent)).rowcount
+        return {"forgotten": gone}
+    found = memory.search(conn, agent, ws, args.query) if args.query else memory.recent(conn, agent, ws)
+    return {"agent": agent, "workspace": ws, "memories": found}
+
+
+def _skills(conn, args, agent: str, owner: str, now: int, skills) -> dict:
+    import asyncio
+
+    from .ops.refusals import Refused
+    from .skills.format import SkillError, from_files, write_folder
+    from .skills.source import read_source
+
+    try:
+        if args.source:
+            folder, files = asyncio.run(read_source(args.source))
+            skills.attach_files(conn, agent, files, folder, now)
+        if args.attach:
+            lay = skills.resolve(conn, None, owner).get(args.attach)
+            if lay is None:
+                raise admin.AdminError("not_found", f"no skill {args.attach!r} in its owner's library")
+            skills.attach_files(conn, agent, {"SKILL.md": lay.skill.skill_md(), **lay.skill.files}, lay.skill.name, now)
+        if args.detach:
+            conn.execute("DELETE FROM skills WHERE owner = ? AND agent = ? AND name = ?", (owner, agent, args.detach))
+        if args.export:
+            lay = skills.resolve(conn, agent, owner).get(args.export)
+            if lay is None:
+                raise admin.AdminError("not_found", f"no skill {args.export!r} for this agent")
+            from pathlib import Path
+
+            target = Path(args.into) / lay.skill.name
+            write_folder({"SKILL.md": lay.skill.skill_md(), **lay.skill.files}, target)
+            from_files({"SKILL.md": lay.skill.skill_md(), **lay.skill.files}, target.name)  # (what was written reads)
+    except SkillError as e:
+        raise admin.AdminError("bad_skill", str(e)) from None
+    except Refused as e:
+        raise admin.AdminError(e.reason, e.detail) from None
+    on, off = skills.active(conn, agent, owner)
+    return {"agent": agent, "skills": [{"name": s.skill.name, "layer": s.layer} for s in on],
+            "inactive": [{"name": s.skill.name, "layer": s.layer, "missing": m} for s, m in off]}

@@ -53,7 +53,7 @@ class Palette(CommandPalette):
                 yield CommandList()
                 yield LoadingIndicator()
 
-from .screens import configure
+from .screens import configure, kit
 
 
 def _managing(store, main, w) -> list[tuple[str, object, str]]:
@@ -187,6 +187,7 @@ class YggCommands(Provider):
             ("Sign out", main.sign_out, "this session ends on the server; the saved token is forgotten"),
         ]
         out += configure.commands(store, main)  # profiles, pins, settings, a party's participants and Lead
+        out += kit.commands(store, main)  # an agent's tools, skills and memories; API connections (issue 23)
         for name in sorted(app.available_themes):
             out.append((f"Theme: {name}", partial(app.set_theme, name), "saved in your config"))
         return out

@@ -127,3 +127,33 @@ async def test_the_demo_has_a_morning_routine_and_a_reminder(server):
         assert len((await alice.call("list_schedules", workspace=server.ws))["schedules"]) == 3, "made once"
     finally:
         await again.stop()
+
+
+async def test_the_demo_researcher_uses_its_skill_and_its_memory(server):
+    """Issue 23: "the built-in researcher uses a skill and its memory in the demo": it loads its skill's body on
+    demand (its prompt lists only the name and one line), follows it, keeps one memory, and recalls it next time."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        mine = await alice.call("list_skills", agent="researcher")
+        assert [s["name"] for s in mine["skills"] if s["layer"] == "agent"] == ["handbook-answers"]
+        tools = [t["name"] for t in (await alice.call("list_tools", agent="researcher"))["tools"]]
+        assert sorted(tools) == sorted(DEMO_AGENTS["researcher"]["tools"])  # attached on the server's registry as the demo names them
+        answers = []
+        for n, text in enumerate(("How do credits work?", "Remind me how credits work, please.")):
+            sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title=f"Credits {n}",
+                                    type="request", to=["researcher"], text=text)
+
+            async def answered():
+                msgs = await history(alice, server.ws, sent["message"]["topic"])
+                return next((m for m in msgs if m["type"] == "response"), None)
+
+            answers.append((await until(answered))["text"])
+        assert "Source: handbook, “" in answers[0] and not answers[0].startswith("Last time")
+        assert answers[1].startswith("Last time, @alice asked about “")  # recalled from its memory
+        researcher = demo.bridges["researcher"]
+        assert researcher.stats["tool:load_skill"] == 2 and researcher.stats["tool:remember"] == 2
+        kept = (await alice.call("list_memories", workspace=server.ws, agent="researcher"))["memories"]
+        assert len(kept) >= 1 and all("asked about" in m["text"] for m in kept)
+    finally:
+        await demo.stop()

@@ -40,6 +40,7 @@ from ..core import SYSTEM
 from . import backends, tools as toolbox
 from .briefing import Briefing
 from .config import AgentConfig
+from .kit import Kit
 from .memory import Memory
 from .notice_replies import NoticeReplies
 from .outbox import CONNECTION_ERRORS, Outbox
@@ -49,7 +50,7 @@ from .turn import TurnRunner
 log = logging.getLogger("ygg.agents.bridge")
 
 
-class Bridge(NoticeReplies, TurnRunner, Briefing, Memory, Outbox):
+class Bridge(NoticeReplies, TurnRunner, Briefing, Kit, Memory, Outbox):
     def __init__(self, cfg: AgentConfig, backend: backends.Backend | None = None, *,
                  client_factory: Callable[..., Client] = Client, timeout: float = 30.0):
         self.cfg = cfg
@@ -58,7 +59,9 @@ class Bridge(NoticeReplies, TurnRunner, Briefing, Memory, Outbox):
         self.dir.mkdir(parents=True, exist_ok=True)
         self.state = AgentState(self.dir)
         self.persona = ""  # the persona document as last read from the server (it is stored there)
-        self.tools = toolbox.select(cfg.tools)
+        self.tools = toolbox.select(cfg.tools)  # until the server says which are attached (kit.py)
+        self.skills_prompt = ""  # the compact list of its active skills (kit.py)
+        self.skills: list[str] = []  # their names
         self.client_factory = client_factory
         self.timeout = timeout
         self.client: Client | None = None

@@ -102,4 +102,4 @@ class Briefing:
         return directives.compute(name=self.name, role=self.cfg.role, persona=self.persona,
                                   rulebook=event["rulebook"], event=event, tools=self.tools,
                                   tools_in_prompt=not backends.native_tools(self.backend),
-                                  issued=frame.get("directive"), own_turn=own_turn)
+                                  issued=frame.get("directive"), own_turn=own_turn, skills=self.skills_prompt)

@@ -77,6 +77,7 @@ class AgentConfig:
     corpus: str | None = None  # a markdown file of "## " sections for search_corpus (default: the handbook)
     max_steps: int = 4  # tool rounds in one turn
     max_tool_failures: int = 2  # the same failing tool call is refused after this many failures in a turn
+    recall_budget: float = 0.5  # seconds the turn waits for its memories and knowledge (recall.py); the rest: left out
     on_failure: str = "inform"  # inform | silent: what a failed turn does besides logging
     retry_failed_after: float = 30.0  # seconds before a failed turn on an owed request is tried again
     failed_retries: int = 2  # how many times

@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..clock import now_us
-from ..ops import admin, configure, schedules
+from ..ops import admin, configure, schedules, skills, toolkit
 from ..protocol import frames
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
@@ -46,7 +47,9 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "persona": "Curious and precise. Quotes its source and says so when the handbook has nothing.",
         "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
-        "tools": ["search_corpus", "artifact_create", "handoff", "persona_read", "persona_write", "remember"],
+        "tools": ["search_corpus", "artifact_create", "handoff", "persona_read", "persona_write", "remember",
+                  "memory_search", "load_skill"],
+        "skills": ["handbook-answers"],  # agents/data/skills/: it loads it on demand, and keeps what it learns
     },
     "reviewer": {
         "title": "Reviewer",
@@ -114,6 +117,7 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
                 admin.fund(conn, made["id"], int(spec["fund"]), now=now_us())
         for name, spec in agents.items():  # every start: a data dir made by an older version gets them too
             configure.set_profile(conn, keys[name]["id"], profile_of(spec))
+            _equip(conn, keys[name]["id"], spec)
         _schedules(conn, ws, owner, keys)
     finally:
         conn.close()
@@ -125,6 +129,16 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
     return keys
 
 
+def _equip(conn, agent: str, spec: dict[str, Any]) -> None:
+    """Its tools attached on the server's registry as the demo names them, and its skills in its own layer."""
+    owner = conn.execute("SELECT owner FROM agents WHERE id = ?", (agent,)).fetchone()[0]
+    _, now_attached = toolkit.attached(conn, agent, owner)
+    toolkit.set_tools(conn, agent, owner, add=list(spec["tools"]),
+                      drop=[t.name for t in now_attached if t.name not in spec["tools"]], by=owner, now=now_us())
+    for name in spec.get("skills", ()):
+        folder = resources.files("ygg_server.agents").joinpath("data", "skills", name)
+        files = {"SKILL.md": folder.joinpath("SKILL.md").read_text(encoding="utf-8")}
+        skills.attach_files(conn, agent, files, name, now_us())
 # issue 22: the lead's morning routine (its first run a minute after the demo starts, then every morning at 8 UTC), ops's
 # nightly deploy (which waits for the owner's approval: a card in the TUI), and a reminder the researcher brings the
 # owner two minutes after the demo starts

@@ -28,6 +28,7 @@ import json
 from typing import Any, Iterable
 
 from ..ops import directives as server
+from . import recall
 from .types import Directive, Tool
 
 ANSWER_FORMAT = """\
@@ -68,9 +69,12 @@ def render_tools(tools: Iterable[Tool]) -> str:
     return "\n".join(lines)
 
 
-def answer_block(tools: Iterable[Tool] = (), tools_in_prompt: bool = False) -> str:
-    """The bridge's stable block: the answer format, and the tools when the backend cannot call them natively."""
+def answer_block(tools: Iterable[Tool] = (), tools_in_prompt: bool = False, skills: str = "") -> str:
+    """The bridge's stable block: the answer format, the tools when the backend cannot call them natively, and
+    the compact list of its skills (seed 003 §45: a name and one line each; load_skill reads the rest)."""
     tools = list(tools)
+    if skills:
+        return answer_block(tools, tools_in_prompt) + "\n\n" + skills
     if tools_in_prompt and tools:
         return ANSWER_FORMAT + "\n\n" + render_tools(tools)
     return ANSWER_FORMAT
@@ -134,16 +138,18 @@ def render_memory(event: dict[str, Any]) -> str:
     if event.get("notes"):
         out.append("\n## Your notes")
         out += [f"- {n}" for n in event["notes"]]
-    return "\n".join(out)
+    if event.get("recalled"):
+        out.append(recall.render(event["recalled"]))
+    return "\n".join(x for x in out if x)
 
 
 def compute(*, name: str, role: str, persona: str, rulebook: dict[str, Any], event: dict[str, Any],
             tools: Iterable[Tool] = (), tools_in_prompt: bool = False, issued: dict | None = None,
-            own_turn: bool = True) -> Directive:
+            own_turn: bool = True, skills: str = "") -> Directive:
     """The directive for one turn: the server's (`issued`) with the bridge's answer block and memory, or, when
     the frame carried none, the same shape from what the bridge knows. `own_turn` False: the turn answers
     another message than the wake's, so the server's dynamic part (about the wake) is replaced."""
-    answer = answer_block(tools, tools_in_prompt)
+    answer = answer_block(tools, tools_in_prompt, skills)
     memory = render_memory(event)
     if issued and isinstance(issued.get("stable"), list) and len(issued["stable"]) >= 2:
         core, *rest = issued["stable"]

@@ -1,74 +1,22 @@
-"""The tools an agent may be given (each agent's config lists its own; seed 004: nothing is pooled).
+"""The bridge's side of the one tool registry (ygg_server/tools/registry.py, seed 003 §51-52).
 
-The bridge runs them (Bridge._tool, turn.py); backends only see these specs.
+The specs are the server registry's: `select` names tools from it (a config's `tools`), `from_wire` reads those
+the server says are attached to this agent (`list_tools`: what the model is offered, its owner's API connections
+included). The bridge checks each call against the spec it offered (`problem`) before running it: its own tools
+here (Bridge._tool, turn.py), the server's through `call_tool`, which checks again.
 """
 
 from __future__ import annotations
 
 import json
 
+from ..tools.registry import REGISTRY
+from ..tools.schema import problem as schema_problem
 from .types import Tool, ToolCall, ToolResult
 
-_S = {"type": "string"}
-
-CATALOG: dict[str, Tool] = {t.name: t for t in (
-    Tool(name="persona_read", description="Read your persona document (who you are: tone, values, way of speaking).",
-         parameters={"type": "object", "properties": {}}),
-    Tool(name="persona_write",
-         description=("Replace your persona document with a new full text. A sudden large shrink (under half "
-                      "the old length) is refused."),
-         parameters={"type": "object", "properties": {"text": _S, "why": _S}, "required": ["text"]}),
-    Tool(name="send_message",
-         description=("Send a message now, besides your answer: delegate a request to another agent, ask a "
-                      "person, or inform. Defaults: this topic, type request."),
-         parameters={"type": "object", "properties": {
-             "to": {"type": "array", "items": _S}, "text": _S,
-             "type": {"type": "string", "enum": ["request", "response", "inform"]},
-             "state": {"type": "string", "enum": ["working", "waiting", "needs_human", "done"]},
-             "topic": _S, "title": _S, "conversation": _S, "in_reply_to": _S,
-             "waiting_for": {"type": "array", "items": _S}},
-             "required": ["text"]}),
-    Tool(name="handoff",
-         description=("Hand this question over to one colleague whose work it is more than yours (a request with "
-                      "handoff, in this topic): say what you need from them. Their answer comes back to you; do "
-                      "not hand something straight back unless you added to it."),
-         parameters={"type": "object", "properties": {"to": _S, "text": _S}, "required": ["to", "text"]}),
-    Tool(name="settle_thread",
-         description=("Bring a side thread's result back (seed 003 §7): post a short summary and mark the thread "
-                      "resolved, or abandoned if it got stuck (ongoing opens it again). Its card in the origin "
-                      "conversation shows the state and summary; no message is added there. Defaults: this "
-                      "conversation's thread, resolved."),
-         parameters={"type": "object", "properties": {
-             "thread": _S, "summary": _S, "state": {"type": "string", "enum": ["resolved", "abandoned", "ongoing"]}},
-             "required": ["summary"]}),
-    Tool(name="artifact_create",
-         description=("Post something concrete (a document, a page, a piece of code) as an artifact: a versioned "
-                      "object in this conversation, shown on its own instead of a wall of text. Returns its id."),
-         parameters={"type": "object", "properties": {
-             "title": _S, "body": _S, "kind": {"type": "string", "enum": ["document", "code", "page"]},
-             "language": _S}, "required": ["title", "body"]}),
-    Tool(name="artifact_update",
-         description="Edit an artifact: the new full body (and title) become a new version; old ones stay readable.",
-         parameters={"type": "object", "properties": {"artifact": _S, "body": _S, "title": _S},
-                     "required": ["artifact", "body"]}),
-    Tool(name="artifact_read",
-         description="Read an artifact (its latest version, or the one named) with its versions and comments.",
-         parameters={"type": "object", "properties": {"artifact": _S, "version": {"type": "integer"}},
-                     "required": ["artifact"]}),
-    Tool(name="artifact_comment",
-         description="Comment on a version of an artifact (the latest by default).",
-         parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
-                     "required": ["artifact", "text"]}),
-    Tool(name="search_corpus", description="Search the agent's reference notes (the Ygg handbook by default).",
-         parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
-    Tool(name="search_history", description="Search this workspace's messages you may see.",
-         parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}),
-    Tool(name="remember", description="Keep a short note in your memory; your notes are shown to you every turn.",
-         parameters={"type": "object", "properties": {"note": _S}, "required": ["note"]}),
-    Tool(name="deploy", description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
-                                     "approves it first unless a standing rule allows it."),
-         parameters={"type": "object", "properties": {"target": _S}, "required": ["target"]}),
-)}
+CATALOG: dict[str, Tool] = {s.name: Tool(name=s.name, description=s.description, parameters=s.parameters)
+                            for s in REGISTRY.specs()}
+BRIDGE = frozenset(s.name for s in REGISTRY.specs() if s.runs == "bridge")  # run here; any other on the server
 
 DEFAULT_TOOLS = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "remember")
 
@@ -79,6 +27,26 @@ def select(names) -> tuple[Tool, ...]:
     if unknown:
         raise ValueError(f"unknown tools: {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}")
     return tuple(CATALOG[n] for n in names)
+
+
+def from_wire(specs: list[dict]) -> tuple[Tool, ...]:
+    """The tools the server lists as attached (list_tools' `tools`)."""
+    return tuple(Tool(name=s["name"], description=s.get("description", ""),
+                      parameters=s.get("parameters") or {"type": "object", "properties": {}}) for s in specs)
+
+
+def offered(configured: bool, attached: tuple[Tool, ...], config_names) -> tuple[Tool, ...]:
+    """What the model is offered: the tools the server says are attached; for an agent whose owner never chose
+    them, narrowed to those its bridge's config names (as before the registry)."""
+    if configured:
+        return attached
+    by_name = {t.name: t for t in attached}
+    return tuple(by_name[n] for n in config_names if n in by_name)
+
+
+def problem(tool: Tool, call: ToolCall) -> str | None:
+    """Why `call` breaks the schema of the tool offered (None: it does not)."""
+    return schema_problem(tool.parameters, call.arguments if call.arguments is not None else {})
 
 
 class FailingCalls:

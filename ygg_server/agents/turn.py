@@ -37,7 +37,10 @@ class TurnRunner:
             self.stats["deferred"] += 1
             return "deferred"
         started = time.monotonic()
+        await self._refresh_kit()
         event = await self._event(frame, why, target, key)
+        event["skills"] = list(self.skills)
+        event["recalled"] = await self._recall(target)  # under cfg.recall_budget: a slow source is left out
         own = target.get("id") == frame["message"].get("id")
         inp_base = dict(directive=self._directive(event, frame, own), tools=self.tools, event=event)
         steps: list[Step] = []
@@ -174,8 +177,12 @@ class TurnRunner:
             return ToolResult(call_id=call.id, name=call.name, content=content, is_error=True)
 
         self.stats[f"tool:{call.name}"] += 1
-        if call.name not in {t.name for t in self.tools}:
+        tool = next((t for t in self.tools if t.name == call.name), None)
+        if tool is None:
             return err(f"you have no tool called {call.name}")
+        wrong = toolbox.problem(tool, call)  # validated against the registry's schema before it runs
+        if wrong:
+            return err(f"{call.name}: {wrong}")
         a = call.arguments or {}
         try:
             if call.name in self.cfg.ask_first:
@@ -184,6 +191,12 @@ class TurnRunner:
                     return err(refused)
             if call.name == "deploy":
                 return ok(f"deployed to {a.get('target')!s} (the demo records it)")
+            if call.name not in toolbox.BRIDGE:  # routed to the server's registry (which checks again)
+                reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
+                                                  arguments=a)
+                if reply.get("op") != "call_tool":
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok(reply["result"]) if reply.get("ok") else err(str(reply.get("error", "failed")))
             if call.name == "persona_read":
                 self.persona = (await self.client.call("get_persona"))["text"]
                 return ok(self.persona)
@@ -206,10 +219,6 @@ class TurnRunner:
                                                query=str(a.get("query", "")), limit=10)
                 return ok([{"id": m["id"], "author": self._name(m["workspace"], m["author"]), "text": m["text"][:300]}
                            for m in reply.get("messages", [])])
-            if call.name == "remember":
-                self.state.remember(str(a.get("note", "")))
-                self.state.save()
-                return ok("noted")
             if call.name == "send_message":
                 return await self._send_tool(a, target, client_id, why, ok, err)
             if call.name.startswith("artifact_"):

@@ -23,7 +23,8 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import access, actions, approvals, artifacts, auth, configure, guidance, queries, schedules
+from ..ops import (access, actions, approvals, artifacts, auth, configure, guidance, memory, memory_care, queries,
+                   schedules, skills, toolkit)
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -527,6 +528,9 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
                     if c.expires_at <= now:
                         asyncio.ensure_future(self._end(c))
             self.delivery.silences()
+            if self.memory_workers is None:  # condensing, decay, consolidation: each on its own schedule
+                self.memory_workers = memory_care.Workers(self.manage, self.clock)
+            await self.memory_workers.tick()
             try:
                 await self._touch_people()
             except Exception:
@@ -578,6 +582,7 @@ _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
-        **{op: (fn, writes, False) for op, (fn, writes) in schedules.OPS.items()},
-        **{op: (fn, writes, False) for op, (fn, writes) in approvals.OPS.items()}}
-_TIMED = queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | approvals.TIMED  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+        **{op: (fn, writes, False) for m in (schedules, approvals, toolkit, skills, memory)
+           for op, (fn, writes) in m.OPS.items()}}
+_TIMED = (queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | approvals.TIMED
+          | toolkit.TIMED | skills.TIMED | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)

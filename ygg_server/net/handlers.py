@@ -16,9 +16,10 @@ from ..ops.refusals import Forbidden, NotFound
 from .. import protocol
 from ..protocol import ErrorCode as E, frames, replies
 from .accounts import AccountHandlers
+from .tool_calls import ToolCalls
 
 
-class Handlers(AccountHandlers):
+class Handlers(AccountHandlers, ToolCalls):
     async def _op_auth(self, conn, frame: frames.Auth) -> None:
         await self._session(conn, frame)  # a renewal (its answers pushed there)
 

@@ -531,6 +531,83 @@ class SetToolRule(InWorkspace, tag="set_tool_rule"):
 
 class ListToolRules(InWorkspace, tag="list_tool_rules"):
     pass
+# --- tools, skills and memory (issue 23; ops/toolkit.py, ops/skills.py, ops/memory.py) ---
+
+class ListTools(Frame, tag="list_tools"):
+    agent: Any = None  # default: the asker (an agent); a person names one of its agents
+
+
+class AttachTool(Frame, tag="attach_tool"):
+    agent: str
+    tool: str
+
+
+class DetachTool(Frame, tag="detach_tool"):
+    agent: str
+    tool: str
+
+
+class CallTool(InWorkspace, tag="call_tool", kw_only=True):
+    tool: str
+    arguments: Any = None  # checked against the tool's schema (`bad_arguments`)
+
+
+class AddConnection(Frame, tag="add_connection"):
+    name: Any = None
+    url: Any = None
+    method: Any = "GET"
+    header_name: Any = ""  # e.g. Authorization; its value is kept encrypted and never shown again
+    header_value: Any = ""
+    description: Any = ""
+
+
+class RemoveConnection(Frame, tag="remove_connection"):
+    name: str
+
+
+class ListConnections(Frame, tag="list_connections"):
+    pass
+
+
+class ListSkills(Frame, tag="list_skills"):
+    agent: Any = None  # default: the asker (an agent: its active skills); a person: its library, or its agent's
+
+
+class ImportSkill(Frame, tag="import_skill"):
+    files: Any = None  # {relative path: text} of a skill's folder (SKILL.md at its top; a URL is fetched by the client)
+    folder: Any = None  # the folder's name (the skill's name must match it)
+    agent: Any = None  # into this agent's layer (attaching it); default: the owner's layer
+
+
+class AttachSkill(Frame, tag="attach_skill"):
+    agent: str
+    skill: str
+
+
+class DetachSkill(Frame, tag="detach_skill"):
+    agent: str
+    skill: str
+
+
+class ExportSkill(Frame, tag="export_skill"):
+    skill: str
+    agent: Any = None
+
+
+class RemoveSkill(Frame, tag="remove_skill"):
+    skill: str
+
+
+class ListMemories(InWorkspace, tag="list_memories"):
+    agent: Any = None  # default: the asker; a person names one of its agents
+    query: Any = None
+    any: bool = False  # true: memories with any of the query's words (a turn's recall), not all of them
+    family: bool = False  # true: its family's layer instead (the family's and its siblings', ops/memory_care.py)
+
+
+class Forget(InWorkspace, tag="forget", kw_only=True):
+    id: str
+    agent: Any = None
 
 
 ClientFrame = Union[
@@ -545,6 +622,9 @@ ClientFrame = Union[
     ChangePassword, ListSessions, EndSession, SignOut,
     ListSchedules, AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines,
     RequestApproval, GetApproval, ListApprovals, DecideApproval, SetToolRule, ListToolRules,
+    ChangePassword, ListSessions, EndSession, SignOut, ListTools, AttachTool, DetachTool, CallTool, AddConnection,
+    RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill, ExportSkill, RemoveSkill,
+    ListMemories, Forget,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

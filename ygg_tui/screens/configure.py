@@ -55,16 +55,21 @@ def _names(raw: str) -> list[str]:
     return [x.strip() for x in raw.split(",") if x.strip()]
 
 
-async def _apply(main, title: str, fields: list[Field], submit: str, why: str, changes) -> dict | None:
+async def _apply(main, title: str, fields: list[Field], submit: str, why: str, changes, prepare=None) -> dict | None:
     """A form whose answer is a list of ops (`changes(values)` -> [(op, fields)]; a ValueError is a value to fix),
     sent in order; one refused brings the form back with what was typed and the refusal in words (the ops before it
-    are done, and said so). Returns the values, or None when cancelled."""
+    are done, and said so). `prepare(values)`, when given, runs first (reading what the ops will send) and answers
+    what went wrong ("" for nothing), which brings the form back too. Returns the values, or None when cancelled."""
     error = ""
     while True:
         got = await main.app.push_screen_wait(FormScreen(title, fields, submit, why, error))
         if got is None:
             return None
         fields = [replace(f, value=got[f.key]) for f in fields]
+        problem = await prepare(got) if prepare is not None else ""
+        if problem:
+            error = f"✗ {problem}"
+            continue
         done = 0
         try:
             for op, args in changes(got):

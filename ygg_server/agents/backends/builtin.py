@@ -104,7 +104,19 @@ class Personality:
 
 
 class Researcher(Personality):
+    """With its skill `handbook-answers` (agents/data/skills/), it loads the skill's instructions on demand and
+    follows them: what it remembers of the subject first, the section named as the source, and one line kept in
+    its memory of who asked about what (recalled in a later turn)."""
+
+    SKILL = "handbook-answers"
+
     def on_request(self, inp, ev):
+        tools = {t.name for t in inp.tools}
+        follow = self.SKILL in (ev.get("skills") or []) and "load_skill" in tools
+        if follow and not _results(inp, "load_skill"):
+            return TurnOutput(tool_calls=[ToolCall(name="load_skill", arguments={"name": self.SKILL}, id="skill")])
+        loaded = follow and any(isinstance(r, dict) and "Source: handbook" in r.get("instructions", "")
+                                for r in _results(inp, "load_skill"))
         query = ev["message"].get("text", "")
         call, found = self.search(inp, query)
         if call:
@@ -113,19 +125,28 @@ class Researcher(Personality):
             return TurnOutput(text="I found nothing about that in the handbook; a person may know more.",
                               type="response", state="done")
         best = found[0]
-        if len(found) > 1 and "artifact_create" in {t.name for t in inp.tools} and not _results(inp, "artifact_create"):
+        if len(found) > 1 and "artifact_create" in tools and not _results(inp, "artifact_create"):
             # seed 003 §8: what it found, in full, as an artifact (a document) beside its short answer
             title = clip(f"Notes: {ev.get('topic', {}).get('title') or clip(quoted(query), 40)}", 80)
             body = "\n\n".join(f"## {f['title']}\n\n{f['text']}" for f in found[:4])
             return TurnOutput(tool_calls=[ToolCall(name="artifact_create", id="notes", arguments={
                 "title": title, "kind": "document", "body": f"# {title}\n\nFrom the Ygg handbook.\n\n{body}\n"})])
+        if loaded and "remember" in tools and not _results(inp, "remember"):
+            who = ev["message"].get("author_name") or "someone"
+            return TurnOutput(tool_calls=[ToolCall(name="remember", id="keep", arguments={
+                "note": f"{who} asked about “{best['title']}” ({clip(quoted(query), 80)})"})])
         more = f" (see also: {', '.join(f['title'] for f in found[1:3])})" if len(found) > 1 else ""
         made = [r for r in _results(inp, "artifact_create") if isinstance(r, dict) and r.get("artifact")]
         if made:
             more += f" My notes are in the artifact “{made[0]['artifact']['title']}”."
         lead = f"From the Ygg handbook, “{best['title']}”: "
-        n = self.length(ev) - len(lead) - len(more)
-        return TurnOutput(text=lead + clip(best["text"], n) + more, type="response", state="done")
+        before = after = ""
+        if loaded:
+            remembered = ((ev.get("recalled") or {}).get("found") or {}).get("memory") or []
+            before = f"Last time, {clip(remembered[0], 120)}. " if remembered else ""
+            after = f"\nSource: handbook, “{best['title']}”."
+        n = self.length(ev) - len(lead) - len(more) - len(before) - len(after)
+        return TurnOutput(text=before + lead + clip(best["text"], n) + more + after, type="response", state="done")
 
 
 class Reviewer(Personality):

@@ -34,6 +34,7 @@ import asyncpg
 import msgspec
 
 from .. import schema
+from ..schema.tables import UNCACHED
 
 CHANNEL = "ygg"  # LISTEN/NOTIFY channel every node listens on
 NOTIFY_MAX = 7000  # bytes per NOTIFY payload (PostgreSQL's limit is 8000)
@@ -308,6 +309,19 @@ _FLAGS = r"(?:\w+\.)?(?:monitor|receive|send|revoked|wake|restricted)"
 _FLAG_OR = re.compile(rf"\b({_FLAGS})\s+(OR|AND)\b(?!\s*\()")
 _OR_FLAG = re.compile(rf"\b(OR|AND)\s+({_FLAGS})\b(?!\s*(?:=|<|>|!|IS\b|IN\b))")
 _WRITE = ("INSERT", "UPDATE", "DELETE")
+_TARGET = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.I)
+_uncached: dict[str, bool] = {}
+
+
+def uncached(sql: str) -> bool:
+    """A write to a table no cache holds (schema.UNCACHED): no node needs to rescan for it."""
+    hit = _uncached.get(sql)
+    if hit is None:
+        m = _TARGET.match(sql)
+        hit = _uncached[sql] = bool(m) and m.group(1).lower() in UNCACHED
+    return hit
+
+
 _translated: dict[str, tuple[str, bool, str | None]] = {}
 
 
@@ -425,7 +439,7 @@ class SyncConnection:
             self._in_tx = self._dirty = False
             return Cursor()
         out, rows, serial = translate(sql)
-        write = word.startswith(_WRITE) and not self.quiet
+        write = word.startswith(_WRITE) and not self.quiet and not uncached(sql)
         if write and not self._in_tx:
             async with c.transaction():
                 cur = await self._statement(out, rows, serial, params)

@@ -91,6 +91,18 @@ def _artifacts() -> Step:
                 *(i.sql(dialect).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) for i in ARTIFACT_INDEXES))
 
     return Step("17: artifacts, their versions and comments (issue 21)", sql(SQLITE), sql(POSTGRES))
+def _tools_skills_memory() -> Step:
+    """19: what agents can do and remember (issue 23): attached tools, API connections, skills, memories."""
+    from .ddl import has
+    from .tables import AGENT_TOOLS, CONNECTIONS, MEMORIES, MEMORY_FTS, MEMORY_INDEXES, SKILLS
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        tables = tuple(t.sql(dialect).replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1)
+                       for t in (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES))
+        return (*tables, *(i.sql(dialect) for i in MEMORY_INDEXES if has(i, dialect)),
+                *(MEMORY_FTS if dialect == SQLITE else ()))
+
+    return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
 
 
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
@@ -101,6 +113,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("16: an agent's broke flag per workspace (issue 17)", _BROKE_PER_WORKSPACE, _BROKE_PER_WORKSPACE),
     _artifacts(),
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
+    _tools_skills_memory(),
 ]
 
 

@@ -103,6 +103,25 @@ ARTIFACT_INDEXES = (
     Index("artifact_comments_version", "artifact_comments", "artifact, version, id"),
 )
 TABLES += ARTIFACTS
+# migration 19 (issue 23): what agents can do and remember (ygg_server/tools/, ops/toolkit.py, ops/skills.py,
+# ops/memory.py). The tools an owner attached to an agent (a JSON list; no row: the registry's defaults); owners'
+# API connections, their auth header sealed with a key kept outside the database (tools/vault.py); skills in
+# their layers (owner '' and agent '': the platform's; agent '': all of the owner's agents; else one agent's);
+# agents' long-term memories, per workspace, searched on the store (SQLite FTS5 below, PostgreSQL's full text).
+AGENT_TOOLS = Table("agent_tools", text("agent", key=True), text("tools"), text("set_by"), big("updated_at"))
+CONNECTIONS = Table("connections", text("id", key=True), text("owner"), text("name"), text("url"), text("method"),
+                    text("header_name", default="''"), text("header_sealed", default="''"),
+                    text("description", default="''"), big("created_at"), unique=("owner", "name"))
+SKILLS = Table("skills", text("owner"), text("agent"), text("name"), text("description"), text("body"),
+               text("files", default="'{}'"), text("tools", default="'[]'"), text("source", default="''"),
+               big("created_at"), key=("owner", "agent", "name"))
+MEMORIES = Table("memories", serial("seq"), text("id", unique=True), text("workspace"), text("agent"),
+                 text("text"), text("source", default="''"), big("created_at"), big("used_at"),
+                 integer("uses", default="0"))
+TABLES += (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES)
+# tables no cache holds (each turn reads them afresh, and they grant no access): on PostgreSQL a write to one tells
+# no node to rescan (store/postgres `uncached`); SQLite's writer cannot tell them apart (`data_version`)
+UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories"})
 
 INDEXES: tuple[Index, ...] = (
     Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
@@ -127,6 +146,17 @@ INDEXES: tuple[Index, ...] = (
     # the sweep deletes the oldest first (idempotency.py); SQLite reads them by rowid and needs no index
     Index("idempotency_created_at", "idempotency", "created_at", only=PG),
 )
+MEMORY_INDEXES = (Index("memories_owner", "memories", "workspace, agent, seq"),
+                  Index("memories_text", "memories", "to_tsvector('simple', text)", using="GIN", only=PG))
+INDEXES += MEMORY_INDEXES
+# SQLite's full-text index of memories.text, kept by triggers (a memory is written and forgotten, never edited)
+MEMORY_FTS = (
+    "CREATE VIRTUAL TABLE memories_fts USING fts5 (text, content='memories', content_rowid='seq')",
+    "CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN "
+    "INSERT INTO memories_fts (rowid, text) VALUES (new.seq, new.text); END",
+    "CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN "
+    "INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.seq, old.text); END",
+)
 
 INDEXES += ARTIFACT_INDEXES
 # migration 18 (issue 22): reminders and routines, approvals
@@ -135,7 +165,8 @@ INDEXES += SCHEDULE_INDEXES
 
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {
-    SQLITE: ("CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content='messages', content_rowid='seq')",),
+    SQLITE: ("CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content='messages', content_rowid='seq')",
+             *MEMORY_FTS),
     POSTGRES: (),
 }
 

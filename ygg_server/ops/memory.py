@@ -1,0 +1,115 @@
+"""Agents' long-term memory (seed 003 §46-48), per workspace: a memory is an agent's in one workspace and is
+found only there (it never crosses a workspace's isolation: every read names the workspace and the agent, and
+the asker must be that agent, a member of it, or its owner). Searched on the store: SQLite's FTS5
+(`memories_fts`, kept by triggers) and PostgreSQL's full text (`to_tsvector('simple', …)`, index memories_text),
+with the query words of `ops/search.terms` (each a prefix, "phrases" in order).
+
+Used by the server's `remember` and `memory_search` tools (tools/server_tools.py), and the socket ops
+`list_memories` (an agent, its own; a person, its agent's) and `forget` (the agent or its owner).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..protocol import frames
+from ..protocol.ids import new_id
+from . import memory_care, toolkit
+from .queries import _member
+from .refusals import NotFound, Refused
+from .search import fts5, terms, tsquery
+
+MAX_TEXT = 2000
+PER_AGENT = 5000  # memories an agent keeps in one workspace; the least used go first beyond this
+
+
+def save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: int, source: str = "") -> dict:
+    _member(conn, workspace, agent)
+    text = " ".join(text.split())[:MAX_TEXT]
+    if not text:
+        raise Refused("bad_arguments", "a memory needs some text")
+    same = conn.execute("SELECT id FROM memories WHERE workspace = ? AND agent = ? AND text = ?",
+                        (workspace, agent, text)).fetchone()
+    if same:
+        return {"id": same[0], "kept": False}
+    mid = new_id()
+    conn.execute("""INSERT INTO memories (id, workspace, agent, text, source, created_at, used_at, uses)
+                    VALUES (?,?,?,?,?,?,?,0)""", (mid, workspace, agent, text, source[:200], now, now))
+    n = conn.execute("SELECT count(*) FROM memories WHERE workspace = ? AND agent = ?", (workspace, agent)).fetchone()[0]
+    if n > PER_AGENT:
+        conn.execute("""DELETE FROM memories WHERE seq IN (SELECT seq FROM memories WHERE workspace = ? AND agent = ?
+                        ORDER BY uses, used_at LIMIT ?)""", (workspace, agent, n - PER_AGENT))
+    return {"id": mid, "kept": True}
+
+
+# words a recall does not search by (a question's glue: "how do credits work" recalls by "credits" and "work")
+_GLUE = frozenset("""a an and are as at be by can could do does for from has have how i if in is it its me my of on or
+our please so that the their them then there this to us was we what when where which who why will with would you
+your""".split())
+
+
+def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, limit: int = 5,
+           now: int | None = None, any_word: bool = False) -> list[dict]:
+    """An agent's memories in `workspace` matching `query` (every term, or with `any_word` any of its words but the
+    glue), the best first (newest on a tie); those found are marked used at `now` (what is used is kept longest)."""
+    ts = terms(query)
+    if any_word:
+        ts = [t for t in ts if len(t) > 1 or (len(t[0]) > 2 and t[0] not in _GLUE)]
+    if not ts:
+        return []
+    sqlite_store = isinstance(conn, sqlite3.Connection)
+    if any_word:
+        match = " OR ".join(fts5([t]) for t in ts) if sqlite_store else " | ".join(tsquery([t]) for t in ts)
+    else:
+        match = fts5(ts) if sqlite_store else tsquery(ts)
+    if sqlite_store:
+        rows = conn.execute("""SELECT m.id, m.text, m.created_at FROM memories_fts f JOIN memories m ON m.seq = f.rowid
+                               WHERE memories_fts MATCH ? AND m.workspace = ? AND m.agent = ?
+                               ORDER BY f.rank, m.seq DESC LIMIT ?""",
+                            (match, workspace, agent, limit)).fetchall()
+    else:
+        rows = conn.execute("""SELECT id, text, created_at FROM memories
+                               WHERE to_tsvector('simple', text) @@ to_tsquery('simple', ?)
+                               AND workspace = ? AND agent = ?
+                               ORDER BY ts_rank(to_tsvector('simple', text), to_tsquery('simple', ?)) DESC, seq DESC
+                               LIMIT ?""", (match, workspace, agent, match, limit)).fetchall()
+    if rows and now is not None:
+        conn.execute(f"UPDATE memories SET uses = uses + 1, used_at = ? WHERE id IN ({','.join('?' * len(rows))})",
+                     (now, *(r[0] for r in rows)))
+    return [{"id": i, "text": t, "at": c} for i, t, c in rows]
+
+
+def recent(conn: sqlite3.Connection, agent: str, workspace: str, limit: int = 50) -> list[dict]:
+    return [{"id": i, "text": t, "at": c, "uses": u} for i, t, c, u in conn.execute(
+        """SELECT id, text, created_at, uses FROM memories WHERE workspace = ? AND agent = ?
+           ORDER BY seq DESC LIMIT ?""", (workspace, agent, limit))]
+
+
+def _whose(conn: sqlite3.Connection, who: str, ref, workspace: str) -> str:
+    agent, owner = toolkit.owned_agent(conn, who, ref)
+    _member(conn, workspace, agent)  # an agent's memories are only where it is
+    if who != agent:
+        _member(conn, workspace, who)  # and its owner reads them only in a workspace of its own too
+    return agent
+
+
+def list_memories(conn: sqlite3.Connection, who: str, f: frames.ListMemories) -> dict:
+    agent = _whose(conn, who, f.agent, f.workspace)
+    if f.family:
+        return {"agent": agent, "workspace": f.workspace, "memories": memory_care.family(conn, agent, f.workspace)}
+    q = f.query if isinstance(f.query, str) else ""
+    found = search(conn, agent, f.workspace, q, limit=50, any_word=f.any) if q.strip() else \
+        recent(conn, agent, f.workspace)
+    return {"agent": agent, "workspace": f.workspace, "memories": found}
+
+
+def forget(conn: sqlite3.Connection, who: str, f: frames.Forget) -> dict:
+    agent = _whose(conn, who, f.agent, f.workspace)
+    if conn.execute("DELETE FROM memories WHERE id = ? AND workspace = ? AND agent = ?",
+                    (f.id, f.workspace, agent)).rowcount == 0:
+        raise NotFound
+    return {"id": f.id}
+
+
+OPS = {"list_memories": (list_memories, False), "forget": (forget, True)}
+TIMED: frozenset[str] = frozenset()

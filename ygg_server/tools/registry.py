@@ -1,0 +1,201 @@
+"""The one tool registry (seed 003 §51-52): every tool an agent can call, registered once with its schema and
+its handler; a call is validated against it (`Registry.check`) and routed to that handler.
+
+Where a tool runs is part of its registration: `bridge` tools act on the agent's own connection (sending a
+message, a handoff, its persona, the bundled corpus) and run in the bridge, which validates the call against this
+same registry first; `server` tools run on the server behind the `call_tool` op (server_tools.py), which checks
+again that the tool is attached to the asking agent, so a bridge can never reach a tool it was not given.
+
+An agent sees only the tools attached to it (ops/toolkit.py): its owner attaches and detaches them; one whose
+owner never did has `DEFAULT`. Owners' API connections are tools too, named `api_<connection>` (`connection_tool`).
+
+Seams for the work beside this one: another module registers its tools with `REGISTRY.register(...)` (artifacts,
+a PDF of an artifact); a tool registered with `approval=True` is held for a person's approval, through the hook
+the approvals module sets with `Registry.set_approver` (until one is set, such a call is refused
+`approval_unavailable`, never run unapproved).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from .schema import problem
+
+_S = {"type": "string"}
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # a tool's name: what every model provider accepts
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    runs: str = "server"  # "server" (call_tool) or "bridge" (the agent's own connection)
+    handler: Callable[..., Awaitable[Any]] | None = None  # server tools: async handler(call, arguments)
+    approval: bool = False  # held for a person's approval first (the approvals seam)
+    group: str = "platform"  # how the TUI groups it: messaging, persona, knowledge, web, memory, skills, api
+
+    def wire(self) -> dict[str, Any]:
+        """What an agent (and its owner) is shown of it."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters,
+                "runs": self.runs, "group": self.group, **({"approval": True} if self.approval else {})}
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+        self._approver: Callable[..., Awaitable[bool]] | None = None
+
+    def register(self, spec: ToolSpec) -> ToolSpec:
+        if not NAME.match(spec.name) or spec.name.startswith("api_"):
+            raise ValueError(f"bad tool name {spec.name!r} (api_ names are owners' connections)")
+        if spec.name in self._tools:
+            raise ValueError(f"tool {spec.name} is registered already")
+        if spec.runs not in ("server", "bridge") or (spec.runs == "server") != (spec.handler is not None):
+            raise ValueError(f"tool {spec.name}: a server tool has a handler, a bridge tool none")
+        self._tools[spec.name] = spec
+        return spec
+
+    def handler(self, name: str):
+        """Decorator: the server handler of an already described tool (server_tools.py)."""
+        def put(fn):
+            spec = self._tools[name]
+            self._tools[name] = ToolSpec(**{**spec.__dict__, "handler": fn})
+            return fn
+        return put
+
+    def set_approver(self, fn: Callable[..., Awaitable[bool]] | None) -> None:
+        self._approver = fn
+
+    @property
+    def approver(self):
+        return self._approver
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        return [self._tools[n] for n in sorted(self._tools)]
+
+    def check(self, spec: ToolSpec | None, name: str, arguments: Any) -> str | None:
+        """Why a call of `name` with `arguments` is not valid against the registry (None: it is)."""
+        if spec is None:
+            return f"there is no tool called {name}"
+        return problem(spec.parameters, arguments if arguments is not None else {})
+
+
+def connection_tool(name: str, description: str, method: str) -> ToolSpec:
+    """An owner's API connection as a tool: `api_<name>`, its path, query and body the call's arguments."""
+    params: dict[str, Any] = {"path": {**_S, "maxLength": 2000,
+                                       "description": "appended to the connection's URL (optional)"},
+                              "query": {"type": "object", "description": "query parameters (optional)"}}
+    if method in ("POST", "PUT", "PATCH"):
+        params["body"] = {"description": "the JSON body to send (optional)"}
+    return ToolSpec(name="api_" + name, group="api", runs="server", handler=_no_handler,
+                    description=(description or f"Call the {name} API") + f" ({method}; the connection's "
+                                "credentials are added by the server, never shown to you).",
+                    parameters={"type": "object", "properties": params})
+
+
+async def _no_handler(call, arguments):  # (connections are routed by server_tools.call_connection)
+    raise RuntimeError("connections are routed by name")
+
+
+REGISTRY = Registry()
+_reg = REGISTRY.register
+
+# --- the agent's own connection (run by the bridge, agents/turn.py) ---
+_reg(ToolSpec(name="persona_read", runs="bridge", group="persona",
+              description="Read your persona document (who you are: tone, values, way of speaking)."))
+_reg(ToolSpec(name="persona_write", runs="bridge", group="persona",
+              description=("Replace your persona document with a new full text. A sudden large shrink (under half "
+                           "the old length) is refused."),
+              parameters={"type": "object", "properties": {"text": _S, "why": _S}, "required": ["text"]}))
+_reg(ToolSpec(name="send_message", runs="bridge", group="messaging",
+              description=("Send a message now, besides your answer: delegate a request to another agent, ask a "
+                           "person, or inform. Defaults: this topic, type request."),
+              parameters={"type": "object", "properties": {
+                  "to": {"type": "array", "items": _S}, "text": _S,
+                  "type": {"type": "string", "enum": ["request", "response", "inform"]},
+                  "state": {"type": "string", "enum": ["working", "waiting", "needs_human", "done"]},
+                  "topic": _S, "title": _S, "conversation": _S, "in_reply_to": _S,
+                  "waiting_for": {"type": "array", "items": _S}},
+                  "required": ["text"]}))
+_reg(ToolSpec(name="handoff", runs="bridge", group="messaging",
+              description=("Hand this question over to one colleague whose work it is more than yours (a request "
+                           "with handoff, in this topic): say what you need from them. Their answer comes back to "
+                           "you; do not hand something straight back unless you added to it."),
+              parameters={"type": "object", "properties": {"to": _S, "text": _S}, "required": ["to", "text"]}))
+_reg(ToolSpec(name="search_corpus", runs="bridge", group="knowledge",
+              description="Search the agent's reference notes (the Ygg handbook by default).",
+              parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}))
+_reg(ToolSpec(name="search_history", runs="bridge", group="knowledge",
+              description="Search this workspace's messages you may see.",
+              parameters={"type": "object", "properties": {"query": _S}, "required": ["query"]}))
+
+_reg(ToolSpec(name="settle_thread", runs="bridge", group="messaging",
+              description=("Bring a side thread's result back (seed 003 §7): post a short summary and mark the thread "
+                           "resolved, or abandoned if it got stuck (ongoing opens it again). Its card in the origin "
+                           "conversation shows the state and summary; no message is added there. Defaults: this "
+                           "conversation's thread, resolved."),
+              parameters={"type": "object", "properties": {
+                  "thread": _S, "summary": _S, "state": {"type": "string", "enum": ["resolved", "abandoned", "ongoing"]}},
+                  "required": ["summary"]}))
+# artifacts (issue 21): each a message of the agent's own connection in the topic of its wake (agents/turn.py)
+_reg(ToolSpec(name="artifact_create", runs="bridge", group="artifacts",
+              description=("Post something concrete (a document, a page or a piece of code) as an artifact: a "
+                           "versioned object in this conversation, shown on its own instead of a wall of text. "
+                           "Returns its id."),
+              parameters={"type": "object", "properties": {
+                  "title": _S, "body": _S, "kind": {"type": "string", "enum": ["document", "code", "page"]},
+                  "language": _S}, "required": ["title", "body"]}))
+_reg(ToolSpec(name="artifact_update", runs="bridge", group="artifacts",
+              description="Edit an artifact: the new full body (and title) become a new version; old ones stay readable.",
+              parameters={"type": "object", "properties": {"artifact": _S, "body": _S, "title": _S},
+                          "required": ["artifact", "body"]}))
+_reg(ToolSpec(name="artifact_read", runs="bridge", group="artifacts",
+              description="Read an artifact (its latest version, or the one named) with its versions and comments.",
+              parameters={"type": "object", "properties": {"artifact": _S, "version": {"type": "integer"}},
+                          "required": ["artifact"]}))
+_reg(ToolSpec(name="artifact_comment", runs="bridge", group="artifacts",
+              description="Comment on a version of an artifact (the latest by default).",
+              parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
+                          "required": ["artifact", "text"]}))
+# the demo's deploy (issue 22): in the bridge's `ask_first`, so each call waits for a person's approval first
+_reg(ToolSpec(name="deploy", runs="bridge", group="demo",
+              description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
+                           "approves it first unless a standing rule allows it."),
+              parameters={"type": "object", "properties": {"target": _S}, "required": ["target"]}))
+
+# --- on the server (server_tools.py gives each its handler) ---
+_SERVER = _no_handler  # replaced by server_tools' handlers when it is imported
+_reg(ToolSpec(name="remember", group="memory", handler=_SERVER,
+              description=("Keep a short note in your long-term memory for this workspace; relevant notes are "
+                           "recalled at the start of your turns."),
+              parameters={"type": "object", "properties": {"note": {**_S, "maxLength": 2000}}, "required": ["note"]}))
+_reg(ToolSpec(name="memory_search", group="memory", handler=_SERVER,
+              description="Search your long-term memory in this workspace (words, \"quoted phrases\").",
+              parameters={"type": "object", "properties": {"query": {**_S, "maxLength": 500}}, "required": ["query"]}))
+_reg(ToolSpec(name="load_skill", group="skills", handler=_SERVER,
+              description=("Load one of your skills' full instructions (your prompt lists only their names), or "
+                           "one of its files (`file`: a path under references/, scripts/ or assets/)."),
+              parameters={"type": "object", "properties": {"name": {**_S, "maxLength": 64},
+                                                           "file": {**_S, "maxLength": 300}}, "required": ["name"]}))
+_reg(ToolSpec(name="web_search", group="web", handler=_SERVER,
+              description="Search the web; each hit with its title, address and a snippet.",
+              parameters={"type": "object", "properties": {"query": {**_S, "maxLength": 500},
+                                                           "limit": {"type": "integer", "minimum": 1, "maximum": 10}},
+                          "required": ["query"]}))
+_reg(ToolSpec(name="fetch_page", group="web", handler=_SERVER,
+              description="Fetch a web page (http or https) and read its text.",
+              parameters={"type": "object", "properties": {"url": {**_S, "maxLength": 2000}}, "required": ["url"]}))
+
+# an agent whose owner never chose its tools has these (what a bridge was given before the registry, less what
+# reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
+DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
+           "search_history", "remember", "memory_search", "load_skill")

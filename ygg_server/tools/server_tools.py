@@ -1,0 +1,113 @@
+"""The handlers of the tools that run on the server, and `run`: a call the registry routed (ops/toolkit.route)
+carried out. Each answers `{"ok": true, "result": …}` or `{"ok": false, "error": "…"}`: a tool that fails tells
+the model why (the bridge's failing-call guard, agents/tools.FailingCalls, counts those), never the connection.
+
+A handler gets the route and an `Env`: the gateway's `read` and `manage` (the operations run there, on the
+store; no SQL here), the web client, and the clock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import httpx
+
+from ..ops import memory, skills
+from ..ops.toolkit import Route, ToolRefusal
+from ..ops.refusals import Refused
+from ..skills.format import SkillError
+from . import vault
+from .registry import REGISTRY
+from .web import Web, WebError
+
+RESULT_LIMIT = 20_000  # characters of an API's answer given back
+
+
+@dataclass
+class Env:
+    read: Callable[..., Awaitable[Any]]
+    manage: Callable[..., Awaitable[Any]]
+    clock: Callable[[], int]
+    web: Web = field(default_factory=Web)
+
+
+@REGISTRY.handler("remember")
+async def remember(env: Env, r: Route) -> Any:
+    return await env.manage(memory.save, r.agent, r.workspace, r.arguments["note"], env.clock(), "remember")
+
+
+@REGISTRY.handler("memory_search")
+async def memory_search(env: Env, r: Route) -> Any:
+    return await env.manage(memory.search, r.agent, r.workspace, r.arguments["query"], 5, env.clock())
+
+
+@REGISTRY.handler("load_skill")
+async def load_skill(env: Env, r: Route) -> Any:
+    return await env.read(skills.load, r.agent, r.owner, r.arguments["name"], r.arguments.get("file"))
+
+
+@REGISTRY.handler("web_search")
+async def web_search(env: Env, r: Route) -> Any:
+    return await env.web.search(r.arguments["query"], int(r.arguments.get("limit", 5)))
+
+
+@REGISTRY.handler("fetch_page")
+async def fetch_page(env: Env, r: Route) -> Any:
+    return await env.web.fetch_page(r.arguments["url"])
+
+
+async def call_connection(env: Env, r: Route) -> Any:
+    """An owner's API connection: its URL (plus `path`), method and auth header (opened from the vault here, sent
+    only to that URL's host, never shown to the agent)."""
+    url, method, header_name, sealed = r.connection
+    path = r.arguments.get("path") or ""
+    target = url.rstrip("/") + "/" + path.lstrip("/") if path else url
+    if httpx.URL(target).host != httpx.URL(url).host:
+        raise WebError("a path cannot leave the connection's host")
+    await env.web.check(target)
+    headers = {}
+    if sealed:
+        secret = vault.default().open(sealed)
+        if secret is None:
+            raise WebError("this connection's secret cannot be read (the server's key changed): set it up again")
+        headers[header_name] = secret
+    body = r.arguments.get("body")
+    try:
+        resp = await env.web.client.request(method, target, params=r.arguments.get("query") or None, headers=headers,
+                                            json=body if body is not None else None, follow_redirects=False)
+    except httpx.HTTPError as e:
+        raise WebError(f"the API did not answer: {type(e).__name__}") from None
+    text = resp.text
+    try:
+        data: Any = resp.json()
+        text = json.dumps(data, ensure_ascii=False)
+    except ValueError:
+        data = None
+    out: dict[str, Any] = {"status": resp.status_code}
+    if data is not None and len(text) <= RESULT_LIMIT:
+        out["json"] = data
+    else:
+        out["text"] = text[:RESULT_LIMIT]
+    return out
+
+
+async def run(route: Route, env: Env, registry=REGISTRY) -> dict:
+    """Carry out a routed call: its handler's result, or the error the model is told."""
+    spec = route.spec
+    if spec.approval:  # the approvals seam: held until a person answers, or refused while there is none
+        approver = registry.approver
+        if approver is None:
+            raise Refused(ToolRefusal.APPROVAL_UNAVAILABLE, f"{spec.name} needs a person's approval, which this "
+                          "server cannot ask for yet")
+        if not await approver(route):
+            return {"ok": False, "error": f"{spec.name} was not approved"}
+    try:
+        if route.connection is not None:
+            result = await call_connection(env, route)
+        else:
+            result = await spec.handler(env, route)
+    except (WebError, SkillError) as e:
+        return {"ok": False, "error": str(e)}
+    return {"ok": True, "result": result}
