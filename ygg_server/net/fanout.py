@@ -39,6 +39,8 @@ class Fanout:
             else:
                 self.delivery.arrived(pid, items)
         self.relay(out)
+        if self.topic_watch:
+            self.topic_watch.seen(out.messages)
         if out.rescan:
             asyncio.ensure_future(self.rescan())
 

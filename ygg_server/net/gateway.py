@@ -39,6 +39,7 @@ from .handlers import Handlers
 from .http import HttpEndpoints
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
+from .mcp_watch import TopicWatch
 from .proxy import networks
 from ..metrics import Metrics
 from .rates import SendRate
@@ -84,6 +85,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         self.metrics = Metrics()  # (ygg_server/metrics.py; served by net/http.py)
         self.proxies = networks(self.limits.trusted_proxies)  # whose X-Forwarded-For is believed (net/proxy.py)
         self.metrics_from = networks(self.limits.metrics_from)
+        self.topic_watch = TopicWatch()  # MCP calls following their task's topic (net/mcp.py)
 
     # --- serving ---
 
