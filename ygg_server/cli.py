@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--no-backup", action="store_true", help="PostgreSQL: migrate without that copy (you made one)")
     s.add_argument("--lease-seconds", type=float, default=30.0,
                    help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
+    s.add_argument("--mcp-port", type=int, default=None, metavar="N",
+                   help="serve the MCP endpoint (agents as tools: http://HOST:N/mcp) on this port too (0: any free)")
     s.add_argument("--config", default=None, help="a TOML file: [serve] options and [limits] (flags win)")
     s.add_argument("--tls-cert", default=None, help="serve wss:// with this certificate chain (PEM)")
     s.add_argument("--tls-key", default=None, help="… and this private key (PEM)")
@@ -353,6 +355,15 @@ async def serve(args) -> int:
     except OSError as e:
         await gw.close()
         raise bind_error(args.host, args.port, e) from None
+    mcp = None
+    if args.mcp_port is not None:
+        from .net.mcp import McpEndpoint
+
+        try:
+            mcp = await McpEndpoint(gw).start(args.host, args.mcp_port)
+        except OSError as e:
+            await gw.close()
+            raise bind_error(args.host, args.mcp_port, e) from None
     calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -361,8 +372,10 @@ async def serve(args) -> int:
     url = f"{'wss' if args.ssl else 'ws'}://{args.host}:{gw.port}/"
     if lock is not None:
         lock.publish(url)
-    print(json.dumps({"listening": url}), flush=True)
+    print(json.dumps({"listening": url, **({"mcp": mcp.url} if mcp else {})}), flush=True)
     await stop.wait()
+    if mcp is not None:
+        await mcp.close()
     await gw.close()
     if lock is not None:
         lock.release()

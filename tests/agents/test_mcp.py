@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -137,3 +142,35 @@ async def test_only_a_session_token_opens_the_endpoint(server, endpoint):
             r = await http.post(url, json=body, headers={"Accept": "application/json, text/event-stream", **headers})
             assert r.status_code == 401 and r.json()["error"] == "unauthenticated"
             assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+# The MCP Inspector's CLI (npm, @modelcontextprotocol/inspector-cli): .ci/run installs it here when npm is present
+INSPECTOR = Path(os.environ.get("YGG_MCP_INSPECTOR") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+                 / "ygg" / "mcp-inspector" / "node_modules" / "@modelcontextprotocol" / "inspector-cli")
+
+
+async def inspector(*args: str) -> dict:
+    proc = await asyncio.create_subprocess_exec("node", str(INSPECTOR / "build" / "index.js"), *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                cwd=INSPECTOR / "build")  # (it finds its package.json from there)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return json.loads(out)
+
+
+@pytest.mark.skipif(not (INSPECTOR / "build" / "index.js").exists() or not shutil.which("node"),
+                    reason=f"the MCP Inspector's CLI is not installed at {INSPECTOR} (.ci/run installs it with npm)")
+async def test_an_independent_client_the_mcp_inspector_lists_and_calls(server, endpoint):
+    """Seed 003 §76: the endpoint speaks MCP, "the open JSON-RPC-based standard many AI tools now understand":
+    another implementation than the SDK's (the Inspector, on the TypeScript SDK) lists the agents and calls one."""
+    server.agent("researcher")
+    await server.run(Bridge(server.config("researcher")))
+    alice = await server.person("alice")
+    common = (f"http://127.0.0.1:{endpoint.port}{PATH}", "--transport", "http",
+              "--header", f"Authorization: Bearer {alice.token}")
+    listed = await inspector(*common, "--method", "tools/list")
+    assert [t["name"] for t in listed["tools"]] == ["researcher"]
+    called = await inspector(*common, "--method", "tools/call", "--tool-name", "researcher",
+                             "--tool-arg", "text=How do credits work?")
+    assert called["structuredContent"]["status"] == "answered", called
+    assert "credit" in called["content"][0]["text"].lower()
