@@ -174,3 +174,34 @@ async def test_an_independent_client_the_mcp_inspector_lists_and_calls(server, e
                              "--tool-arg", "text=How do credits work?")
     assert called["structuredContent"]["status"] == "answered", called
     assert "credit" in called["content"][0]["text"].lower()
+
+
+async def test_the_local_stack_serves_the_endpoint_and_writes_a_client_config(tmp_path):
+    """The README's demo: `./run` serves the MCP endpoint and leaves DATA_DIR/mcp.json, an MCP client's config
+    (its URL and the owner's session), readable by its user only."""
+    from ygg_server.local import LocalStack
+
+    stack = await asyncio.to_thread(lambda: LocalStack(tmp_path).start(demo=False))
+    try:
+        path = tmp_path / "mcp.json"
+        assert path.stat().st_mode & 0o777 == 0o600
+        cfg = json.loads(path.read_text())["mcpServers"]["ygg"]
+        assert cfg["url"] == stack.mcp_url and cfg["type"] == "http"
+        stack.run(_add_agent(stack))  # an agent in the Demo workspace: a tool of its owner's
+        async with httpx2.AsyncClient(headers=cfg["headers"], timeout=30) as http:
+            async with streamable_http_client(cfg["url"], http_client=http) as (r, w):
+                async with ClientSession(r, w) as s:
+                    await s.initialize()
+                    assert [t.name for t in (await s.list_tools()).tools] == ["helper"]
+    finally:
+        await asyncio.to_thread(stack.stop)
+
+
+async def _add_agent(stack) -> None:
+    from ygg_server.store import sqlite as db
+
+    conn = db.connect(db.db_path(stack.dir))
+    try:
+        admin.add_agent(conn, "helper", stack.handle, stack.workspace, now=stack._gateway.clock())
+    finally:
+        conn.close()
