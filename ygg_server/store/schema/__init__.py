@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import legacy
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
+from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -68,11 +68,16 @@ _WALLETS_PER_WORKSPACE = (
     "AND EXISTS (SELECT 1 FROM memberships m WHERE m.participant = wallets.account)",
 )
 
+def _new_tables(tables, dialect: str) -> tuple[str, ...]:
+    return tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in tables)
+
+
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("13: a message's older texts, kept as its author edits it (edit_message)",
          (MESSAGE_VERSIONS.sql(SQLITE),), (MESSAGE_VERSIONS.sql(POSTGRES),)),
     Step("14: an agent's wallet per workspace (issue 17)", _WALLETS_PER_WORKSPACE, _WALLETS_PER_WORKSPACE),
     _accounts(),
+    Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
 ]
 
 

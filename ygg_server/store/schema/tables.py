@@ -87,6 +87,19 @@ MESSAGE_VERSIONS = Table("message_versions", text("message"), integer("version")
                          key=("message", "version"))
 TABLES += (MESSAGE_VERSIONS,)
 
+# migration 20 (issue 24): hosts that run agents' bridges under a supervisor (ops/hosting.py), the host each hosted
+# agent runs on (no row: it runs locally), the narrow tokens a host hands its bridges (good only for `auth`), and
+# the public agent directory's listings (ops/listings.py)
+HOSTING = (
+    Table("hosts", text("id", key=True), text("owner"), text("name"), text("key_id", unique=True), text("key_hash"),
+          big("created_at"), unique=("owner", "name")),
+    Table("agent_hosts", text("agent", key=True), text("host"), big("assigned_at")),
+    Table("host_tokens", text("id", key=True), text("host"), text("agent"), text("token_hash"), big("created_at")),
+    Table("listings", text("agent", key=True), text("publisher"), text("name"), text("profile"),
+          text("persona", null=True), big("published_at")),
+)
+TABLES += HOSTING
+
 INDEXES: tuple[Index, ...] = (
     Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
     Index("memberships_participant", "memberships", "participant"),
