@@ -128,6 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("remove-group", help="a workspace's group (its conversation stays, with its members)")
     x.add_argument("workspace", help=_WORKSPACE)
     x.add_argument("name")
+    x = asub.add_parser("add-host", help="a host that runs a person's agents under `ygg-agent host` (its key printed "
+                        "once)")
+    x.add_argument("name")
+    x.add_argument("--owner", required=True)
+    x = asub.add_parser("set-runtime", help="where an agent runs: local (clears its host assignment) or hosted")
+    x.add_argument("agent", help="name, name@owner, or id")
+    x.add_argument("runtime", choices=["local", "hosted"])
+    x.add_argument("--host", default=None, help="hosted: one of the agent's owner's hosts (name or id)")
     x = asub.add_parser("revoke-agent")
     x.add_argument("agent")
     x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
@@ -256,6 +264,11 @@ def run_admin(args) -> int:
             out = admin.join_workspace(conn, args.workspace, args.handle, now=now)
         elif act == "delete-workspace":
             out = admin.delete_workspace(conn, args.workspace)
+        elif act in ("add-host", "set-runtime"):
+            from .ops import hosting
+
+            out = (hosting.add_host(conn, args.owner, args.name, now=now) if act == "add-host"
+                   else hosting.set_runtime(conn, args.agent, args.runtime, args.host, now=now))
         elif act == "set-permissions":
             from .ops.permissions import set_permissions
 

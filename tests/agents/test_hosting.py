@@ -129,3 +129,21 @@ async def test_a_host_key_only_opens_the_hosts_connection_and_tokens_only_sign_i
     assert me.me["id"] == rid and me.token.startswith("yggs_")
     other = server.agent("reviewer")  # not on this host: no token for it
     assert (await sup._call({"op": "token", "agent": other}))["code"] == "not_found"
+
+
+def test_the_operator_adds_a_host_and_moves_an_agent_by_the_admin_cli(server, capsys):
+    """`ygg-server admin add-host` prints the host key once; `set-runtime` assigns an agent and takes it back."""
+    from ygg_server.cli import main
+
+    rid = server.agent("researcher", fund=0)
+    data = str(server.tmp)
+
+    def admin_cli(*args) -> dict:
+        assert main(["admin", "--data-dir", data, *args]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    made = admin_cli("add-host", "vm-2", "--owner", "alice")
+    assert made["host_key"].startswith("yggh_") and made["name"] == "vm-2"
+    assert admin_cli("set-runtime", "researcher", "hosted", "--host", "vm-2") == {
+        "agent": rid, "runtime": "hosted", "host": made["id"]}
+    assert admin_cli("set-runtime", "researcher", "local") == {"agent": rid, "runtime": "local", "host": None}

@@ -36,7 +36,7 @@ from .config import AgentConfig, BackendConfig
 log = logging.getLogger("ygg.agents.host")
 
 
-class HostRefused(Exception):
+class HostRefused(PermissionError):
     """The server refused the host key."""
 
 

@@ -20,6 +20,7 @@ import sqlite3
 from .. import audit
 from ..store.transactions import Tx
 from . import admin
+from ..protocol import ErrorCode as E
 from .refusals import AdminError
 
 HOST_KEY_PREFIX = "yggh"
@@ -43,7 +44,7 @@ def add_host(conn: sqlite3.Connection, owner: str, name: str, *, now: int) -> di
     with Tx(conn):
         pid = admin.person(conn, owner)
         if conn.execute("SELECT 1 FROM hosts WHERE owner = ? AND name = ?", (pid, name)).fetchone():
-            raise AdminError("name_taken", f"you already have a host named {name}")
+            raise AdminError(E.BAD_NAME, f"you already have a host named {name}")
         hid = "host." + secrets.token_hex(16)
         conn.execute("INSERT INTO hosts (id, owner, name, key_id, key_hash, created_at) VALUES (?,?,?,?,?,?)",
                      (hid, pid, name, key_id, _digest(secret), now))
@@ -59,7 +60,7 @@ def host(conn: sqlite3.Connection, ref: str, owner: str | None = None) -> str:
         args.append(owner)
     rows = conn.execute(sql, args).fetchall()
     if len(rows) != 1:
-        raise AdminError("unknown_host", f"no host {ref!r}" if not rows else f"{ref!r} is ambiguous: give its id")
+        raise AdminError(E.UNKNOWN_HOST, f"no host {ref!r}" if not rows else f"{ref!r} is ambiguous: give its id")
     return rows[0][0]
 
 
@@ -68,7 +69,7 @@ def set_runtime(conn: sqlite3.Connection, agent_ref: str, runtime: str, host_ref
     """Run the agent locally or on a host of its owner's; `who` (a person) must own the agent (None: the operator).
     Local clears the host assignment completely: the row, the host's tokens for the agent, its sessions."""
     if runtime not in RUNTIMES:
-        raise AdminError("bad_frame", "runtime is local or hosted")
+        raise AdminError(E.BAD_FRAME, "runtime is local or hosted")
     with Tx(conn):
         aid = admin.agent(conn, agent_ref)
         owner, revoked = conn.execute("SELECT owner, revoked FROM agents WHERE id = ?", (aid,)).fetchone()
@@ -76,14 +77,14 @@ def set_runtime(conn: sqlite3.Connection, agent_ref: str, runtime: str, host_ref
             raise AdminError("unknown_agent", f"no agent {agent_ref!r} of yours")
         if runtime == "local":
             if host_ref is not None:
-                raise AdminError("bad_frame", "a local agent has no host")
+                raise AdminError(E.BAD_FRAME, "a local agent has no host")
             had = conn.execute("DELETE FROM agent_hosts WHERE agent = ?", (aid,)).rowcount
             conn.execute("DELETE FROM host_tokens WHERE agent = ?", (aid,))
             if had:  # its hosted bridge's sessions end (its connections close: the gateway's rescan)
                 conn.execute("DELETE FROM sessions WHERE participant = ?", (aid,))
             return {"agent": aid, "runtime": "local", "host": None}
         if host_ref is None:
-            raise AdminError("bad_frame", "hosted: name the host")
+            raise AdminError(E.BAD_FRAME, "hosted: name the host")
         hid = host(conn, host_ref, owner)
         conn.execute("DELETE FROM host_tokens WHERE agent = ? AND host <> ?", (aid, hid))
         conn.execute("INSERT INTO agent_hosts (agent, host, assigned_at) VALUES (?,?,?) "
@@ -136,3 +137,10 @@ def agent_for_token(conn: sqlite3.Connection, token) -> str | None:
            JOIN agents a ON a.id = t.agent AND a.revoked = 0 WHERE t.id = ?""", (parts[0],)).fetchone() if parts else None
     ok = hmac.compare_digest(row[1] if row else _digest(""), _digest(parts[1] if parts else ""))
     return row[0] if row and ok else None
+
+
+def list_hosts(conn: sqlite3.Connection, pid: str) -> list[dict]:
+    """`pid`'s hosts, each with the agents assigned to it."""
+    hosts = conn.execute("SELECT id, name FROM hosts WHERE owner = ? ORDER BY created_at, id", (pid,)).fetchall()
+    return [{"id": h, "name": n, "agents": [{"id": a["id"], "name": a["name"]} for a in hosted_agents(conn, h)]}
+            for h, n in hosts]

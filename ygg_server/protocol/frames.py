@@ -413,6 +413,40 @@ class SetRulebook(InConversation, tag="set_rulebook"):
     rulebook: Any = UNSET  # the rules to change, or null for all defaults; left out or not an object: `bad_rulebook`
 
 
+# --- where agents run, and the public agent directory (issue 24) ---
+
+class AddHost(Frame, tag="add_host"):
+    name: str
+
+
+class ListHosts(Frame, tag="list_hosts"):
+    pass
+
+
+class SetRuntime(Frame, tag="set_runtime"):
+    agent: str
+    runtime: str  # local | hosted
+    host: str | None = None
+
+
+class PublishAgent(Frame, tag="publish_agent"):
+    agent: str
+
+
+class UnpublishAgent(Frame, tag="unpublish_agent"):
+    agent: str
+
+
+class ListDirectory(Frame, tag="list_directory"):
+    pass
+
+
+class CopyAgent(Frame, tag="copy_agent"):
+    listing: str  # a listed agent's id
+    name: str | None = None  # the copy's name (default: the listing's)
+    workspace: str | None = None  # pinned to this workspace (default: everywhere, as any new agent)
+
+
 ClientFrame = Union[
     Auth, Ping, Whoami, Send, Ack, Fund, SetBudget, History, SearchMessages, ListTopics, GetTopic, ListMembers,
     ListAgents, ListConversations, ListGroups, Balances, Presence, ListWorkspaces, ListJoinable, ListOrgs, MyAgents,
@@ -421,7 +455,8 @@ ClientFrame = Union[
     AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting, GetPersona,
     SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins, EditMessage, DeleteMessage,
     MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
-    ChangePassword, ListSessions, EndSession, SignOut,
+    ChangePassword, ListSessions, EndSession, SignOut, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
+    ListDirectory, CopyAgent,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)
