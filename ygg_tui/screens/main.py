@@ -26,11 +26,12 @@ from .exporting import ExportActions
 from .key_actions import KeyActions
 from .account import AccountActions
 from .manage import ManageActions
+from .hosting import HostingActions
 from .revising import ReviseActions
 from .sending import SendActions
 
 
-class MainScreen(AccountActions, ManageActions, ExportActions, KeyActions, SendActions, ReviseActions,
+class MainScreen(AccountActions, ManageActions, HostingActions, ExportActions, KeyActions, SendActions, ReviseActions,
                  Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
