@@ -205,3 +205,33 @@ async def _add_agent(stack) -> None:
         admin.add_agent(conn, "helper", stack.handle, stack.workspace, now=stack._gateway.clock())
     finally:
         conn.close()
+
+
+async def test_serve_serves_the_endpoint_when_given_its_port(tmp_path):
+    """`ygg-server serve --mcp-port N` (here `[serve] mcp_port` in its config file): the start line names it."""
+    import subprocess
+    import sys
+
+    from ygg_server.cli import main as cli_main
+
+    data = tmp_path / "data"
+    assert cli_main(["admin", "--data-dir", str(data), "add-person", "alice", "--password", PW]) == 0
+    cfg = tmp_path / "ygg.toml"
+    cfg.write_text("[serve]\nmcp_port = 0\n")
+    p = subprocess.Popen([sys.executable, "-m", "ygg_server.cli", "serve", "--data-dir", str(data), "--port", "0",
+                          "--writer", "thread", "--config", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        line = await asyncio.to_thread(p.stdout.readline)
+        started = json.loads(line)
+        assert started["mcp"].startswith("http://127.0.0.1:") and started["mcp"].endswith("/mcp")
+        async with Client(started["listening"], handle="alice", password=PW, timeout=10) as alice:
+            token = alice.token
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            async with streamable_http_client(started["mcp"], http_client=http) as (r, w):
+                async with ClientSession(r, w) as s:
+                    await s.initialize()
+                    assert (await s.list_tools()).tools == []
+    finally:
+        p.terminate()
+        await asyncio.to_thread(p.wait, 20)
