@@ -235,3 +235,30 @@ async def test_serve_serves_the_endpoint_when_given_its_port(tmp_path):
     finally:
         p.terminate()
         await asyncio.to_thread(p.wait, 20)
+
+
+async def test_calling_the_demo_lead_streams_its_teams_work_before_the_answer(server, endpoint):
+    """Seed 003 §77: "progress notifications arrive while the work is happening, not only at the end": the lead,
+    called as a tool, delegates to the researcher and the reviewer (a side conversation, §15); each result coming
+    back into the task is a progress notification before the lead's answer is the call's result."""
+    from ygg_server.agents.demo import start_demo
+
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        seen: list[tuple[float, str]] = []
+        loop = asyncio.get_running_loop()
+
+        async def progress(done, total, message):
+            seen.append((loop.time(), message))
+
+        async with mcp_session(endpoint, alice.token) as s:
+            out = await s.call_tool("lead", {"text": "What do our notes say about credits? Get it reviewed."},
+                                    progress_callback=progress)
+            returned = loop.time()
+    finally:
+        await demo.stop()
+    assert out.structured_content["status"] == "answered", out
+    assert "researcher:" in out.content[0].text and "reviewer:" in out.content[0].text
+    before = [m for t, m in seen if t < returned and not m.startswith(("asked", "lead (response"))]
+    assert any("side_result" in m for m in before), seen  # the team's results, while the lead still worked
