@@ -108,6 +108,17 @@ async def test_switching_to_local_clears_the_host_assignment_completely(server, 
                      to=["researcher"], text="Are you there?")
     assert await asyncio.wait_for(sup._call({"op": "agents"}), 5) == {"op": "agents", "ref": sup._ref, "agents": []}
     assert sup._queue.empty()
+    # hosted again: its next wake starts a new bridge (the one whose token was refused is stopped)
+    server.admin(hosting.set_runtime, "researcher", "hosted", "vm-1")
+    await asyncio.wait_for(sup._call({"op": "agents"}), 5)  # (the server read the assignment again)
+    q = (await alice.send(workspace=server.ws, conversation="general", topic="new", title="Hosted again",
+                          type="request", to=["researcher"], text="And now?"))["message"]
+
+    async def answered():
+        return any(m["in_reply_to"] == q["id"] for m in await history(alice, server.ws, q["topic"]))
+
+    await until(answered)
+    assert len(sup.starts) == 2 and sup.running[rid][0] is not bridge
 
 
 async def test_a_host_key_only_opens_the_hosts_connection_and_tokens_only_sign_in(server, host, tmp_path):

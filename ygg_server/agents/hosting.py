@@ -106,8 +106,17 @@ class HostSupervisor:
             self._queue.put_nowait(aid)
 
     def _alive(self, aid: str) -> bool:
+        """Its bridge runs and its connection does not stay shut (a refused token ends the client, not the bridge:
+        such a bridge is stopped, and the agent started again by its next wake)."""
         run = self.running.get(aid)
-        return run is not None and not run[1].done()
+        if run is None or run[1].done():
+            return False
+        client = run[0].client
+        if client is not None and client._task is not None and client._task.done():
+            asyncio.ensure_future(run[0].stop())
+            run[1].cancel()
+            return False
+        return True
 
     async def _starter(self) -> None:
         while True:
