@@ -11,6 +11,14 @@ from .test_manage import _palette
 from .test_manage_forms import fill, told
 
 
+async def secret_shown(pilot, action: str, **values) -> str:
+    """The palette's `action`, its form filled with `values`: the key it shows once."""
+    await _palette(pilot, action, FormScreen)
+    await fill(pilot, **values)
+    shown = await wait_for(pilot, lambda: isinstance(pilot.app.screen, ShownOnce) and pilot.app.screen, what="a key")
+    return shown.secret
+
+
 async def test_a_host_an_agent_moved_onto_it_and_back_and_the_directory(team):
     """Seed 003 §24: "Switching an agent's runtime from hosted back to local clears its host assignment
     completely"; §67: "an agent pinned to a shared workspace cannot be published to the public agent directory"."""
@@ -18,10 +26,7 @@ async def test_a_host_an_agent_moved_onto_it_and_back_and_the_directory(team):
     app = team.app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await _palette(pilot, "new host", FormScreen)
-        await fill(pilot, name="vm-1")
-        shown = await wait_for(pilot, lambda: isinstance(app.screen, ShownOnce) and app.screen, what="the host key")
-        assert shown.secret.startswith("yggh_")
+        assert (await secret_shown(pilot, "new host", name="vm-1")).startswith("yggh_")
         await pilot.press("escape")
         host = s.admin(hosting.host, "vm-1")
         await _palette(pilot, "where researcher runs", FormScreen)
@@ -46,8 +51,5 @@ async def test_a_host_an_agent_moved_onto_it_and_back_and_the_directory(team):
     bob = team.app("bob")
     async with bob.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await _palette(pilot, "copy an agent from the directory", FormScreen)
-        await fill(pilot, name="bobs-researcher")
-        shown = await wait_for(pilot, lambda: isinstance(bob.screen, ShownOnce) and bob.screen, what="the copy's key")
-        assert shown.secret.startswith("yggk_")
+        assert (await secret_shown(pilot, "copy an agent from the directory", name="bobs-researcher")).startswith("yggk_")
     assert s.admin(hosting.runtime, team.ids["researcher"])["runtime"] == "local"
