@@ -373,7 +373,7 @@ async def serve(args) -> int:
         from .net.mcp import McpEndpoint
 
         try:
-            mcp = await McpEndpoint(gw).start(args.host, args.mcp_port)
+            mcp = await McpEndpoint(gw).start(args.host, args.mcp_port, args.tls_cert, args.tls_key)
         except OSError as e:
             await gw.close()
             raise bind_error(args.host, args.mcp_port, e) from None

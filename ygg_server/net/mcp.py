@@ -66,11 +66,12 @@ class McpEndpoint:
         self._task: asyncio.Task | None = None
         self.port = 0
         self.host = ""
+        self.scheme = "http"
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{PATH}"
+        return f"{self.scheme}://{host}:{self.port}{PATH}"
 
     # --- serving ---
 
@@ -91,8 +92,10 @@ class McpEndpoint:
                                  Route(JSON_PATH, _Authenticated(StreamableHTTPASGIApp(plain), self))],
                          lifespan=lifespan)
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> "McpEndpoint":
-        """Listen on `host:port` (0: any free port); OSError when it cannot."""
+    async def start(self, host: str = "127.0.0.1", port: int = 0, tls_cert: str | None = None,
+                    tls_key: str | None = None) -> "McpEndpoint":
+        """Listen on `host:port` (0: any free port; HTTPS with `tls_cert` and `tls_key`, as `serve`'s own TLS);
+        OSError when it cannot."""
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -105,7 +108,8 @@ class McpEndpoint:
         sock.setblocking(False)
         self.host, self.port = host, sock.getsockname()[1]
         config = uvicorn.Config(self.app(host), log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, ssl_certfile=tls_cert, ssl_keyfile=tls_key)
+        self.scheme = "https" if tls_cert else "http"
         self._uvicorn = _Quiet(config)
         self._task = asyncio.ensure_future(self._uvicorn.serve(sockets=[sock]))
         while not self._uvicorn.started:
