@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--no-backup", action="store_true", help="PostgreSQL: migrate without that copy (you made one)")
     s.add_argument("--lease-seconds", type=float, default=30.0,
                    help="PostgreSQL: a claimed delivery's lease, renewed while its connection lives (default 30)")
+    s.add_argument("--mcp-port", type=int, default=None, metavar="N",
+                   help="serve the MCP endpoint (agents as tools: http://HOST:N/mcp) on this port too (0: any free)")
     s.add_argument("--config", default=None, help="a TOML file: [serve] options and [limits] (flags win)")
     s.add_argument("--tls-cert", default=None, help="serve wss:// with this certificate chain (PEM)")
     s.add_argument("--tls-key", default=None, help="… and this private key (PEM)")
@@ -126,6 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     x = asub.add_parser("remove-group", help="a workspace's group (its conversation stays, with its members)")
     x.add_argument("workspace", help=_WORKSPACE)
     x.add_argument("name")
+    x = asub.add_parser("add-host", help="a host that runs a person's agents under `ygg-agent host` (its key printed "
+                        "once)")
+    x.add_argument("name")
+    x.add_argument("--owner", required=True)
+    x = asub.add_parser("set-runtime", help="where an agent runs: local (clears its host assignment) or hosted")
+    x.add_argument("agent", help="name, name@owner, or id")
+    x.add_argument("runtime", choices=["local", "hosted"])
+    x.add_argument("--host", default=None, help="hosted: one of the agent's owner's hosts (name or id)")
     x = asub.add_parser("revoke-agent")
     x.add_argument("agent")
     x = asub.add_parser("rotate-key", help="a new API key for an agent (printed once); the old one stops working")
@@ -256,6 +266,11 @@ def run_admin(args) -> int:
             out = admin.join_workspace(conn, args.workspace, args.handle, now=now)
         elif act == "delete-workspace":
             out = admin.delete_workspace(conn, args.workspace)
+        elif act in ("add-host", "set-runtime"):
+            from .ops import hosting
+
+            out = (hosting.add_host(conn, args.owner, args.name, now=now) if act == "add-host"
+                   else hosting.set_runtime(conn, args.agent, args.runtime, args.host, now=now))
         elif act == "set-permissions":
             from .ops.permissions import set_permissions
 
@@ -356,6 +371,15 @@ async def serve(args) -> int:
     except OSError as e:
         await gw.close()
         raise bind_error(args.host, args.port, e) from None
+    mcp = None
+    if args.mcp_port is not None:
+        from .net.mcp import McpEndpoint
+
+        try:
+            mcp = await McpEndpoint(gw).start(args.host, args.mcp_port, args.tls_cert, args.tls_key)
+        except OSError as e:
+            await gw.close()
+            raise bind_error(args.host, args.mcp_port, e) from None
     calm_gc()  # after startup: what it made is frozen
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -364,8 +388,10 @@ async def serve(args) -> int:
     url = f"{'wss' if args.ssl else 'ws'}://{args.host}:{gw.port}/"
     if lock is not None:
         lock.publish(url)
-    print(json.dumps({"listening": url}), flush=True)
+    print(json.dumps({"listening": url, **({"mcp": mcp.url} if mcp else {})}), flush=True)
     await stop.wait()
+    if mcp is not None:
+        await mcp.close()
     await gw.close()
     if lock is not None:
         lock.release()

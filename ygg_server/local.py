@@ -59,6 +59,8 @@ class LocalStack:
         self._thread = threading.Thread(target=self._loop.run_forever, name="ygg-local", daemon=True)
         self._gateway: Gateway | None = None
         self._demo = None
+        self._mcp = None
+        self.mcp_url = ""  # the MCP endpoint (agents as tools), when this process serves
         self.lock = DataDirLock(self.dir)
         self.joined = False  # another process serves this data dir: this one only signs in to it
 
@@ -107,12 +109,28 @@ class LocalStack:
         await self._gateway.start("127.0.0.1", self.port)
         self.url = f"ws://127.0.0.1:{self._gateway.port}/"
         self.lock.publish(self.url)
+        from .net.mcp import McpEndpoint  # (the MCP SDK's import: only where it serves)
+
+        self._mcp = await McpEndpoint(self._gateway).start("127.0.0.1", 0)
+        self.mcp_url = self._mcp.url
+        self._write_mcp_config()
         if demo:
             from .agents.demo import start_demo
 
             self._demo = await start_demo(self.url, data_dir=self.dir, workspace=self.workspace, owner=self.handle)
             if first:
                 await self.kickoff()
+
+    def _write_mcp_config(self) -> None:
+        """DATA_DIR/mcp.json (0600): the MCP endpoint and the owner's session, as MCP clients take a server
+        (`claude --mcp-config …/mcp.json`; the README's "Agents as MCP tools")."""
+        path = self.dir / "mcp.json"
+        body = {"mcpServers": {"ygg": {"type": "http", "url": self.mcp_url,
+                                       "headers": {"Authorization": f"Bearer {self.token}"}}}}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f, indent=2)
+        os.chmod(path, 0o600)
 
     async def kickoff(self) -> None:
         async with Client(self.url, token=self.token) as me:
@@ -130,6 +148,8 @@ class LocalStack:
         async def _stop():
             if self._demo is not None:
                 await self._demo.stop()
+            if self._mcp is not None:
+                await self._mcp.close()
             if self._gateway is not None:
                 await self._gateway.close()
 

@@ -55,7 +55,8 @@ def run_local(args) -> int:
     stack = LocalStack().start(demo=not args.no_demo)
     try:
         if args.headless is not None:
-            print(json.dumps({"url": stack.url, "workspace": stack.workspace, "owner": stack.handle}), flush=True)
+            print(json.dumps({"url": stack.url, "workspace": stack.workspace, "owner": stack.handle,
+                              "mcp": stack.mcp_url}), flush=True)
             result = asyncio.run(watch(stack.url, stack.token, stack.workspace, args.headless))
             print(json.dumps(result), flush=True)
             return 0 if result["closed"] else 1

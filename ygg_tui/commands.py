@@ -159,6 +159,10 @@ class YggCommands(Provider):
                         f"{where}shown once; the old key stops working at once"))
             out.append((f"Revoke agent {name}", partial(main.revoke_agent, agent),
                         f"{where}retired, or its key leaked: its key stops working, its connections close"))
+            out.append((f"Where {name} runs (local or hosted)", partial(main.set_runtime, agent),
+                        "on your machine, or on a host of yours that starts it when it has work"))
+            out.append((f"Publish {name} to the directory", partial(main.publish_agent, agent),
+                        "anyone may copy its profile and persona; not while pinned to a shared workspace"))
         if main.conversation and main.workspace:
             out.append(("Export this conversation", partial(main.export, main.workspace, main.conversation),
                         "as Markdown and JSON lines, into your data dir's exports folder"))
@@ -174,6 +178,8 @@ class YggCommands(Provider):
             ("New workspace", main.create_workspace, "in your organization, or one you run; restricted or open"),
             ("New organization", main.create_org, "you own it (Free plan)"),
             ("New agent", main.add_agent, "yours, in every workspace of yours or pinned to one; its key shown once"),
+            ("New host", main.add_host, "a machine that runs your hosted agents (ygg-agent host); its key shown once"),
+            ("Copy an agent from the directory", main.copy_agent, "a new agent of yours from a published one"),
             ("New topic in this conversation", main.action_new_topic, "asks for a title"),
             ("All topics of this conversation", main.action_all_topics, "T: their states, participants, last message"),
             ("Next unread topic", main.action_next_unread, "n"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import logging
 import signal
 import sys
@@ -81,6 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("configs", nargs="+")
     s.add_argument("--connect-timeout", type=float, default=30.0)
 
+    h = sub.add_parser("host", help="the host supervisor: run this host's agents when they have work")
+    h.add_argument("--url", default="ws://127.0.0.1:8765/")
+    h.add_argument("--host-key-env", default="YGG_HOST_KEY", help="environment variable holding the host key "
+                   "(ygg-server admin add-host)")
+    h.add_argument("--root", required=True, help="the host's directory: each agent's working directory is in it")
+    h.add_argument("configs", nargs="*", help="agents' TOML configs (by name; default: the built-in backend)")
+    h.add_argument("--reachable-timeout", type=float, default=30.0)
+
     d = sub.add_parser("demo", help="create (once) and run the offline demo agents")
     d.add_argument("--data-dir", required=True, help="the server's data dir")
     d.add_argument("--workspace", required=True)
@@ -105,6 +114,22 @@ def main(argv: list[str] | None = None) -> int:
                 await sup.wait()
 
             asyncio.run(_until_signal(go, sup.stop))
+        elif a.command == "host":
+            from .hosting import HostSupervisor
+
+            key = os.environ.get(a.host_key_env)
+            if not key:
+                raise ValueError(f"no host key in ${a.host_key_env}")
+            configs = {c.name: c for c in (agent_config.load(path) for path in a.configs)}
+            host = HostSupervisor(a.url, key, a.root, configs=configs, reachable_timeout=a.reachable_timeout)
+
+            async def go():
+                await host.start()
+                print(json.dumps({"host": host.host, "agents": sorted(x["name"] for x in host.agents.values())}),
+                      flush=True)
+                await asyncio.gather(*host._tasks)
+
+            asyncio.run(_until_signal(go, host.stop))
         else:
             from .demo import start_demo
 

@@ -27,6 +27,18 @@ BARRED = {"receive": "{} does not receive messages here", "can_message": "you ma
           "takes_from": "{} does not take messages from you"}
 
 
+def barred(mine: Membership | None, theirs: Membership, author: str, recipient: str) -> str | None:
+    """Which of seed 002's permissions keeps `author` (membership `mine`) from sending to `recipient` (`theirs`)
+    in one workspace, or None (`Directory.barred`; who an MCP caller may call, ops/agent_tools.py)."""
+    if not theirs.receive:
+        return "receive"
+    if mine is not None and mine.can_message is not None and recipient not in mine.can_message:
+        return "can_message"
+    if theirs.takes_from is not None and author not in theirs.takes_from:
+        return "takes_from"
+    return None
+
+
 class Directory(msgspec.Struct, frozen=True, gc=False):
     """A workspace's participants, memberships and groups, with a lookup table.
 
@@ -86,15 +98,7 @@ class Directory(msgspec.Struct, frozen=True, gc=False):
         """Which of seed 002's permissions keeps `author` from sending to `recipient` here, or None:
         `receive` (the recipient's is off), `can_message` (the author's list leaves it out), or
         `takes_from` (the recipient's list leaves the author out). `BARRED` words each for the author."""
-        theirs = self.memberships[recipient]
-        if not theirs.receive:
-            return "receive"
-        mine = self.memberships.get(author)
-        if mine is not None and mine.can_message is not None and recipient not in mine.can_message:
-            return "can_message"
-        if theirs.takes_from is not None and author not in theirs.takes_from:
-            return "takes_from"
-        return None
+        return barred(self.memberships.get(author), self.memberships[recipient], author, recipient)
 
     def role(self, pid: str) -> Role | None:
         m = self.memberships.get(pid)

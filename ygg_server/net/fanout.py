@@ -39,6 +39,10 @@ class Fanout:
             else:
                 self.delivery.arrived(pid, items)
         self.relay(out)
+        if self.topic_watch:
+            self.topic_watch.seen(out.messages)
+        if self.hosted:
+            self.wake_hosts(out.deliveries)
         if out.rescan:
             asyncio.ensure_future(self.rescan())
 
@@ -115,6 +119,8 @@ class Fanout:
         follow: a workspace left, receive or monitor taken away), then revoked sessions, then new deliveries."""
         self.delivery.rescanned()
         self.issuer.invalidate()
+        if self.hosts:
+            await self.rehost()
         await self._refresh_access()
         for pid in list(self.conns):
             for c in list(self.conns.get(pid, ())):

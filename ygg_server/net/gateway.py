@@ -38,8 +38,10 @@ from .feed import Feed
 from .following import Following
 from .handlers import Handlers, rate_limited
 from .http import READY_FRESH, HttpEndpoints, Shared
+from .hosting import HOST_PATH, HostEndpoints
 from .inbox import Inbox, Item, Reader
 from .issuer import Issuer
+from .mcp_watch import TopicWatch
 from .proxy import networks
 from ..metrics import Metrics
 from .rates import SendRate
@@ -57,7 +59,7 @@ ws_log.setLevel(logging.INFO)
 EXPIRED = "the session expired: connect and authenticate again (auth on the open connection before expires_at renews it)"
 
 
-class Gateway(Handlers, Fanout, HttpEndpoints):
+class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
     def __init__(self, writer, limits: Limits | None = None, delivery: Delivery | None = None):
         self.writer = writer
         self.clock: Callable[[], int] = writer.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
@@ -86,6 +88,8 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
         self.proxies = networks(self.limits.trusted_proxies)  # whose X-Forwarded-For is believed (net/proxy.py)
         self.metrics_from = networks(self.limits.metrics_from)
         self.readiness = Shared(self._not_ready, READY_FRESH)  # /readyz (net/http.py)
+        self.topic_watch = TopicWatch()  # MCP calls following their task's topic (net/mcp.py)
+        self._hosting_init()  # hosts' connections, and which agent runs on which (net/hosting.py)
 
     # --- serving ---
 
@@ -136,6 +140,8 @@ class Gateway(Handlers, Fanout, HttpEndpoints):
     # --- one connection ---
 
     async def handler(self, ws: ServerConnection) -> None:
+        if ws.request is not None and ws.request.path.split("?", 1)[0] == HOST_PATH:
+            return await self.host_handler(ws)
         conn = Conn(ws, self.limits, prefetch=self.limits.prefetch, address=self.address_of(ws, ws.request))
         self.metrics.connections_opened += 1
         writer = asyncio.ensure_future(conn.writer())

@@ -30,10 +30,15 @@ class Handlers(AccountHandlers, ToolCalls):
         return replies.whoami(frame.ref, conn.participant, conn.handle, conn.kind)
 
     def _send(self, conn, frame: frames.Send) -> asyncio.Future | dict:
-        wait = self.send_rate.take(conn.participant, self.send_rate.cost(frame.text), time.monotonic())
-        if wait:  # faster than Limits.send_rate: not stored
+        return self.submit_send(conn.participant, frame)
+
+    def submit_send(self, participant: str, frame: frames.Send) -> asyncio.Future | dict:
+        """A send of `participant`'s, as from the socket (net/mcp.py's calls too): the writer's future, or the
+        error when it comes faster than Limits.send_rate (not stored)."""
+        wait = self.send_rate.take(participant, self.send_rate.cost(frame.text), time.monotonic())
+        if wait:
             return rate_limited(frame.ref, "sending too fast; try again later", wait)
-        return self.writer.submit("send", conn.participant, frame)
+        return self.writer.submit("send", participant, frame)
 
     def _ack(self, conn, frame: frames.Ack) -> asyncio.Future:
         inbox = self.inboxes.get(conn.participant)

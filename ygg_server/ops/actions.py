@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable
 
-from . import admin, invitations, membership, permissions, queries
+from . import admin, hosting, invitations, listings, membership, permissions, queries
 from .refusals import AdminError, NotFound, person_only
 from .. import audit
 from ..core import Role
@@ -273,6 +273,42 @@ def my_agents(conn, who: str, f: frames.MyAgents) -> list[dict]:
     return queries.my_agents(conn, who)
 
 
+# --- where agents run, and the public directory (issue 24: ops/hosting.py, ops/listings.py) ---
+
+def add_host(conn, who: str, f: frames.AddHost, now: int) -> dict:
+    """A person's host for `ygg-agent host`; its key is shown once."""
+    person_only(who)
+    return hosting.add_host(conn, who, f.name, now=now)
+
+
+def list_hosts(conn, who: str, f: frames.ListHosts) -> dict:
+    person_only(who)
+    return {"hosts": hosting.list_hosts(conn, who)}
+
+
+def set_runtime(conn, who: str, f: frames.SetRuntime, now: int) -> dict:
+    """Where one's own agent runs: on a host of one's own, or locally (its host assignment cleared)."""
+    return hosting.set_runtime(conn, _own_agent(conn, who, f.agent), f.runtime, f.host, who, now=now)
+
+
+def publish_agent(conn, who: str, f: frames.PublishAgent, now: int) -> dict:
+    return listings.publish(conn, who, f.agent, now=now)
+
+
+def unpublish_agent(conn, who: str, f: frames.UnpublishAgent) -> dict:
+    return listings.unpublish(conn, who, f.agent)
+
+
+def list_directory(conn, who: str, f: frames.ListDirectory) -> dict:
+    return {"listings": listings.directory(conn)}
+
+
+def copy_agent(conn, who: str, f: frames.CopyAgent, now: int) -> dict:
+    if f.workspace is not None:
+        _role(conn, admin.role_in, f.workspace, who)
+    return listings.copy(conn, who, f.listing, f.name, f.workspace, now=now)
+
+
 ACTIONS: dict[str, tuple[Callable, bool]] = {
     "create_org": (create_org, True), "create_workspace": (create_workspace, True),
     "add_org_member": (add_org_member, True), "add_member": (add_member, True), "leave_org": (leave_org, True),
@@ -283,7 +319,11 @@ ACTIONS: dict[str, tuple[Callable, bool]] = {
     "remove_member": (remove_member, True), "remove_org_member": (remove_org_member, True),
     "list_invitations": (list_invitations, False), "accept_invitation": (accept_invitation, True),
     "decline_invitation": (decline_invitation, True),
+    "add_host": (add_host, True), "list_hosts": (list_hosts, False), "set_runtime": (set_runtime, True),
+    "publish_agent": (publish_agent, True), "unpublish_agent": (unpublish_agent, True),
+    "list_directory": (list_directory, False), "copy_agent": (copy_agent, True),
 }
 # the ops that take the time (`fn(conn, who, frame, now)`)
 TIMED = frozenset({"create_org", "create_workspace", "add_org_member", "add_member", "join_workspace",
-                   "set_restricted", "add_agent", "accept_invitation"})
+                   "set_restricted", "add_agent", "accept_invitation", "add_host", "set_runtime", "publish_agent",
+                   "copy_agent"})

@@ -116,8 +116,10 @@ def credentials(conn: sqlite3.Connection, f: frames.Auth, now: int):
 
     A token is resumed as it is; a key or a password earns a new session, made by the writer.
     """
-    if f.api_key is not UNSET:
-        aid = agent_for_key(conn, f.api_key)
+    if f.api_key is not UNSET:  # an agent's key, or the narrow token its host was given for it (ops/hosting.py)
+        from .hosting import agent_for_token
+
+        aid = agent_for_key(conn, f.api_key) or agent_for_token(conn, f.api_key)
         if aid is None:
             return None
         name = conn.execute("SELECT name FROM agents WHERE id = ?", (aid,)).fetchone()[0]

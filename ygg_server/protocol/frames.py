@@ -608,6 +608,38 @@ class ListMemories(InWorkspace, tag="list_memories"):
 class Forget(InWorkspace, tag="forget", kw_only=True):
     id: str
     agent: Any = None
+# --- where agents run, and the public agent directory (issue 24) ---
+
+class AddHost(Frame, tag="add_host"):
+    name: str
+
+
+class ListHosts(Frame, tag="list_hosts"):
+    pass
+
+
+class SetRuntime(Frame, tag="set_runtime"):
+    agent: str
+    runtime: str  # local | hosted
+    host: str | None = None
+
+
+class PublishAgent(Frame, tag="publish_agent"):
+    agent: str
+
+
+class UnpublishAgent(Frame, tag="unpublish_agent"):
+    agent: str
+
+
+class ListDirectory(Frame, tag="list_directory"):
+    pass
+
+
+class CopyAgent(Frame, tag="copy_agent"):
+    listing: str  # a listed agent's id
+    name: str | None = None  # the copy's name (default: the listing's)
+    workspace: str | None = None  # pinned to this workspace (default: everywhere, as any new agent)
 
 
 ClientFrame = Union[
@@ -625,6 +657,8 @@ ClientFrame = Union[
     ChangePassword, ListSessions, EndSession, SignOut, ListTools, AttachTool, DetachTool, CallTool, AddConnection,
     RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill, ExportSkill, RemoveSkill,
     ListMemories, Forget,
+    ChangePassword, ListSessions, EndSession, SignOut, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
+    ListDirectory, CopyAgent,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

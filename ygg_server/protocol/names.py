@@ -19,6 +19,7 @@ BOUNDS: dict[str, tuple[str, int]] = {
     "workspace": ("a workspace's name", 80),
     "agent": ("an agent's name", 64),
     "group": ("a group's name", 64),
+    "host": ("a host's name", 64),  # ops/hosting.py
     "handle": ("a handle", 40),
     "title": ("a topic's title", 100),
     "job_title": ("an agent's job title", 100),  # set_profile: shown with its name in rosters and lists

@@ -44,6 +44,9 @@ class ErrorCode(StrEnum):
     WRONG_PASSWORD = "wrong_password"  # change_password: the current password given is not it
     NOT_A_MEMBER = "not_a_member"  # remove_member: that person is not in it (an unknown handle is not either)
     OWNER_PERMANENT = "owner_permanent"  # seed 003 §66: an owner is never removed or lowered
+    # where agents run and the public directory (issue 24: ops/hosting.py, ops/listings.py)
+    UNKNOWN_HOST = "unknown_host"  # no host of that name (or id) of the agent's owner
+    PINNED_TO_SHARED = "pinned_to_shared_workspace"  # seed 003 §67: such an agent is not published
 
 
 class _Result(msgspec.Struct, tag_field="result", frozen=True, gc=False):

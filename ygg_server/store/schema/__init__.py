@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import legacy, schedules
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
+from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -103,6 +103,8 @@ def _tools_skills_memory() -> Step:
                 *(MEMORY_FTS if dialect == SQLITE else ()))
 
     return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
+def _new_tables(tables, dialect: str) -> tuple[str, ...]:
+    return tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in tables)
 
 
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
@@ -114,6 +116,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     _artifacts(),
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
+    Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
 ]
 
 

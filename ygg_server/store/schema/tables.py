@@ -122,6 +122,18 @@ TABLES += (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES)
 # tables no cache holds (each turn reads them afresh, and they grant no access): on PostgreSQL a write to one tells
 # no node to rescan (store/postgres `uncached`); SQLite's writer cannot tell them apart (`data_version`)
 UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories"})
+# migration 20 (issue 24): hosts that run agents' bridges under a supervisor (ops/hosting.py), the host each hosted
+# agent runs on (no row: it runs locally), the narrow tokens a host hands its bridges (good only for `auth`), and
+# the public agent directory's listings (ops/listings.py)
+HOSTING = (
+    Table("hosts", text("id", key=True), text("owner"), text("name"), text("key_id", unique=True), text("key_hash"),
+          big("created_at"), unique=("owner", "name")),
+    Table("agent_hosts", text("agent", key=True), text("host"), big("assigned_at")),
+    Table("host_tokens", text("id", key=True), text("host"), text("agent"), text("token_hash"), big("created_at")),
+    Table("listings", text("agent", key=True), text("publisher"), text("name"), text("profile"),
+          text("persona", null=True), big("published_at")),
+)
+TABLES += HOSTING
 
 INDEXES: tuple[Index, ...] = (
     Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
