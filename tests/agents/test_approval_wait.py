@@ -6,8 +6,16 @@ from ygg_server.agents.backends import Backend
 from ygg_server.agents.bridge import Bridge
 from ygg_server.agents.turn import TurnRunner
 from ygg_server.agents.types import ToolCall, TurnInput, TurnOutput
+from ygg_server.ops import toolkit
 
 from .conftest import history, until
+
+
+def _ops_with_deploy(server) -> None:
+    """The agent `ops`, its owner having attached `deploy` to it on the server's registry (issue 23)."""
+    aid = server.agent("ops")
+    owner = server.conn.execute("SELECT owner FROM agents WHERE id = ?", (aid,)).fetchone()[0]
+    server.admin(toolkit.set_tools, aid, owner, add=["deploy"])
 
 
 class Deploying(Backend):
@@ -28,7 +36,7 @@ async def test_the_bridge_waits_for_the_person_then_runs_the_call(server, monkey
     action outside its standing permissions"; issue 22: "the agent's bridge waits for the decision without burning
     credits and resumes when it comes"."""
     monkeypatch.setattr(TurnRunner, "APPROVAL_POLL", 0.05)
-    server.agent("ops")
+    _ops_with_deploy(server)
     backend = Deploying()
     await server.run(Bridge(server.config("ops", tools=["deploy"]), backend))
     alice = await server.person("alice")
@@ -59,7 +67,7 @@ async def test_the_bridge_waits_for_the_person_then_runs_the_call(server, monkey
 async def test_a_denied_call_is_not_run(server, monkeypatch):
     """Seed 003 §59: "Others need a person to approve or deny that particular call before it runs"."""
     monkeypatch.setattr(TurnRunner, "APPROVAL_POLL", 0.05)
-    server.agent("ops")
+    _ops_with_deploy(server)
     await server.run(Bridge(server.config("ops", tools=["deploy"]), Deploying()))
     alice = await server.person("alice")
     await alice.call("set_tool_rule", workspace=server.ws, agent="ops", rule="deploy(staging)", effect="deny")
