@@ -143,7 +143,9 @@ class LocalStack:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def stop(self) -> None:
-        logging.getLogger("ygg").setLevel(logging.CRITICAL)  # turns cut short by the stop are not news
+        quiet = logging.getLogger("ygg")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)  # turns cut short by the stop are not news (and then as it was)
 
         async def _stop():
             if self._demo is not None:
@@ -159,6 +161,7 @@ class LocalStack:
             self.lock.release()
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
+            quiet.setLevel(level)
 
 
 async def watch(url: str, token: str, workspace: str, seconds: float) -> dict:

@@ -46,7 +46,7 @@ async def _auth(url: str, handle: str, password: str = PW) -> dict:
 # --- names: a handle is typed as people read it ---
 
 async def test_a_handle_signs_in_however_it_is_cased_or_written(tmp_path):
-    """Issue 18, "Names": "handles unique after NFKC case-folding"; the review's gap (b): "sign-in by the folded
+    """docs/protocol.md: "Handles are compared as people read them: NFKC, case-folded". Issue 18, "Names": "handles unique after NFKC case-folding"; the review's gap (b): "sign-in by the folded
     handle (NFKC case-folded: `Alice` signs in as `alice`)". The session names the handle as it is stored."""
     async with serving(tmp_path) as s:
         s.admin(admin.add_person, "alice", PW)
@@ -57,7 +57,7 @@ async def test_a_handle_signs_in_however_it_is_cased_or_written(tmp_path):
 
 
 async def test_guesses_at_one_handle_written_many_ways_are_counted_as_one_handles(tmp_path):
-    """Issue 18: "30 made-up API keys in under a second locked out …"; seed rule (docs/security.md): a handle is
+    """docs/protocol.md: "`wrong_password` (counted as a failed sign-in for the handle: `retry_after` past the limit)". Issue 18: "30 made-up API keys in under a second locked out …"; seed rule (docs/security.md): a handle is
     guessed at a few times a minute at most. Once `Alice` signs in as `alice`, each way of writing it must not be a
     fresh allowance of guesses: after the per-handle limit of wrong passwords under `ALICE`, `Alice`, … the right
     password under `alice` is not even checked."""
@@ -70,7 +70,7 @@ async def test_guesses_at_one_handle_written_many_ways_are_counted_as_one_handle
 
 
 async def test_an_invitation_to_a_handle_written_another_way_reaches_its_person(team):
-    """Issue 18, "Consent": an invitation to `@Bob` is one to `bob` (handles compared as people read them), answered
+    """docs/protocol.md: "is found as typed, else as handles are compared". Issue 18, "Consent": an invitation to `@Bob` is one to `bob` (handles compared as people read them), answered
     exactly as one to a handle nobody has."""
     carol = team.admin(admin.add_person, "carol", PW)["id"]
     alice = await team.person("alice")
@@ -84,7 +84,7 @@ async def test_an_invitation_to_a_handle_written_another_way_reaches_its_person(
 # --- accounts: a deactivated person let back ---
 
 async def test_an_operator_reactivates_a_deactivated_person(tmp_path, capsys):
-    """Issue 18, "Accounts": "deactivate a person (sessions end at once, sign-in refused, memberships and agents
+    """docs/protocol.md: "signs in again with the password it had; owns its personal workspace and organization again; not_deactivated otherwise". Issue 18, "Accounts": "deactivate a person (sessions end at once, sign-in refused, memberships and agents
     taken away)"; the review's gap (a): "a `reactivate` admin command for a deactivated person". Let back, they sign
     in and own their personal workspace again; what was taken stays taken (their old sessions and agents, other
     workspaces); an active person is not `reactivated`."""
@@ -123,7 +123,7 @@ async def test_an_operator_reactivates_a_deactivated_person(tmp_path, capsys):
 # --- bounds: every op, not only send ---
 
 async def test_ops_other_than_send_are_bounded_per_connection_and_the_refusal_says_why(tmp_path):
-    """Issue 18, "Bounds in bytes and time"; the review's gap (c): "non-send ops are not rate-limited per connection
+    """docs/protocol.md: "Every op but `send` (whose rate is the participant's) is bounded per connection: 50 a second in bursts of 500". Issue 18, "Bounds in bytes and time"; the review's gap (c): "non-send ops are not rate-limited per connection
     … bound every op sensibly, refusal names its reason". A connection asking faster than `op_rate` past its burst
     is answered `rate_limited` with `retry_after` and the op is not run; acks of made-up delivery ids too; another
     connection is not held back."""
@@ -146,7 +146,7 @@ async def test_ops_other_than_send_are_bounded_per_connection_and_the_refusal_sa
 
 
 async def test_a_signed_in_persons_password_checks_wait_in_the_same_bounded_queue(tmp_path):
-    """Issue 18: "hashing queue bounded (answer `retry_after` when full)"; the review's gap (e): "`HashQueue.__aenter__`
+    """docs/protocol.md: "`change_password` waits in the sign-ins' password-check queue: `busy` with `retry_after` when it is full". Issue 18: "hashing queue bounded (answer `retry_after` when full)"; the review's gap (e): "`HashQueue.__aenter__`
     … a second entrance bypassing the per-address bound for signed-in password checks". A person signed in on
     three connections from one address asks for three password changes at once while a check runs: past the
     per-address bound they are answered `busy` with `retry_after`, not queued behind each other without end."""
@@ -178,7 +178,7 @@ async def test_a_signed_in_persons_password_checks_wait_in_the_same_bounded_queu
 # --- proxies: what a session and the audit log say of where it came from ---
 
 async def test_a_session_behind_a_trusted_proxy_is_listed_with_the_clients_address(tmp_path, caplog):
-    """Issue 18: "list one's sessions (device, address, last seen)"; "`--trusted-proxy CIDR` taking the client address
+    """docs/protocol.md: "the client's address (sign-in limits, logs) is the rightmost X-Forwarded-For hop that is not a trusted proxy". Issue 18: "list one's sessions (device, address, last seen)"; "`--trusted-proxy CIDR` taking the client address
     from X-Forwarded-For". Behind the proxy every socket's peer is the proxy: the session, and the audit log's
     `session_opened`, must name the client it forwards for."""
     import logging
@@ -198,7 +198,7 @@ async def test_a_session_behind_a_trusted_proxy_is_listed_with_the_clients_addre
 
 @pytest.mark.backends("postgres")
 async def test_an_invitation_made_on_one_node_reaches_the_invitee_on_another(team):
-    """Issue 18, "Consent": "the TUI: an invitations list with accept/decline" — the invitation is announced to the
+    """docs/protocol.md: "The invitee's connections get ... (on every node)". Issue 18, "Consent": "the TUI: an invitations list with accept/decline" — the invitation is announced to the
     invitee at once (event `invitation`); the review's gap (f): with two nodes on one PostgreSQL database, an invitee
     connected to node B hears of an invitation made on node A."""
     team.admin(admin.add_person, "carol", PW)
@@ -215,7 +215,7 @@ async def test_an_invitation_made_on_one_node_reaches_the_invitee_on_another(tea
 
 @pytest.mark.backends("postgres")
 def test_a_persons_session_opened_or_used_is_a_quiet_write_and_an_ended_one_is_not(server):
-    """The review's gap (d): the PostgreSQL adapter decided from the SQL's text that a session write needs no rescan;
+    """docs/protocol.md: "A person's session ends 30 days after sign-in, or after 14 days unused". The review's gap (d): the PostgreSQL adapter decided from the SQL's text that a session write needs no rescan;
     now `open_session` and `touch` ask for a quiet write (`Tx(conn, quiet=True)`): the config version every node
     rescans on does not move for them, and does for a session ended (its connections must close on every node).
     (The gateway has the writer write a new session, `accounts.session_row`; `open_session` is the same row written
@@ -234,7 +234,7 @@ def test_a_persons_session_opened_or_used_is_a_quiet_write_and_an_ended_one_is_n
 
 
 async def test_a_person_invited_from_a_hundred_places_gets_a_bounded_list(tmp_path):
-    """Issue 18: "a response never larger than the frame limit the client library accepts (pages bounded by bytes)".
+    """docs/protocol.md: "newest first, at most 100; `more: true` when there are older ones". Issue 18: "a response never larger than the frame limit the client library accepts (pages bounded by bytes)".
     Any person may make workspaces and invite anyone: 101 places inviting one person give a list of the newest 100
     and `more`, and each new invitation is found by its place, not by reading every one the person has (an
     invitation read them all: quadratic in a spray, on the connection every management op shares)."""
@@ -256,7 +256,7 @@ async def test_a_person_invited_from_a_hundred_places_gets_a_bounded_list(tmp_pa
 
 
 async def test_a_token_resumed_again_and_again_writes_nothing_the_writer_would_rescan_for(tmp_path):
-    """The review's gap (d), on SQLite: every commit of another connection changes the writer's `data_version`, and
+    """docs/protocol.md: "each use moves that on; an open connection counts as use". The review's gap (d), on SQLite: every commit of another connection changes the writer's `data_version`, and
     the writer then drops its cache and the gateway reads every connection's session and backlog again. A resume by
     token was such a commit (its last use written), and a token costs no password check: 50 resumes were 50 rescans
     of the whole server. Now a session's last use is written once per 1/100 of its idle expiry: the resumes after
