@@ -156,4 +156,5 @@ async def test_esc_then_a_command_key_at_once_is_a_command(team):
         for key, char in (("escape", None), ("slash", "/")):  # both queued before either is handled
             app.post_message(events.Key(key, char))
         await wait_for(pilot, lambda: type(app.screen).__name__ == "SearchScreen", what="/ opened search")
+        await wait_for(pilot, lambda: getattr(app.focused, "id", None) == "query", what="the search box has the keys")
         assert main.composer.text == "abc", "nothing typed into the composer"
