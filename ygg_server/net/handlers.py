@@ -43,7 +43,8 @@ class Handlers(AccountHandlers, ToolCalls):
     def _ack(self, conn, frame: frames.Ack) -> asyncio.Future:
         inbox = self.inboxes.get(conn.participant)
         retired = inbox.ack(frame.ids) if inbox else []
-        extra = [i for i in frame.ids if i not in retired]  # unknown here: still let the store check them
+        done = set(retired)
+        extra = [i for i in frame.ids if i not in done]  # unknown here: still let the store check them
         wait = conn.ops.take(time.monotonic(), conn.participant, conn.address) if extra else 0
         if wait:  # made-up ids faster than Limits.op_rate: what this node sent is acked, the rest not looked at
             if retired:

@@ -13,10 +13,47 @@ from typing import Any
 
 import msgspec
 
-from .frames import BY_OP, HINTS, ClientFrame, Frame
+from .frames import BY_OP, ClientFrame, Frame
 
 MAX_FRAME = 1 << 20  # bytes; larger frames close the connection with 1009
 MAX_RESPONSE = 1 << 24  # bytes: the largest frame clients accept (client.py, docs/protocol.md); none is larger
+
+# What a `bad_frame` adds about a field, after naming it and what is wrong (decode.py)
+HINTS = {
+    "workspace": "workspace is a workspace id (see list_workspaces)",
+    "conversation": "conversation is general, dm:<participant>, group:<name> or a conversation id",
+    "topic": 'topic is a topic id (or "new" in a send)',
+    "client_id": "client_id is a short string (1 to 200 characters)",
+    "before": "before is the cursor of a previous page",
+    "ids": "ids must be a list of delivery ids: the integer id of each deliver frame",
+    "prefetch": "prefetch is a whole number from 1 to 256 (default 16)",
+    "directives": "directives is true or false (default true)",
+    "monitor": "monitor is true or false",
+    "restricted": "restricted is true or false",
+    "send": "send is true or false",
+    "receive": "receive is true or false",
+    "generalist": "generalist is true or false",
+    "can_message": "can_message is a list of participants (empty: anyone)",
+    "takes_from": "takes_from is a list of participants (empty: anyone)",
+    "capabilities": "capabilities must be a list of up to 100 short strings",
+    "tools": "tools must be a list of up to 100 short strings",
+    "cost": "cost is a whole number from 0 to 1,000,000",
+    "agent": "agent is an agent's id, or a name",
+    "participant": "participant is a participant's name or id",
+    "lead": "lead is a participant's name or id, or null for none",
+    "members": "members is a list of names, as in a send's to",
+    "org": "org is an organization id (see list_orgs)",
+    "role": "role is owner, admin, member or viewer",
+    "capability": "capability is a capability agents declare",
+    "key": "key is a setting's name",
+    "workspaces": "workspaces is a list of workspace ids, or null to unpin",
+    "message": "message is a message id",
+    "text": "text is the message's new text",
+    "handle": "handle is a person's handle (@alice or alice)",
+    "invitation": "invitation is an invitation's id (see list_invitations)",
+    "agents": "agents is true or false (whether your agents follow you there; default false)",
+    "session": 'session is a session id (see list_sessions), "others" or "all"',
+}
 
 
 class BadFrame(Exception):

@@ -1,0 +1,238 @@
+"""Client frames of the work around messages (issues 21 to 24): artifacts and side threads, reminders, routines
+and approvals, tools, skills and memory, hosts and the agent directory. Part of the one tagged union
+(`frames.ClientFrame`); read frames.py's docstring for how fields are typed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .frame_base import Frame, InWorkspace, ShortText
+
+# --- artifacts (core/artifacts.py): each a message through the writer ---
+
+class CreateArtifact(InWorkspace, tag="create_artifact"):
+    conversation: str = "general"
+    topic: str | None = None  # where its message goes: a topic id, or "new" (with `topic_title`)
+    topic_title: Any = None
+    title: Any = None
+    kind: Any = "document"
+    language: Any = None
+    body: Any = None
+    to: Any = None
+
+
+class UpdateArtifact(InWorkspace, tag="update_artifact"):
+    artifact: ShortText
+    topic: str | None = None
+    topic_title: Any = None
+    body: Any = None
+    title: Any = None  # left out: the title stays
+    to: Any = None
+
+
+class CommentArtifact(InWorkspace, tag="comment_artifact"):
+    artifact: ShortText
+    version: Any = None  # left out: the latest
+    topic: str | None = None
+    topic_title: Any = None
+    text: Any = None
+    to: Any = None
+
+
+class GetArtifact(InWorkspace, tag="get_artifact"):
+    artifact: ShortText
+    version: Any = None  # left out: the latest
+
+
+class ListArtifacts(InWorkspace, tag="list_artifacts"):
+    conversation: Any = None  # left out: every conversation the asker reads
+
+
+class ArtifactDiff(InWorkspace, tag="artifact_diff"):
+    artifact: ShortText
+    old: Any = None  # versions (whole numbers); left out: the one before `new`, and the latest
+    new: Any = None
+
+
+class SettleThread(InWorkspace, tag="settle_thread"):
+    """A side thread marked resolved, abandoned or ongoing again, with a summary posted back (seed 003 §7)."""
+
+    thread: ShortText
+    state: Any = "resolved"  # judged by the op: `bad_thread_state`
+    summary: str | None = None
+
+
+
+# --- reminders and routines (issue 22; ops/schedules.py) ---
+
+class ListSchedules(InWorkspace, tag="list_schedules"):
+    pass
+
+
+class AddReminder(InWorkspace, tag="add_reminder"):
+    at: Any = None  # when, in microseconds since the epoch (UTC)
+    text: Any = None
+    agent: Any = None  # a person's reminder: the agent that delivers it (an agent's: itself)
+    person: Any = None  # an agent's reminder: the person reminded (default: its owner)
+
+
+class AddRoutine(InWorkspace, tag="add_routine"):
+    agent: Any = None
+    text: Any = None  # the standing instruction
+    name: Any = ""
+    cron: Any = None  # a cron schedule ("0 8 * * 1-5"), or
+    every: Any = None  # every so many seconds
+    tz: Any = "UTC"
+
+
+class PauseSchedule(InWorkspace, tag="pause_schedule"):
+    id: Any = None
+    paused: bool = True
+
+
+class DeleteSchedule(InWorkspace, tag="delete_schedule"):
+    id: Any = None
+
+
+class AllowRoutines(Frame, tag="allow_routines"):
+    agent: Any = None
+    allow: bool = True
+
+
+# --- approvals (issue 22; ops/approvals.py) ---
+
+class RequestApproval(InWorkspace, tag="request_approval"):
+    tool: Any = None
+    arg: Any = ""
+
+
+class GetApproval(InWorkspace, tag="get_approval"):
+    id: Any = None
+
+
+class ListApprovals(InWorkspace, tag="list_approvals"):
+    pass
+
+
+class DecideApproval(InWorkspace, tag="decide_approval"):
+    id: Any = None
+    answer: Any = None  # approve, deny, always_allow, always_deny
+
+
+class SetToolRule(InWorkspace, tag="set_tool_rule"):
+    agent: Any = "*"
+    rule: Any = None  # Tool or Tool(specifier)
+    effect: Any = None  # deny, ask, allow; null removes the rule
+
+
+class ListToolRules(InWorkspace, tag="list_tool_rules"):
+    pass
+# --- tools, skills and memory (issue 23; ops/toolkit.py, ops/skills.py, ops/memory.py) ---
+
+class ListTools(Frame, tag="list_tools"):
+    agent: Any = None  # default: the asker (an agent); a person names one of its agents
+
+
+class AttachTool(Frame, tag="attach_tool"):
+    agent: str
+    tool: str
+
+
+class DetachTool(Frame, tag="detach_tool"):
+    agent: str
+    tool: str
+
+
+class CallTool(InWorkspace, tag="call_tool", kw_only=True):
+    tool: str
+    arguments: Any = None  # checked against the tool's schema (`bad_arguments`)
+
+
+class AddConnection(Frame, tag="add_connection"):
+    name: Any = None
+    url: Any = None
+    method: Any = "GET"
+    header_name: Any = ""  # e.g. Authorization; its value is kept encrypted and never shown again
+    header_value: Any = ""
+    description: Any = ""
+
+
+class RemoveConnection(Frame, tag="remove_connection"):
+    name: str
+
+
+class ListConnections(Frame, tag="list_connections"):
+    pass
+
+
+class ListSkills(Frame, tag="list_skills"):
+    agent: Any = None  # default: the asker (an agent: its active skills); a person: its library, or its agent's
+
+
+class ImportSkill(Frame, tag="import_skill"):
+    files: Any = None  # {relative path: text} of a skill's folder (SKILL.md at its top; a URL is fetched by the client)
+    folder: Any = None  # the folder's name (the skill's name must match it)
+    agent: Any = None  # into this agent's layer (attaching it); default: the owner's layer
+
+
+class AttachSkill(Frame, tag="attach_skill"):
+    agent: str
+    skill: str
+
+
+class DetachSkill(Frame, tag="detach_skill"):
+    agent: str
+    skill: str
+
+
+class ExportSkill(Frame, tag="export_skill"):
+    skill: str
+    agent: Any = None
+
+
+class RemoveSkill(Frame, tag="remove_skill"):
+    skill: str
+
+
+class ListMemories(InWorkspace, tag="list_memories"):
+    agent: Any = None  # default: the asker; a person names one of its agents
+    query: Any = None
+    any: bool = False  # true: memories with any of the query's words (a turn's recall), not all of them
+    family: bool = False  # true: its family's layer instead (the family's and its siblings', ops/memory_care.py)
+
+
+class Forget(InWorkspace, tag="forget", kw_only=True):
+    id: str
+    agent: Any = None
+# --- where agents run, and the public agent directory (issue 24) ---
+
+class AddHost(Frame, tag="add_host"):
+    name: str
+
+
+class ListHosts(Frame, tag="list_hosts"):
+    pass
+
+
+class SetRuntime(Frame, tag="set_runtime"):
+    agent: str
+    runtime: str  # local | hosted
+    host: str | None = None
+
+
+class PublishAgent(Frame, tag="publish_agent"):
+    agent: str
+
+
+class UnpublishAgent(Frame, tag="unpublish_agent"):
+    agent: str
+
+
+class ListDirectory(Frame, tag="list_directory"):
+    pass
+
+
+class CopyAgent(Frame, tag="copy_agent"):
+    listing: str  # a listed agent's id
+    name: str | None = None  # the copy's name (default: the listing's)
+    workspace: str | None = None  # pinned to this workspace (default: everywhere, as any new agent)
