@@ -295,6 +295,8 @@ class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions
     # --- the store changed ---
 
     def apply_change(self, ch: Change) -> None:
+        if not self.is_attached or not self.query(MessageList):  # (closing, or not composed yet: on_mount draws it all)
+            return
         for name in ch.gone.values():
             self.notify(f"The workspace {name} is no longer yours: deleted, or you were removed from it.",
                         severity="warning", title="workspace gone")
