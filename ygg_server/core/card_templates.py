@@ -17,6 +17,7 @@ from .cards import CardError
 from .model import Card, CardButton
 
 MAX_TEXT, MAX_LONG, MAX_ITEMS = 200, 4000, 12
+DRAFT_NOTE = ("warn", "Draft: not sent yet")  # an email draft's callout, taken away once it is sent
 _ACTION = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _TONES = ("info", "good", "warn", "bad")
 _SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥", "INR": "₹"}
@@ -156,7 +157,7 @@ def email(data: dict) -> Card:
     return Card("email", "email", d.text("subject", True), None, None, None, None,
                 rows(("From", d.text("from")), ("To", d.text("to", draft)), ("Cc", d.text("cc")),
                      ("Date", d.text("date"))), d.texts("labels"),
-                (("warn", "Draft: not sent yet"),) if draft else (), (("", body),) if body else (),
+                (DRAFT_NOTE,) if draft else (), (("", body),) if body else (),
                 buttons=own if draft else buttons(d, (CardButton("reply", "Reply"),)),
                 state="draft" if draft else None)
 

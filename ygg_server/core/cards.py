@@ -83,8 +83,10 @@ def press(found: Message | None, who: str, action: Any, reached: tuple[str, ...]
     if button.in_place:
         if card.state == SENT:
             return Refusal(R.CARD_DONE, "this draft was sent")
+        from .card_templates import DRAFT_NOTE
         state = _IN_PLACE.get(button.action, button.action)
-        now_card = msgspec.structs.replace(card, state=state, state_by=who, state_at=now)
+        callouts = tuple(c for c in card.callouts if c != DRAFT_NOTE) if state == SENT else card.callouts
+        now_card = msgspec.structs.replace(card, state=state, state_by=who, state_at=now, callouts=callouts)
         now_msg = msgspec.structs.replace(found, card=now_card)
         told = tuple(Delivery(r, False, ContextReason.CARD_UPDATED) for r in dict.fromkeys(reached) if r != who)
         return Revision(now_msg, found, told)
