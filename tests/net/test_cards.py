@@ -132,3 +132,20 @@ async def test_a_card_is_pressed_only_by_those_who_may_read_it(team):
     assert r["op"] == "refused" and r["reason"] == "unknown_message", r
     ok = await alice.request("press_card", workspace=team.ws, message=sent["message"]["id"], action="details")
     assert ok["op"] == "press_card" and ok["message"]["conversation"] == sent["message"]["conversation"], ok
+
+
+async def test_an_agents_press_is_paid_like_any_message_it_sends(team):
+    """Seed 000: "Every message an agent sends costs credits": a press handed back to the card's author is a message
+    of the presser's, charged to its wallet (a person's press is a person's message: free, and it wakes)."""
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+    reviewer = await team.client(api_key=team.keys["reviewer"])
+    sent = await researcher.send(workspace=team.ws, topic="new", title="Options", to=["reviewer"], type="inform",
+                                 text="", card=HOTEL)
+    assert sent["op"] == "sent" and sent["message"]["cost"] >= 1, sent
+    before = (await alice.call("balances", workspace=team.ws))["agents"][reviewer.me["id"]]
+    r = await reviewer.call("press_card", workspace=team.ws, message=sent["message"]["id"], action="book",
+                            topic=sent["message"]["topic"])
+    assert r["message"]["cost"] == 1 and [d["to"] for d in r["deliveries"] if d["wake"]] == [researcher.me["id"]]
+    after = (await alice.call("balances", workspace=team.ws))["agents"][reviewer.me["id"]]
+    assert after == before - 1
