@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ygg_server.core import Message, MessageType, Post, Refusal
 from ygg_server.core.card_templates import LIBRARY
@@ -126,3 +127,24 @@ def test_the_library_has_the_seeds_templates():
     """Seed 003 §12: "a platform-curated library of response card templates: hotel, flight, email, stock quote,
     job, recipe, briefing and so on." """
     assert {"hotel", "flight", "email", "stock", "job", "recipe", "briefing"} <= set(LIBRARY)
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False,
+                     allow_infinity=False) | st.text(max_size=30),
+                     lambda kids: st.lists(kids, max_size=5) | st.dictionaries(st.text(max_size=12), kids, max_size=5),
+                     max_leaves=20)
+_keys = st.sampled_from(["name", "title", "subject", "symbol", "price", "rating", "from", "to", "depart", "arrive",
+                         "history", "items", "metrics", "alerts", "buttons", "draft", "stops", "servings", "tags"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(template=st.sampled_from(sorted(LIBRARY) + ["hotel.v2", "weather"]),
+       data=st.dictionaries(_keys | st.text(max_size=8), _json, max_size=8))
+def test_any_data_is_laid_out_or_refused_naming_a_field(template, data):
+    """Bad input gets a refusal naming its reason, never a crash: any JSON data gives a card or a CardError."""
+    try:
+        c = resolve({"template": template, "data": data})
+    except CardError as e:
+        assert e.field.startswith("card")
+    else:
+        msgspec.json.encode(c)
