@@ -23,10 +23,6 @@ _TONES = ("info", "good", "warn", "bad")
 _SYMBOLS = {"EUR": "€", "USD": "$", "GBP": "£", "JPY": "¥", "INR": "₹"}
 
 
-def _error(field: str, why: str) -> CardError:
-    return CardError(field, why)
-
-
 class Data:
     """A template's view of `card.data`: typed getters that name the field they refuse."""
 
@@ -36,7 +32,7 @@ class Data:
     def _get(self, key: str, required: bool):
         v = self.d.get(key)
         if v is None and required:
-            raise _error(f"{self.path}.{key}", "required")
+            raise CardError(f"{self.path}.{key}", "required")
         return v
 
     def text(self, key: str, required: bool = False, limit: int = MAX_TEXT) -> str | None:
@@ -44,12 +40,12 @@ class Data:
         if v is None:
             return None
         if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise _error(f"{self.path}.{key}", "text")
+            raise CardError(f"{self.path}.{key}", "text")
         s = str(v).strip()
         if len(s) > limit:
-            raise _error(f"{self.path}.{key}", f"at most {limit} characters")
+            raise CardError(f"{self.path}.{key}", f"at most {limit} characters")
         if not s and required:
-            raise _error(f"{self.path}.{key}", "required")
+            raise CardError(f"{self.path}.{key}", "required")
         return s or None
 
     def num(self, key: str, required: bool = False, lo: float | None = None, hi: float | None = None) -> float | None:
@@ -57,9 +53,9 @@ class Data:
         if v is None:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-            raise _error(f"{self.path}.{key}", "a number")
+            raise CardError(f"{self.path}.{key}", "a number")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise _error(f"{self.path}.{key}", f"a number from {lo} to {hi}")
+            raise CardError(f"{self.path}.{key}", f"a number from {lo} to {hi}")
         return float(v)
 
     def texts(self, key: str) -> tuple[str, ...]:
@@ -67,7 +63,7 @@ class Data:
         if v is None:
             return ()
         if not isinstance(v, list) or len(v) > MAX_ITEMS * 2:
-            raise _error(f"{self.path}.{key}", f"a list of at most {MAX_ITEMS * 2} texts")
+            raise CardError(f"{self.path}.{key}", f"a list of at most {MAX_ITEMS * 2} texts")
         return tuple(Data({"x": x}, f"{self.path}.{key}[{i}]").text("x", True) or "" for i, x in enumerate(v))
 
     def items(self, key: str) -> list["Data"]:
@@ -75,7 +71,7 @@ class Data:
         if v is None:
             return []
         if not isinstance(v, list) or len(v) > MAX_ITEMS or not all(isinstance(x, dict) for x in v):
-            raise _error(f"{self.path}.{key}", f"a list of at most {MAX_ITEMS} objects")
+            raise CardError(f"{self.path}.{key}", f"a list of at most {MAX_ITEMS} objects")
         return [Data(x, f"{self.path}.{key}[{i}]") for i, x in enumerate(v)]
 
     def points(self, key: str) -> tuple[float, ...]:
@@ -84,7 +80,7 @@ class Data:
             return ()
         if not isinstance(v, list) or not 2 <= len(v) <= 120 or \
                 not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-            raise _error(f"{self.path}.{key}", "a list of 2 to 120 numbers")
+            raise CardError(f"{self.path}.{key}", "a list of 2 to 120 numbers")
         return tuple(float(x) for x in v)
 
 
@@ -106,12 +102,12 @@ def buttons(d: Data, default: tuple[CardButton, ...]) -> tuple[CardButton, ...]:
     if not given:
         return default
     if len(given) > 4:
-        raise _error(f"{d.path}.buttons", "at most 4 buttons")
+        raise CardError(f"{d.path}.buttons", "at most 4 buttons")
     out = []
     for b in given:
         action = b.text("action", True)
         if not _ACTION.fullmatch(action) or action in ("send", "save_draft"):
-            raise _error(f"{b.path}.action", "a lowercase name (a-z, 0-9, _), not send or save_draft")
+            raise CardError(f"{b.path}.action", "a lowercase name (a-z, 0-9, _), not send or save_draft")
         out.append(CardButton(action, b.text("label", True, 24)))
     return tuple(out)
 
@@ -167,7 +163,7 @@ def stock(data: dict) -> Card:
     symbol = d.text("symbol", True).upper()
     price = money(d, "price")
     if price is None:
-        raise _error("card.data.price", "required")
+        raise CardError("card.data.price", "required")
     ch = change(d)
     history = d.points("history")
     return Card("stock", "stock", symbol, d.text("name"), None, price, None,
@@ -217,7 +213,7 @@ def briefing(data: dict) -> Card:
     for a in d.items("alerts"):
         tone = a.text("tone") or "warn"
         if tone not in _TONES:
-            raise _error(f"{a.path}.tone", f"one of {', '.join(_TONES)}")
+            raise CardError(f"{a.path}.tone", f"one of {', '.join(_TONES)}")
         callouts.append((tone, a.text("text", True)))
     return Card("briefing", "briefing", d.text("title", True), d.text("date"), None, None, None,
                 rows(*((r.text("label", True), r.text("value", True)) for r in d.items("rows"))), d.texts("tags"),
