@@ -131,3 +131,13 @@ def filename(title: str) -> str:
     """A file name for an artifact's PDF: its title's letters and digits."""
     stem = "".join(c if c.isalnum() else "-" for c in (title or "")).split("-")
     return ("-".join(filter(None, stem))[:60].strip("-") or "artifact") + ".pdf"
+
+
+def of_artifact(got: dict) -> bytes:
+    """The PDF of a `get_artifact` answer: the registry's `artifact_pdf` and the TUI's artifact pane (`p`) alike."""
+    return render(got["title"], got["body"], mono=got["artifact"]["kind"] == "code",
+                  author=got["artifact"].get("author", ""))
+
+
+def pages(data: bytes) -> int:
+    return data.count(b"/Type /Page /Parent")

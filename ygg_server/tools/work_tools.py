@@ -128,18 +128,10 @@ async def task_list(env, r: Route) -> Any:
 async def artifact_pdf(env, r: Route) -> Any:
     f = frames.GetArtifact(workspace=r.workspace, artifact=r.arguments["artifact"], version=r.arguments.get("version"))
     got = await _op(env.read, artifacts.get_artifact, r.agent, f)
-    data = document(got)
+    data = pdf.of_artifact(got)
     out = {"artifact": got["artifact"]["id"], "version": got["version"], "filename": pdf.filename(got["title"]),
-           "pages": pages(data), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+           "pages": pdf.pages(data), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     if len(data) <= PDF_INLINE:
         out["pdf_base64"] = base64.b64encode(data).decode()
     return out
 
-
-def document(got: dict) -> bytes:
-    """The PDF of a `get_artifact` answer (the TUI's artifact pane saves the same)."""
-    return pdf.render(got["title"], got["body"], mono=got["artifact"]["kind"] == "code")
-
-
-def pages(data: bytes) -> int:
-    return data.count(b"/Type /Page /Parent")
