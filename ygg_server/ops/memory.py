@@ -3,7 +3,8 @@ found only there (it never crosses a workspace's isolation: every read names the
 the asker must be that agent, a member of it, or its owner), unless its owner shares it (`share_memory`: what the
 agent keeps in one workspace recalled in another where the owner and the agent both are, until taken back). Searched on the store: SQLite's FTS5
 (`memories_fts`, kept by triggers) and PostgreSQL's full text (`to_tsvector('simple', …)`, index memories_text),
-with the query words of `ops/search.terms` (each a prefix, "phrases" in order).
+with the query words of `ops/search.terms` (each a prefix, "phrases" in order); an optional embedder re-ranks what
+the store found (ops/embedding.py).
 
 Used by the server's `remember` and `memory_search` tools (tools/server_tools.py), and the socket ops
 `list_memories` (an agent, its own; a person, its agent's; a shared one says `shared_from`), `forget` (the agent
@@ -17,7 +18,7 @@ import sqlite3
 from ..protocol import frames
 from ..protocol.ids import new_id
 from ..store.transactions import Tx
-from . import memory_care, toolkit
+from . import embedding, memory_care, toolkit
 from .queries import _member
 from .refusals import NotFound, Refused
 from .search import fts5, terms, tsquery
@@ -67,6 +68,9 @@ def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, lim
         match = fts5(ts) if sqlite_store else tsquery(ts)
     spaces = readable(conn, agent, workspace)
     among = ",".join("?" * len(spaces))
+    embedder, wanted = embedding.current(), limit
+    if embedder is not None:
+        limit = limit * embedding.WIDEN  # (the store finds; the embedder re-ranks what it found)
     if sqlite_store:
         rows = conn.execute(f"""SELECT m.id, m.text, m.created_at, m.workspace FROM memories_fts f
                                 JOIN memories m ON m.seq = f.rowid
@@ -79,6 +83,8 @@ def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, lim
                                 AND workspace IN ({among}) AND agent = ?
                                 ORDER BY ts_rank(to_tsvector('simple', text), to_tsquery('simple', ?)) DESC, seq DESC
                                 LIMIT ?""", (match, *spaces, agent, match, limit)).fetchall()
+    if embedder is not None:
+        rows = embedding.rerank(embedder, query, rows)[:wanted]
     if rows and now is not None:
         conn.execute(f"UPDATE memories SET uses = uses + 1, used_at = ? WHERE id IN ({','.join('?' * len(rows))})",
                      (now, *(r[0] for r in rows)))
