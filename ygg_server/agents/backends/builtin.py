@@ -32,8 +32,8 @@ from .base import Backend
 
 RISKY = re.compile(r"\b(deploy\w*|delet\w*|drop|production|prod|release|merg\w*|payment|pay|money|"
                    r"invoice|secret\w*|password\w*|approv\w*|rm\s+-rf|migrat\w*)\b", re.I)
-REMIND = re.compile(r"\bremind me(?: in (?P<n>\d{1,4}) ?(?P<unit>minutes?|mins?|m|hours?|h)\b)?(?: to| about)?"
-                    r"(?P<what>.*)", re.I | re.S)
+REMIND = re.compile(r"\bremind me (?:in (?P<n>\d{1,4}) ?(?P<unit>minutes?|mins?|m|hours?|h)\b )?(?:to|about)\b"
+                    r"(?P<what>.*)", re.I | re.S)  # (not "remind me how …": that is a question)
 YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.I)
 NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
 
