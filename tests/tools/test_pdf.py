@@ -53,7 +53,8 @@ def test_lines_wrap_inside_the_margins_and_code_keeps_its_spaces():
     assert all(pdf._width(t, pdf.SIZE, False) <= width for t in lines) and len(lines) > 10
     code = pdf.layout("x", "def f():\n    return 1", mono=True)
     assert ("B", "    return 1") in code[0]
-    assert pdf.filename("Release plan: Q3 / final") == "Release-plan-Q3-final.pdf" and pdf.filename("") == "artifact.pdf"
+    assert pdf.filename("Release plan: Q3 / final") == "Release-plan-Q3-final.pdf"
+    assert pdf.filename("") == "artifact.pdf"
 
 
 @pytest.mark.backends("sqlite", "postgres")

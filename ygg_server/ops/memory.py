@@ -1,9 +1,9 @@
 """Agents' long-term memory (seed 003 §46-48), per workspace: a memory is an agent's in one workspace and is
 found only there (it never crosses a workspace's isolation: every read names the workspace and the agent, and
 the asker must be that agent, a member of it, or its owner), unless its owner shares it (`share_memory`: what the
-agent keeps in one workspace recalled in another where the owner and the agent both are, until taken back). Searched on the store: SQLite's FTS5
-(`memories_fts`, kept by triggers) and PostgreSQL's full text (`to_tsvector('simple', …)`, index memories_text),
-with the query words of `ops/search.terms` (each a prefix, "phrases" in order); an optional embedder re-ranks what
+agent keeps in one workspace recalled in another where the owner and the agent both are, until taken back).
+Searched on the store: SQLite's FTS5 (`memories_fts`, kept by triggers) and PostgreSQL's full text
+(`to_tsvector('simple', …)`, index memories_text), with the query words of `ops/search.terms` (each a prefix, "phrases" in order); an optional embedder re-ranks what
 the store found (ops/embedding.py).
 
 Used by the server's `remember` and `memory_search` tools (tools/server_tools.py), and the socket ops
@@ -110,8 +110,9 @@ def readable(conn: sqlite3.Connection, agent: str, workspace: str) -> list[str]:
 def recent(conn: sqlite3.Connection, agent: str, workspace: str, limit: int = 50) -> list[dict]:
     spaces = readable(conn, agent, workspace)
     return [_found(i, t, c, w, workspace, uses=u) for i, t, c, u, w in conn.execute(
-        f"""SELECT id, text, created_at, uses, workspace FROM memories WHERE workspace IN ({",".join("?" * len(spaces))})
-            AND agent = ? ORDER BY seq DESC LIMIT ?""", (*spaces, agent, limit))]
+        f"""SELECT id, text, created_at, uses, workspace FROM memories
+            WHERE workspace IN ({",".join("?" * len(spaces))}) AND agent = ? ORDER BY seq DESC LIMIT ?""",
+        (*spaces, agent, limit))]
 
 
 def _whose(conn: sqlite3.Connection, who: str, ref, workspace: str) -> str:

@@ -410,7 +410,8 @@ ClientFrame = Union[
     AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines, RequestApproval, GetApproval,
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
-    ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
+    ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
+    PublishAgent, UnpublishAgent,
     ListDirectory, CopyAgent,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}

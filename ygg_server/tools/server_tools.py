@@ -18,7 +18,7 @@ from ..ops import memory, skills
 from ..ops.toolkit import Route, ToolRefusal
 from ..ops.refusals import Refused
 from ..skills.format import SkillError
-from . import approving, vault, work_tools
+from . import approving, vault, work_tools  # noqa: F401 (work_tools: its handlers register on import)
 from .registry import REGISTRY
 from .web import Web, WebError
 from .work_tools import ToolError
@@ -119,5 +119,4 @@ async def run(route: Route, env: Env, registry=REGISTRY, approval: str | None = 
     return {"ok": True, "result": result}
 
 
-REGISTRY.set_approver(approving.gate)
-assert work_tools  # (its handlers are registered on import)
+REGISTRY.set_approver(approving.gate)  # every server call judged by the approvals (seed 003 §59-61)
