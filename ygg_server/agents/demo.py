@@ -48,7 +48,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
         "tools": ["search_corpus", "artifact_create", "handoff", "persona_read", "persona_write", "remember",
-                  "memory_search", "load_skill"],
+                  "memory_search", "load_skill", "reminder_create", "schedules_list", "artifact_pdf"],
         "skills": ["handbook-answers"],  # agents/data/skills/: it loads it on demand, and keeps what it learns
     },
     "reviewer": {

@@ -14,6 +14,7 @@ import msgspec
 
 from ..client import Refused
 from ..core import SYSTEM
+from ..core.approvals import call_arg
 from ..protocol.names import TITLE
 from . import corpus, tools as toolbox
 from .outbox import clip
@@ -196,6 +197,15 @@ class TurnRunner:
             if call.name not in toolbox.BRIDGE:  # routed to the server's registry (which checks again)
                 reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
                                                   arguments=a)
+                if reply.get("op") == "call_tool" and reply.get("pending"):  # held for a person (seed 003 §61)
+                    aid = reply["approval"]["id"]
+                    status = await self._decided(target["workspace"], aid)
+                    if status != "approved":
+                        self.stats["tool_not_approved"] += 1
+                        return err(f"{call.name} was not run: "
+                                   f"{'a person denied it' if status == 'denied' else 'the approval ' + status}")
+                    reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
+                                                      arguments=a, approval=aid)
                 if reply.get("op") != "call_tool":
                     return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
                 return ok(reply["result"]) if reply.get("ok") else err(str(reply.get("error", "failed")))
@@ -272,21 +282,25 @@ class TurnRunner:
     async def _approval(self, call: ToolCall, target: dict) -> str | None:
         """Seed 003 §61: a call outside the standing permissions waits for a person's decision, or its expiry,
         without calling the model meanwhile; None when it may run, else why not."""
-        a = call.arguments or {}
-        arg = next((v for v in a.values() if isinstance(v, str)), "")
-        got = await self.client.call("request_approval", workspace=target["workspace"], tool=call.name, arg=arg)
+        got = await self.client.call("request_approval", workspace=target["workspace"], tool=call.name,
+                                     arg=call_arg(call.arguments))
         decision = got["decision"]
         if decision == "pending":
-            aid = got["approval"]["id"]
-            self.stats["approvals_waited"] += 1
-            while decision == "pending":
-                await asyncio.sleep(self.APPROVAL_POLL)
-                status = (await self.client.call("get_approval", workspace=target["workspace"], id=aid))["approval"]
-                decision = {"approved": "allow", "denied": "deny"}.get(status["status"], status["status"])
+            status = await self._decided(target["workspace"], got["approval"]["id"])
+            decision = {"approved": "allow", "denied": "deny"}.get(status, status)
         if decision == "allow":
             return None
         self.stats["tool_not_approved"] += 1
         return f"{call.name} was not run: {'a person denied it' if decision == 'deny' else 'the approval ' + decision}"
+
+    async def _decided(self, ws: str, aid: str) -> str:
+        """A pending approval's status once a person decided it or it expired (polled: each look is free)."""
+        self.stats["approvals_waited"] += 1
+        status = "pending"
+        while status == "pending":
+            await asyncio.sleep(self.APPROVAL_POLL)
+            status = (await self.client.call("get_approval", workspace=ws, id=aid))["approval"]["status"]
+        return status
 
     async def _send_tool(self, a: dict, target: dict, client_id: str, why: str, ok, err,
                          handoff: bool = False) -> ToolResult:

@@ -20,9 +20,9 @@ from .work_frames import (  # the ops of issues 21 to 24: callers name every op 
     AddConnection, AddHost, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
     CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
-    ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
-    PressCard, PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
-    UnpublishAgent, UpdateArtifact,
+    ListDirectory, ListHosts, ListMemories, ListMemoryShares, ListSchedules, ListSkills, ListToolRules, ListTools,
+    PauseSchedule, PressCard, PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule,
+    SettleThread, ShareMemory, UnpublishAgent, UpdateArtifact,
 )
 
 # --- the session ---
@@ -411,7 +411,8 @@ ClientFrame = Union[
     AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines, RequestApproval, GetApproval,
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
-    ExportSkill, RemoveSkill, ListMemories, Forget, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
+    ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
+    PublishAgent, UnpublishAgent,
     ListDirectory, CopyAgent,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}

@@ -155,6 +155,7 @@ class DetachTool(Frame, tag="detach_tool"):
 class CallTool(InWorkspace, tag="call_tool", kw_only=True):
     tool: str
     arguments: Any = None  # checked against the tool's schema (`bad_arguments`)
+    approval: str | None = None  # a call made again once the approval it was answered `pending` with is decided
 
 
 class AddConnection(Frame, tag="add_connection"):
@@ -213,6 +214,16 @@ class ListMemories(InWorkspace, tag="list_memories"):
 class Forget(InWorkspace, tag="forget", kw_only=True):
     id: str
     agent: Any = None
+
+
+class ShareMemory(InWorkspace, tag="share_memory", kw_only=True):
+    agent: str  # one of the asker's agents (id or name)
+    into: str  # the workspace it recalls `workspace`'s memory in
+    share: bool = True  # false: taken back
+
+
+class ListMemoryShares(Frame, tag="list_memory_shares"):
+    agent: Any = None  # default: every agent of the asker's
 # --- where agents run, and the public agent directory (issue 24) ---
 
 class AddHost(Frame, tag="add_host"):

@@ -8,7 +8,8 @@ credits); these only decide what to say.
 
 - researcher: answers from the bundled handbook (search_corpus), once, then done; given `artifact_create`, it posts
   what it found in full as an artifact (a document) beside its short answer, which carries a briefing card (seed
-  003 §11) of the sections found; its "More detail" button, pressed, wakes it to answer with the next sections.
+  003 §11) of the sections found; its "More detail" button, pressed, wakes it to answer with the next sections;
+  given `reminder_create`, "remind me in 5 minutes to …" sets a reminder for whoever asked.
 - reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
   goes to a person first with state needs_human, and the verdict follows their answer.
 - lead: delegates a request to its team (in the same topic; asked in a direct
@@ -32,6 +33,8 @@ from .base import Backend
 
 RISKY = re.compile(r"\b(deploy\w*|delet\w*|drop|production|prod|release|merg\w*|payment|pay|money|"
                    r"invoice|secret\w*|password\w*|approv\w*|rm\s+-rf|migrat\w*)\b", re.I)
+REMIND = re.compile(r"\bremind me (?:in (?P<n>\d{1,4}) ?(?P<unit>minutes?|mins?|m|hours?|h)\b )?(?:to|about)\b"
+                    r"(?P<what>.*)", re.I | re.S)  # (not "remind me how …": that is a question)
 YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.I)
 NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
 
@@ -116,6 +119,9 @@ class Researcher(Personality):
         if press:  # a button of its briefing card, pressed (seed 003 §13: the click handed back as a signal)
             return self.on_press(inp, ev, press)
         tools = {t.name for t in inp.tools}
+        reminded = self.reminder(inp, ev, tools)
+        if reminded is not None:
+            return reminded
         follow = self.SKILL in (ev.get("skills") or []) and "load_skill" in tools
         if follow and not _results(inp, "load_skill"):
             return TurnOutput(tool_calls=[ToolCall(name="load_skill", arguments={"name": self.SKILL}, id="skill")])
@@ -175,6 +181,25 @@ class Researcher(Personality):
             return TurnOutput(text="The handbook has nothing more on that.", type="response", state="done")
         text = " ".join(f"“{f['title']}”: {clip(f['text'], 300)}" for f in rest)
         return TurnOutput(text=clip(f"More on {subject}: {text}", self.length(ev)), type="response", state="done")
+
+
+    def reminder(self, inp, ev, tools) -> TurnOutput | None:
+        """"Remind me in 5 minutes to …": a reminder of its own (the registry's `reminder_create`, seed 003 §41),
+        delivered later in its direct conversation with whoever asked."""
+        m = REMIND.search(quoted(ev["message"].get("text", "")))
+        if m is None or "reminder_create" not in tools:
+            return None
+        got = _results(inp, "reminder_create")
+        if not got:
+            n, unit = int(m.group("n") or 60), (m.group("unit") or "m").lower()
+            person = ev["message"].get("author_name") if ev["message"].get("author_kind") == "human" else None
+            return TurnOutput(tool_calls=[ToolCall(name="reminder_create", id="remind", arguments={
+                "text": clip(m.group("what").strip(" .") or "what you asked", 300),
+                "in_minutes": n * 60 if unit.startswith("h") else n, **({"person": person} if person else {})})])
+        ok = isinstance(got[0], dict) and got[0].get("id")
+        return TurnOutput(text=(f"I will remind you (at {got[0].get('next_at', 'the time you said')}) in our direct "
+                                "conversation." if ok else f"I could not set that reminder: {clip(str(got[0]), 200)}"),
+                          type="response", state="done")
 
 
 class Reviewer(Personality):

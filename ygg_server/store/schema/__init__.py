@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import legacy, schedules
+from . import legacy, schedules, sharing
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
 from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
@@ -117,6 +117,8 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
     Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
+    Step("21: memory shared by its owner into another workspace; approvals spent by tool calls (issue 23)",
+         sharing.STEP_SQL[SQLITE], sharing.STEP_SQL[POSTGRES]),
 ]
 
 

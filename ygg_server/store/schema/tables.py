@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .ddl import POSTGRES, SQLITE, Index, Table, big, blob, integer, serial, small, text
 from .schedules import APPROVALS, ROUTINE_GRANTS, SCHEDULE_INDEXES, SCHEDULES, TOOL_RULES
+from .sharing import APPROVAL_USES, MEMORY_SHARES, SHARING_INDEXES
 
 PG = POSTGRES  # what only PostgreSQL has: several nodes' leases, per-node counts, heartbeats, presence
 
@@ -121,7 +122,7 @@ MEMORIES = Table("memories", serial("seq"), text("id", unique=True), text("works
 TABLES += (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES)
 # tables no cache holds (each turn reads them afresh, and they grant no access): on PostgreSQL a write to one tells
 # no node to rescan (store/postgres `uncached`); SQLite's writer cannot tell them apart (`data_version`)
-UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories"})
+UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories", "memory_shares", "approval_uses"})
 # migration 20 (issue 24): hosts that run agents' bridges under a supervisor (ops/hosting.py), the host each hosted
 # agent runs on (no row: it runs locally), the narrow tokens a host hands its bridges (good only for `auth`), and
 # the public agent directory's listings (ops/listings.py)
@@ -174,6 +175,9 @@ INDEXES += ARTIFACT_INDEXES
 # migration 18 (issue 22): reminders and routines, approvals
 TABLES += (SCHEDULES, ROUTINE_GRANTS, APPROVALS, TOOL_RULES)
 INDEXES += SCHEDULE_INDEXES
+# migration 21 (issue 23): memory an owner shares into another workspace, approvals a server tool call spent
+TABLES += (MEMORY_SHARES, APPROVAL_USES)
+INDEXES += SHARING_INDEXES
 
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {
