@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import legacy, schedules
+from . import goals, legacy, schedules
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
 from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
@@ -117,6 +117,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
     Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
+    Step("21: loops and the reports of loops and pulses (issue 22)", goals.STEP_SQL[SQLITE], goals.STEP_SQL[POSTGRES]),
 ]
 
 

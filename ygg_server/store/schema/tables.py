@@ -9,6 +9,7 @@ database and a migrated one are alike column for column (tests/store/test_schema
 from __future__ import annotations
 
 from .ddl import POSTGRES, SQLITE, Index, Table, big, blob, integer, serial, small, text
+from .goals import GOAL_INDEXES, GOAL_REPORTS, LOOPS
 from .schedules import APPROVALS, ROUTINE_GRANTS, SCHEDULE_INDEXES, SCHEDULES, TOOL_RULES
 
 PG = POSTGRES  # what only PostgreSQL has: several nodes' leases, per-node counts, heartbeats, presence
@@ -174,6 +175,9 @@ INDEXES += ARTIFACT_INDEXES
 # migration 18 (issue 22): reminders and routines, approvals
 TABLES += (SCHEDULES, ROUTINE_GRANTS, APPROVALS, TOOL_RULES)
 INDEXES += SCHEDULE_INDEXES
+# migration 21 (issue 22): loops and the reports of loop iterations and pulses
+TABLES += (LOOPS, GOAL_REPORTS)
+INDEXES += GOAL_INDEXES
 
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {
