@@ -594,5 +594,5 @@ _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
         **{op: (fn, writes, False) for m in (schedules, goals, approvals, toolkit, skills, memory)
            for op, (fn, writes) in m.OPS.items()}}
-_TIMED = (queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | goals.TIMED | approvals.TIMED
-          | toolkit.TIMED | skills.TIMED | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+_TIMED = (queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | approvals.TIMED
+          | goals.TIMED | toolkit.TIMED | skills.TIMED | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)

@@ -17,7 +17,8 @@ from msgspec import UNSET, Meta, UnsetType
 from ..core import POOL
 from .frame_base import DeliveryId, Frame, InConversation, InWorkspace, ShortText, Strings
 from .work_frames import (  # the ops of issues 21 to 24: callers name every op frames.X
-    AddConnection, AddHost, AddLoop, AddPulse, ListLoops, LoopVerdict, PulseReport, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
+    AddLoop, AddPulse, ListLoops, LoopVerdict, PulseReport,  # (issue 22's loops and pulses)
+    AddConnection, AddHost, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
     CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
     ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,

@@ -144,7 +144,8 @@ class LoopActions:
             return
         fields = [Field("agent", "Agent", value=agents[0][1], choices=agents),
                   Field("name", "Name", placeholder="release notes"),
-                  Field("goal", "Goal", required=True, placeholder="Draft the release notes until they cover every change"),
+                  Field("goal", "Goal", required=True,
+                        placeholder="Draft the release notes until they cover every change"),
                   Field("every", "Minutes between iterations (empty: continuous)", placeholder="10"),
                   Field("max_iterations", "At most this many iterations", value="10"),
                   Field("budget", "Credit budget", value="500"),

@@ -10,7 +10,8 @@ from __future__ import annotations
 from .ddl import POSTGRES, SQLITE, Index, Table, big, integer, text
 
 LOOPS = Table(
-    "loops", text("id", key=True), text("workspace"), integer("max_iterations"), big("budget"), big("deadline"), integer("stall_after"),
+    "loops", text("id", key=True), text("workspace"), integer("max_iterations"), big("budget"), big("deadline"),
+    integer("stall_after"),
     big("spent", default="0"), integer("done", default="0"), text("status"), text("reason", null=True),
     text("detail", null=True), big("ended_at", null=True))
 GOAL_REPORTS = Table(
@@ -21,7 +22,8 @@ GOAL_INDEXES = (Index("goal_reports_workspace", "goal_reports", "workspace"),)
 
 
 def _sql(dialect: str) -> tuple[str, ...]:
-    tables = tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in (LOOPS, GOAL_REPORTS))
+    tables = tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)
+                   for t in (LOOPS, GOAL_REPORTS))
     return tables + tuple(i.sql(dialect).replace("INDEX", "INDEX IF NOT EXISTS", 1) for i in GOAL_INDEXES)
 
 
