@@ -180,3 +180,24 @@ async def test_a_pulse_report_is_stored_and_told_only_when_worth_telling(backend
         assert paused["paused"] is True
         clock.now += 30 * MIN
         assert [x for x in await _quiet(bot) if (x.get("title") or "").startswith("Pulse")] == []
+
+
+async def test_a_deadline_that_passed_while_the_server_was_down_ends_the_loop_when_it_is_back(backend, database):
+    """Seed 003 §39: "Safeguards still bound it: [...] a deadline" (the gateway's sweeper looks first thing)."""
+    clock = Clock(1_800_000_000 * 10**6)
+    async with serving(backend, database, clock=clock) as server:
+        ws, keys = _team(server)
+        alice = await server.person("alice")
+        bot = await server.client(api_key=keys["researcher"])
+        made = (await alice.call("add_loop", workspace=ws, agent="researcher", goal="watch", every=600,
+                                 hours=1))["loop"]
+        await _task(bot)
+        await bot.call("loop_verdict", workspace=ws, verdict="continue", report="quiet")
+    clock.now += 2 * 60 * MIN
+    async with serving(backend, database, clock=clock) as server:
+        alice = await server.person("alice")
+        deadline = asyncio.get_running_loop().time() + 10
+        while (listed := await _loop(alice, ws, made["id"]))["status"] == "running":
+            assert asyncio.get_running_loop().time() < deadline, "still running"
+            await asyncio.sleep(0.1)
+        assert listed["reason"] == "deadline" and listed["next_at"] is None

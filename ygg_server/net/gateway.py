@@ -521,6 +521,10 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
     async def _sweeper(self) -> None:
         swept = time.monotonic()
         while True:
+            try:  # loops past their deadline, or whose iteration could not be sent: stopped, with their reason (first
+                await self.manage(goals.sweep, self.clock())  # at the start: a deadline passed while it was down)
+            except Exception:
+                log.exception("loops not swept")
             await asyncio.sleep(min(5.0, self.limits.session_sweep))
             now = self.clock()
             if time.monotonic() - swept >= self.limits.session_sweep:  # expired sessions: deleted
@@ -537,10 +541,6 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
             if self.memory_workers is None:  # condensing, decay, consolidation: each on its own schedule
                 self.memory_workers = memory_care.Workers(self.manage, self.clock)
             await self.memory_workers.tick()
-            try:  # loops past their deadline, or whose iteration could not be sent: stopped, with their reason
-                await self.manage(goals.sweep, now)
-            except Exception:
-                log.exception("loops not swept")
             try:
                 await self._touch_people()
             except Exception:
