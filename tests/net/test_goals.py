@@ -154,6 +154,13 @@ async def test_a_pulse_report_is_stored_and_told_only_when_worth_telling(backend
         ws, keys = _team(server)
         alice = await server.person("alice")
         bot = await server.client(api_key=keys["researcher"])
+        with pytest.raises(Exception) as e:  # its own pulse: once its owner allowed it
+            await bot.call("add_pulse", workspace=ws, every=600, checklist="- my credits")
+        assert "permission_denied" in str(e.value)
+        await alice.call("allow_routines", agent="researcher")
+        own = (await bot.call("add_pulse", workspace=ws, every=600, checklist="- my credits"))["pulse"]
+        assert own["created_by"] == own["agent"] and own["may_manage"] is True
+        assert (await bot.call("delete_schedule", workspace=ws, id=own["id"]))["deleted"] == own["id"]
         made = (await alice.call("add_pulse", workspace=ws, agent="researcher", every=600,
                                  checklist="- topics waiting on a person\n- my credits"))["pulse"]
         with pytest.raises(Exception) as e:

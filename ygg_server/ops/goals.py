@@ -230,7 +230,10 @@ def _as_dict(conn: sqlite3.Connection, s: Schedule, loop: Loop | None, may: bool
 
 def sweep(conn: sqlite3.Connection, now: int) -> int:
     """Stop the running loops whose deadline passed, and those whose iteration the writer could not send (its agent
-    out of credits, say: no verdict would ever come). The number stopped."""
+    out of credits, say: no verdict would ever come); forget the tells sent a day ago. The number stopped."""
+    with Tx(conn):  # (the message is in the conversation: the row that sent it is spent)
+        conn.execute("DELETE FROM schedules WHERE kind = ? AND next_at IS NULL AND last_run_at < ?",
+                     (TELL, now - 86400 * 1_000_000))
     stopped = 0
     for row in conn.execute(f"SELECT {', '.join('l.' + c for c in LOOP_COLS.split(', '))}, s.runs, s.last_result "
                             "FROM loops l JOIN schedules s ON s.id = l.id WHERE l.status = ? AND "
