@@ -94,7 +94,7 @@ def test_loops_and_pulses_fire_as_requests_in_the_owners_direct_conversation():
     assert f.title == "Loop: notes (iteration 3)" and "loop l1, iteration 3" in f.text
     assert schedule.after_run(loop, T0, "sent").next_at is None, "the next waits for this one's verdict"
     pulse = Schedule(id="p1", kind=PULSE, text="- open topics", every=600, **base)
-    assert schedule.fire(pulse, T0).title == "Pulse: - open topics"
+    assert schedule.fire(pulse, T0).title == "Pulse: open topics"
     assert schedule.after_run(pulse, T0 + 5, "sent").next_at == T0 + 5 + 600 * US
     tell = Schedule(id="t1", kind=TELL, text="Pulse: look", name="Pulse: checks", **base)
     f = schedule.fire(tell, T0)

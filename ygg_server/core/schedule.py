@@ -13,6 +13,9 @@ other. `after_run` then says when the schedule next runs.
   request from the agent's owner to the agent, in their direct conversation in the routine's workspace: a real
   task, in the workspace the routine is attached to. A run missed while the server was down runs once when it is
   back (the next time is counted from `now`, not from the missed one).
+- A **loop**'s iteration and a **pulse** (core/goals.py decides what follows them) fire as a routine's run does, on
+  their own time rather than the tick; a loop then waits for its iteration's verdict (`next_at` None until
+  ops/goals.py sets it). A **tell** is one message of the agent to its owner, sent once.
 """
 
 from __future__ import annotations
@@ -136,7 +139,7 @@ def fire(s: Schedule, now: int) -> Firing | None:
                       f"Reminder: {s.text}", state="done")
     if s.kind == TELL:
         return Firing(s.agent, f"dm:{s.owner}", (s.owner,), "inform", s.name or "Pulse", s.text, state="done")
-    name = s.name or s.text.strip().splitlines()[0][:40]
+    name = s.name or s.text.strip().splitlines()[0].lstrip("-*• ")[:40]  # (a checklist's first line, unbulleted)
     if s.kind == LOOP:  # seed 003 §39: "Every iteration ends the same way: the agent reports continue, done, or stuck"
         n = s.runs + 1
         return Firing(s.owner, f"dm:{s.agent}", (s.agent,), "request", f"Loop: {name} (iteration {n})",
