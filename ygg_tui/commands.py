@@ -120,6 +120,12 @@ class YggCommands(Provider):
                         "an agent reminds you in your direct conversation, here"))
             out.append((f"New routine in {w.name}", partial(main.new_routine, w.id),
                         "a standing instruction for one of your agents, on a schedule"))
+            out.append((f"Loops and pulses in {w.name}", partial(main.loops, w.id),
+                        "goals your agents iterate on, their iterations and why each stopped; their pulses' reports"))
+            out.append((f"New loop in {w.name}", partial(main.new_loop, w.id),
+                        "a goal one of your agents iterates on, until done, stuck or a safeguard"))
+            out.append((f"New pulse in {w.name}", partial(main.new_pulse, w.id),
+                        "your agent's own checklist on its own schedule; it tells you only what matters"))
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))

@@ -189,3 +189,38 @@ async def test_the_demo_researcher_posts_a_briefing_card_and_acts_on_its_button(
         assert reply["text"].startswith("More on Credits:"), reply["text"]
     finally:
         await demo.stop()
+
+
+async def test_the_demo_has_a_loop_that_ends_by_its_safeguard_and_a_pulse_report(server):
+    """Issue 22: "the demo: a built-in agent [...] a loop that ends by its safeguard"; seed 003 §39: "it is the
+    server, not the agent, that decides whether the Loop goes on"; §34: a self-started turn "produces a structured
+    report rather than an ordinary chat message"."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+
+        async def listed():
+            return await alice.call("list_loops", workspace=server.ws)
+
+        got = await listed()
+        (loop,), (pulse,) = got["loops"], got["pulses"]
+        assert loop["agent_name"] == "researcher" and loop["stall_after"] == 3 and pulse["agent_name"] == "lead"
+        server.advance(31)  # its first iteration
+        for n in (1, 2, 3):  # the researcher finds the same notes each time: no progress after three
+            async def reported(n=n):
+                return next((x for x in (await listed())["loops"] if len(x["reports"]) >= n), None)
+            now = await until(reported)
+            if n < 3:
+                assert now["status"] == "running" and now["reports"][0]["verdict"] == "continue"
+                server.advance(21)
+        assert now["status"] == "ended" and now["reason"] == "no_progress" and now["runs"] == 3
+        server.advance(60)  # the lead's pulse
+
+        async def pulsed():
+            return next((x for x in (await listed())["pulses"] if x["reports"]), None)
+
+        report = (await until(pulsed))["reports"][0]
+        assert report["told"] is False and len(report["report"]["items"]) == 3
+        assert all(i["status"] == "ok" for i in report["report"]["items"])
+    finally:
+        await demo.stop()

@@ -244,6 +244,12 @@ class TurnRunner:
                 if reply.get("op") != "settle_thread":
                     return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
                 return ok({"thread": reply["thread"], "state": reply["state"]})
+            if call.name in ("loop_verdict", "pulse_report"):  # seed 003 §39, §34: the server decides what follows
+                args = {k: v for k, v in a.items() if v is not None}
+                reply = await self.client.request(call.name, workspace=target["workspace"], **args)
+                if reply.get("op") != call.name:
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok({k: v for k, v in reply.items() if k not in ("op", "ref")})
             if call.name == "handoff":  # seed 004: a request with handoff, to exactly one colleague
                 to = a.get("to")
                 if not isinstance(to, str) or not to.strip():

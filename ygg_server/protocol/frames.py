@@ -17,6 +17,7 @@ from msgspec import UNSET, Meta, UnsetType
 from ..core import POOL
 from .frame_base import DeliveryId, Frame, InConversation, InWorkspace, ShortText, Strings
 from .work_frames import (  # the ops of issues 21 to 24: callers name every op frames.X
+    AddLoop, AddPulse, ListLoops, LoopVerdict, PulseReport,  # (issue 22's loops and pulses)
     AddConnection, AddHost, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
     CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
@@ -412,8 +413,7 @@ ClientFrame = Union[
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
-    PublishAgent, UnpublishAgent,
-    ListDirectory, CopyAgent,
+    PublishAgent, UnpublishAgent, ListDirectory, CopyAgent, AddLoop, AddPulse, LoopVerdict, PulseReport, ListLoops,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

@@ -136,6 +136,45 @@ class SetToolRule(InWorkspace, tag="set_tool_rule"):
 
 class ListToolRules(InWorkspace, tag="list_tool_rules"):
     pass
+
+
+# --- loops and pulses (issue 22; ops/goals.py, core/goals.py); paused and deleted as schedules ---
+
+class AddLoop(InWorkspace, tag="add_loop"):
+    agent: Any = None
+    goal: Any = None
+    name: Any = ""
+    every: Any = None  # seconds between iterations (none: continuous)
+    max_iterations: Any = None  # the safeguards (left out: core/goals.py's defaults)
+    budget: Any = None  # credits
+    hours: Any = None  # the deadline, hours from now
+    stall_after: Any = None  # no progress: the same report or result this many iterations in a row
+
+
+class AddPulse(InWorkspace, tag="add_pulse"):
+    agent: Any = None
+    checklist: Any = None
+    name: Any = ""
+    every: Any = None  # seconds
+
+
+class LoopVerdict(InWorkspace, tag="loop_verdict"):
+    loop: Any = None  # left out: the asking agent's one loop waiting for a verdict here
+    iteration: Any = None  # left out: the one waiting
+    verdict: Any = None  # continue, done, stuck
+    report: Any = None
+    result: Any = None  # what the iteration produced (compared for progress)
+
+
+class PulseReport(InWorkspace, tag="pulse_report"):
+    pulse: Any = None  # left out: the asking agent's pulse here
+    summary: Any = ""
+    items: Any = None  # [{check, status: ok|attention, note}]
+    tell: Any = None  # what the owner should hear (it is told only if something is worth telling)
+
+
+class ListLoops(InWorkspace, tag="list_loops"):
+    pass
 # --- tools, skills and memory (issue 23; ops/toolkit.py, ops/skills.py, ops/memory.py) ---
 
 class ListTools(Frame, tag="list_tools"):

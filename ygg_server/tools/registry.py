@@ -166,6 +166,27 @@ _reg(ToolSpec(name="artifact_comment", runs="bridge", group="artifacts",
               description="Comment on a version of an artifact (the latest by default).",
               parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
                           "required": ["artifact", "text"]}))
+# loops and pulses (issue 22, seed 003 §34, §39): the agent ends a loop's iteration, or reports a pulse, on its own
+# connection (the `loop_verdict` and `pulse_report` ops; ops/goals.py): the server decides what follows
+_reg(ToolSpec(name="loop_verdict", runs="bridge", group="loops",
+              description=("End the iteration of a loop you were woken for: continue, done (the goal is met) or "
+                           "stuck (you need help), with a short report of this iteration and, if it produced "
+                           "something, the result. The server decides whether the loop goes on: the same report or "
+                           "result several times in a row ends it. Default: your one loop waiting for a verdict here."),
+              parameters={"type": "object", "properties": {
+                  "verdict": {"type": "string", "enum": ["continue", "done", "stuck"]},
+                  "report": {**_S, "maxLength": 2000}, "result": _S, "loop": _S},
+                  "required": ["verdict", "report"]}))
+_reg(ToolSpec(name="pulse_report", runs="bridge", group="loops",
+              description=("Report a pulse (your own checklist, on your own schedule): a summary and each check, ok "
+                           "or attention. It is stored for your owner; they get a message only if a check needs "
+                           "attention or you say something in `tell`."),
+              parameters={"type": "object", "properties": {
+                  "summary": {**_S, "maxLength": 2000},
+                  "items": {"type": "array", "items": {"type": "object", "properties": {
+                      "check": _S, "status": {"type": "string", "enum": ["ok", "attention"]}, "note": _S},
+                      "required": ["check", "status"]}},
+                  "tell": _S, "pulse": _S}, "required": ["summary", "items"]}))
 # the demo's deploy (issue 22): in the bridge's `ask_first`, so each call waits for a person's approval first
 _reg(ToolSpec(name="deploy", runs="bridge", group="demo",
               description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
@@ -242,4 +263,4 @@ _reg(ToolSpec(name="artifact_pdf", group="artifacts", handler=_SERVER,
 # an agent whose owner never chose its tools has these (what a bridge was given before the registry, less what
 # reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
 DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
-           "search_history", "remember", "memory_search", "load_skill")
+           "search_history", "remember", "memory_search", "load_skill", "loop_verdict", "pulse_report")

@@ -27,6 +27,7 @@ from .key_actions import KeyActions
 from .account import AccountActions
 from .approving import ApprovalActions
 from .scheduling import ScheduleActions
+from .loops import LoopActions
 from .manage import ManageActions
 from .hosting import HostingActions
 from .revising import ReviseActions
@@ -36,9 +37,8 @@ from .sending import SendActions
 from .undoing import UndoActions
 
 
-class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, HostingActions, ExportActions,
-                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, CardActions,
-                 Screen):
+class MainScreen(AccountActions, ScheduleActions, LoopActions, ApprovalActions, ManageActions, HostingActions,
+                 ExportActions, KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, CardActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120

@@ -39,6 +39,10 @@ YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.
 NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
 
 
+LOOP_ASK = re.compile(r"\(loop (\S+), iteration \d+:")  # what core/schedule.py's fire appends to a loop's goal
+PULSE_ASK = re.compile(r"\(pulse (\S+):")  # ... and to a pulse's checklist
+
+
 def clip(text: str, n: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: max(0, n - 1)].rstrip() + "…"
@@ -84,12 +88,38 @@ class Personality:
         ev = inp.event
         why = ev.get("why")
         if why == "request":
+            text = (ev.get("message") or {}).get("text") or ""
+            loop, pulse = LOOP_ASK.search(text), PULSE_ASK.search(text)
+            if loop and any(t.name == "loop_verdict" for t in inp.tools):
+                return self.on_loop(inp, text[:loop.start()].strip(), loop.group(1))
+            if pulse and any(t.name == "pulse_report" for t in inp.tools):
+                return self.on_pulse(inp, text[:pulse.start()].strip(), pulse.group(1))
             return self.on_request(inp, ev)
         if why == "response":
             return self.on_response(inp, ev)
         if why == "person":
             return self.on_person(inp, ev)
         return self.on_other(inp, ev)
+
+    def on_loop(self, inp: TurnInput, goal: str, loop: str) -> TurnOutput:
+        """An iteration of a loop (seed 003 §39): read the notes on its goal, then end it with a verdict. What it finds
+        does not change between iterations, so the server ends such a loop for want of progress."""
+        if _results(inp, "loop_verdict"):
+            return TurnOutput(text=None)  # (the verdict is the iteration's report; what follows is the server's)
+        found = [s for _, s in corpus.search(goal, self.corpus_path, k=3)]
+        titles = ", ".join(s.title for s in found) or "nothing"
+        return TurnOutput(tool_calls=[ToolCall(name="loop_verdict", id="verdict", arguments={
+            "loop": loop, "verdict": "continue" if found else "stuck", "result": titles,
+            "report": f"Read {len(found)} handbook notes on “{clip(goal, 60)}”: {titles}."})])
+
+    def on_pulse(self, inp: TurnInput, checklist: str, pulse: str) -> TurnOutput:
+        """A pulse (seed 003 §33-34): each line of its checklist looked at, and a structured report, not a message."""
+        if _results(inp, "pulse_report"):
+            return TurnOutput(text=None)
+        checks = [ln.strip(" -*•\t") for ln in checklist.splitlines() if ln.strip(" -*•\t")][:20]
+        items = [{"check": clip(c, 120), "status": "ok", "note": "nothing new since the last pulse"} for c in checks]
+        return TurnOutput(tool_calls=[ToolCall(name="pulse_report", id="pulse", arguments={
+            "pulse": pulse, "summary": f"Went through {len(items)} checks: nothing needs you.", "items": items})])
 
     def on_other(self, inp: TurnInput, ev: dict) -> TurnOutput:
         """Woken by something it did not ask for in so many words (say, an answer in a side thread its `<dm>` opened:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import legacy, schedules, sharing
+from . import goals, legacy, schedules, sharing
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
 from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
@@ -119,6 +119,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
     Step("21: memory shared by its owner into another workspace; approvals spent by tool calls (issue 23)",
          sharing.STEP_SQL[SQLITE], sharing.STEP_SQL[POSTGRES]),
+    Step("22: loops and the reports of loops and pulses (issue 22)", goals.STEP_SQL[SQLITE], goals.STEP_SQL[POSTGRES]),
 ]
 
 

@@ -9,6 +9,7 @@ database and a migrated one are alike column for column (tests/store/test_schema
 from __future__ import annotations
 
 from .ddl import POSTGRES, SQLITE, Index, Table, big, blob, integer, serial, small, text
+from .goals import GOAL_INDEXES, GOAL_REPORTS, LOOPS
 from .schedules import APPROVALS, ROUTINE_GRANTS, SCHEDULE_INDEXES, SCHEDULES, TOOL_RULES
 from .sharing import APPROVAL_USES, MEMORY_SHARES, SHARING_INDEXES
 
@@ -178,6 +179,9 @@ INDEXES += SCHEDULE_INDEXES
 # migration 21 (issue 23): memory an owner shares into another workspace, approvals a server tool call spent
 TABLES += (MEMORY_SHARES, APPROVAL_USES)
 INDEXES += SHARING_INDEXES
+# migration 22 (issue 22): loops and the reports of loop iterations and pulses
+TABLES += (LOOPS, GOAL_REPORTS)
+INDEXES += GOAL_INDEXES
 
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {
