@@ -22,7 +22,7 @@ from .work_frames import (  # the ops of issues 21 to 24: callers name every op 
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
     ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
     PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
-    UnpublishAgent, UpdateArtifact,
+    UnpublishAgent, UpdateArtifact, WorkGraph,
 )
 
 # --- the session ---
@@ -411,7 +411,7 @@ ClientFrame = Union[
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
-    ListDirectory, CopyAgent,
+    ListDirectory, CopyAgent, WorkGraph,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)
