@@ -21,7 +21,8 @@ nor an edge to a conversation the asker cannot read. One query per table (conver
 artifacts and their versions, the directory): a workspace's hundreds of topics cost no query each.
 
 Filters: `agent` (a participant, named as a send names one: what touches it, and where that hangs), `state`
-(`STATES`: a topic's status or pause, a thread's state). The tree the TUI draws is built from this answer.
+(`STATES`: a topic's status; `needs_human` or `credits`: a topic that waits on a person, or on funds; a
+thread's state). The tree the TUI draws is built from this answer.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ def work_graph(conn, pid: str, f: frames.WorkGraph, now: int) -> dict:
     _requests(conn, ws, list(convs), topics, _history_floor(conn, ws, now), g, participant)
     _artifacts(conn, ws, convs, topics, g, participant)
     if state is not None:
-        _keep(g, {n for n, x in g.nodes.items() if x.get("state") == state or x.get("pause") == state})
+        need = {"needs_human": PERSON, "credits": CREDITS}.get(state)
+        _keep(g, {n for n, x in g.nodes.items() if x.get("state") == state or x.get("pause") == state}
+              | {e["from"] for e in g.edges if need is not None and e["to"] == need})
     if who is not None:
         participant(who)
         _keep(g, {_p(who)} | {n for n, x in g.nodes.items() if x["kind"] == "topic" and who in x["members"]})
@@ -143,8 +146,8 @@ def _topics(conn, ws: str, convs: dict, state: str | None, g: _Graph, participan
     if state in ("open", "paused", "closed"):
         sql += " AND status = ?"
         args.append(state)
-    elif state in ("needs_human", "credits"):
-        sql += " AND status = 'paused'"
+    elif state in ("needs_human", "credits"):  # (paused for it, or an agent in it waits so: `_keep` chooses)
+        sql += " AND status != 'closed'"
     rows = [(c, s) for c, s in conn.execute(sql + " ORDER BY updated_at DESC", args) if c in convs]
     out: dict[str, str] = {}
     for cid, blob in rows[:MAX_TOPICS]:

@@ -53,6 +53,7 @@ class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions
         bind("ygg.compose", "compose", show=False),
         bind("ygg.focus_topics", "focus('topics')", show=False),
         bind("ygg.all_topics", "all_topics", "All topics"),
+        bind("ygg.work_graph", "work_graph", "Work graph", show=False),
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
         bind("ygg.people", "people", "People"),
