@@ -166,6 +166,12 @@ _reg(ToolSpec(name="artifact_comment", runs="bridge", group="artifacts",
               description="Comment on a version of an artifact (the latest by default).",
               parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
                           "required": ["artifact", "text"]}))
+_reg(ToolSpec(name="work_graph", runs="bridge", group="knowledge",
+              description=("How the workspace's work connects (what you may read): topics and what they wait on, "
+                           "side threads and side conversations, delegations and handoffs, artifacts and who made "
+                           "them, agents and the conversations they serve. Filters: agent (a name), state (open, "
+                           "paused, closed, needs_human, credits, ongoing, resolved, abandoned)."),
+              parameters={"type": "object", "properties": {"agent": _S, "state": _S}}))
 # the demo's deploy (issue 22): in the bridge's `ask_first`, so each call waits for a person's approval first
 _reg(ToolSpec(name="deploy", runs="bridge", group="demo",
               description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
