@@ -126,3 +126,43 @@ async def test_the_graph_never_shows_what_the_asker_cannot_read(team):
     assert out["op"] == "error" and out["code"] == "not_found", out
     assert [n["kind"] for n in (await dave.call("work_graph", workspace=other))["nodes"]] == ["conversation"], \
         "dave's own workspace: its General alone"
+
+
+@pytest.mark.backends("sqlite")
+async def test_the_graph_costs_the_same_queries_for_many_topics(team):
+    """Issue 21's work graph stays fast for a workspace with hundreds of topics: one query per table, never one per
+    topic (counted on the SQLite reader: 3 topics or 200, the same statements)."""
+    import time as clock
+
+    from ygg_server.ops import graph
+    from ygg_server.protocol import frames
+
+    alice = await team.person("alice")
+    researcher = await team.client(api_key=team.keys["researcher"])
+
+    async def topics(n: int) -> None:
+        for i in range(n):
+            sent = await alice.send(workspace=team.ws, topic="new", title=f"Task {i}", to=["researcher"],
+                                    type="request", text="please")
+            await researcher.send(workspace=team.ws, topic=sent["message"]["topic"], type="request",
+                                  to=["reviewer"], text="your part")
+
+    def counted() -> tuple[int, dict, float]:
+        seen = []
+        team.conn.set_trace_callback(seen.append)
+        start = clock.perf_counter()
+        try:
+            g = graph.work_graph(team.conn, alice.me["id"], frames.WorkGraph(workspace=team.ws), team.gw.clock())
+        finally:
+            team.conn.set_trace_callback(None)
+        return len(seen), g, clock.perf_counter() - start
+
+    await topics(3)
+    few, g, _ = counted()
+    assert sum(n["kind"] == "topic" for n in g["nodes"]) == 3
+    await topics(197)
+    many, g, took = counted()
+    assert sum(n["kind"] == "topic" for n in g["nodes"]) == 200
+    assert sum(e["kind"] == "delegated" for e in g["edges"]) == 200
+    assert many == few, f"{few} statements for 3 topics, {many} for 200"
+    assert took < 2.0, f"{took:.2f} s for 200 topics"
