@@ -77,7 +77,7 @@ def build(graph: dict, conv_name=None, namer=None) -> list[Branch]:
 
     def topic(nid: str) -> Branch:
         n = nodes[nid]
-        status = topic_status(n)
+        status = topic_status({"status": n.get("state"), "pause": n.get("pause")})
         text = Text(f"{STATUS_MARK.get(status, '‖')} ", STATUS_STYLE.get(status, ""))
         text.append(printable(n.get("label") or "(untitled)", one_line=True), "bold" if status != "closed" else "dim")
         text.append(f" · {status}", STATUS_STYLE.get(status, "dim"))

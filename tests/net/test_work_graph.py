@@ -30,6 +30,9 @@ async def _work(team) -> dict:
                                  text='Drafting.\n<dm target="reviewer">check the totals</dm>')
     deleg = await researcher.send(workspace=team.ws, topic=topic, type="request", to=["reviewer"],
                                   text="recompute table 2")
+    handed = await researcher.send(workspace=team.ws, topic=topic, type="request", to=["reviewer"], handoff=True,
+                                   text="take the appendix from here")
+    assert handed["op"] == "sent" and handed["message"].get("handoff"), handed
     made = await researcher.request("create_artifact", workspace=team.ws, topic=topic, title="Report draft",
                                     body="# Report\n")
     asked = await researcher.send(workspace=team.ws, topic=topic, type="inform", state="needs_human",
@@ -69,6 +72,8 @@ async def test_the_graph_connects_topics_threads_side_conversations_delegations_
     assert (f"side:{w['side']}", f"topic:{w['dm_topic']}", "delegated_from") in edges
     deleg = [e for e in g["edges"] if e["kind"] == "delegated" and e["topic"] == w["topic"]]
     assert [(e["from"], e["to"], e["count"]) for e in deleg] == [(f"agent:{r}", f"agent:{v}", 1)]
+    handoffs = [e for e in g["edges"] if e["kind"] == "handed_off"]
+    assert [(e["from"], e["to"], e["topic"]) for e in handoffs] == [(f"agent:{r}", f"agent:{v}", w["topic"])]
     a = f"artifact:{w['artifact']}"
     assert nodes[a]["label"] == "Report draft" and nodes[a]["topic"] == w["topic"]
     assert (a, f"agent:{r}", "made_by") in edges and (a, f"conversation:{w['general']}", "in") in edges

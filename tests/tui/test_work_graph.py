@@ -49,7 +49,7 @@ async def test_the_graph_shows_how_work_connects_filters_and_opens_a_topic(team)
         screen = await _open(pilot)
         await wait_text(pilot, "Work graph of team", "Quarterly report", "◷ waits on reviewer (an answer)",
                         "⇢ researcher delegated to reviewer", "▣ Report draft · document v1 · by researcher",
-                        "⑂ side thread with researcher, reviewer · ◌ ongoing", "Budget · open  researcher ⚑",
+                        "⑂ side thread with researcher, reviewer · ◌ ongoing", "Budget · needs_human  researcher ⚑",
                         "⚑ waits on a person (asked by researcher)", "◆ researcher", "serves General")
         await pilot.press("s", "s")  # state: open, then needs_human
         await wait_for(pilot, lambda: screen.graph["state"] == "needs_human", what="filtered by state")
@@ -116,3 +116,33 @@ def test_work_graph_snapshot(snap_compare, sync_team):
         await pilot.pause(0.1)
 
     assert snap_compare(sync_team.app(), terminal_size=SIZE, run_before=before)
+
+
+def test_the_tree_tells_what_a_topic_waits_on_and_who_handed_off():
+    """Seed 003 §49 ("which task depends on which"), drawn from an answer (ygg_tui/graph_tree.py, no server)."""
+    from ygg_tui.graph_tree import build
+
+    a, b = "agent.a", "agent.b"
+    g = {"nodes": [
+        {"id": "conversation:c", "kind": "conversation", "label": "General", "conversation": "c"},
+        {"id": "topic:t", "kind": "topic", "label": "Launch", "conversation": "c", "topic": "t", "state": "paused",
+         "pause": "credits", "members": {a: "working"}},
+        {"id": "need:credits", "kind": "need", "label": "credits"},
+        {"id": f"agent:{a}", "kind": "agent", "label": "ann", "ref": a},
+        {"id": f"agent:{b}", "kind": "agent", "label": "bo", "ref": b},
+        {"id": "side:s", "kind": "side", "label": "For you", "conversation": "s"},
+    ], "edges": [
+        {"from": "topic:t", "to": "conversation:c", "kind": "in"},
+        {"from": "topic:t", "to": "need:credits", "kind": "waits_on", "why": "credits", "by": {a: "budget"}},
+        {"from": f"agent:{a}", "to": f"agent:{b}", "kind": "handed_off", "topic": "t", "count": 2},
+        {"from": "side:s", "to": "topic:t", "kind": "delegated_from"},
+        {"from": f"agent:{a}", "to": "conversation:c", "kind": "serves", "lead": True},
+    ]}
+    (general, agents) = build(g)
+    (topic,) = general.children
+    assert topic.at == ("c", "t") and str(topic.label).startswith("$ Launch · paused:credits")
+    assert [str(k.label) for k in topic.children] == ["$ waits on credits (ann: budget)", "⇢ ann handed off to bo ×2",
+                                                      "↳ For you"]
+    assert topic.children[2].at == ("s", None), "⏎ on a side conversation opens it"
+    assert [str(k.label) for k in agents.children] == ["◆ ann", "◆ bo"]
+    assert [(str(k.label), k.at) for k in agents.children[0].children] == [("serves General (Lead)", ("c", None))]

@@ -32,10 +32,11 @@ from typing import Any
 
 import msgspec
 
-from ..core import Kind, TopicStatus, Unresolved
+from ..core import SYSTEM, TopicStatus, Unresolved
 from ..core.threads import STATES as THREAD_STATES
 from ..protocol import frames
 from ..store import loaders, rows as codec
+from .access import chunks
 from .queries import _history_floor, _member, _visible
 from .refusals import Refused
 
@@ -88,7 +89,7 @@ def work_graph(conn, pid: str, f: frames.WorkGraph, now: int) -> dict:
     topics, more = _topics(conn, ws, convs, state, g, participant)
     _links(conn, convs, topics, g)
     _serves(convs, topics, g, participant)
-    _requests(conn, ws, list(convs), topics, _history_floor(conn, ws, now), g, participant)
+    _requests(conn, topics, _history_floor(conn, ws, now), g, participant)
     _artifacts(conn, ws, convs, topics, g, participant)
     if state is not None:
         need = {"needs_human": PERSON, "credits": CREDITS}.get(state)
@@ -164,7 +165,7 @@ def _topics(conn, ws: str, convs: dict, state: str | None, g: _Graph, participan
         dry = dict(t.unfunded) or ({t.paused_by: "wallet"} if t.pause == "credits" and t.paused_by else {})
         if dry:
             g.edge(nid, g.node(CREDITS, "need", "credits"), "waits_on", why="credits", by=dry)
-        owed = {p for x in t.pending.values() for p in x.remaining}
+        owed = {p for x in t.pending.values() for p in x.remaining if p != SYSTEM}
         for p in sorted(owed):
             g.edge(nid, participant(p), "waits_on", why="answer")
         for p, m in t.members.items():
@@ -183,8 +184,7 @@ def _origin(convs: dict, topics: dict, cid: str | None, tid: str | None) -> str 
 def _links(conn, convs: dict, topics: dict, g: _Graph) -> None:
     """Side threads to the topic of their origin message; side conversations to the topic they came from."""
     msgs = [c["origin_message"] for c in convs.values() if isinstance(c["origin_message"], str)]
-    where = dict(conn.execute("SELECT id, topic FROM messages WHERE id IN ({})".format(",".join("?" * len(msgs))),
-                              msgs).fetchall()) if msgs else {}
+    where = dict(chunks(conn, "SELECT id, topic FROM messages WHERE id IN ({})", msgs))
     for cid, c in convs.items():
         if c["node"].startswith("thread:"):
             to = _origin(convs, topics, c["origin"], where.get(c["origin_message"]))
@@ -210,24 +210,29 @@ def _serves(convs: dict, topics: dict, g: _Graph, participant) -> None:
                 g.edge(participant(p), convs[cid]["node"], "serves", lead=convs[cid]["lead"] == p)
 
 
-def _requests(conn, ws: str, cids: list[str], topics: dict, floor: int, g: _Graph, participant) -> None:
+def _requests(conn, topics: dict, floor: int, g: _Graph, participant) -> None:
     """Delegations and handoffs: agents' requests to other agents in the drawn topics (the most recent
-    MAX_REQUESTS, within the plan's history window), counted per topic, sender and recipient."""
-    if not cids or not topics:
-        return
-    rows = conn.execute(
-        f"""SELECT body FROM messages WHERE workspace = ? AND conversation IN ({",".join("?" * len(cids))})
-            AND type = 'request' AND author LIKE 'agent.%' AND created_at >= ? ORDER BY seq DESC LIMIT ?""",
-        (ws, *cids, floor, MAX_REQUESTS))
+    MAX_REQUESTS of each 500 topics, within the plan's history window), counted per topic, sender and recipient."""
     seen: Counter = Counter()
+    tids = list(topics)
+    for i in range(0, len(tids), 500):  # (the drawn topics' messages only: their index, no scan of the workspace)
+        chunk = tids[i:i + 500]
+        rows = conn.execute(
+            f"""SELECT body FROM messages WHERE topic IN ({",".join("?" * len(chunk))}) AND type = 'request'
+                AND author LIKE 'agent.%' AND created_at >= ? ORDER BY seq DESC LIMIT ?""",
+            (*chunk, floor, MAX_REQUESTS)).fetchall()
+        _count(rows, topics, seen)
+    for (tid, a, b, kind), n in sorted(seen.items()):
+        g.edge(participant(a), participant(b), kind, topic=tid, count=n)
+
+
+def _count(rows, topics: dict, seen: Counter) -> None:
     for (body,) in rows:
         m = codec.decode_message(body)
         if m.topic in topics:
             for to in m.to:
                 if to.startswith("agent.") and to != m.author:
                     seen[(m.topic, m.author, to, "handed_off" if m.handoff else "delegated")] += 1
-    for (tid, a, b, kind), n in sorted(seen.items()):
-        g.edge(participant(a), participant(b), kind, topic=tid, count=n)
 
 
 def _artifacts(conn, ws: str, convs: dict, topics: dict, g: _Graph, participant) -> None:

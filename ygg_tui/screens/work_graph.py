@@ -82,7 +82,8 @@ class WorkGraphScreen(ModalScreen[tuple[str, str | None] | None]):
     def draw(self) -> None:
         g = self.graph or {}
         kinds = [n["kind"] for n in g.get("nodes", ())]
-        counts = ", ".join(f"{kinds.count(k)} {k}s" for k in ("topic", "thread", "artifact") if kinds.count(k))
+        counts = ", ".join(f"{n} {k}{'s' if n > 1 else ''}" for k in ("topic", "thread", "artifact")
+                           if (n := kinds.count(k)))
         self._filters((counts or "nothing here") + (" (the most recent)" if g.get("more") else ""))
         tree = self.query_one(Tree)
         tree.clear()
