@@ -71,8 +71,8 @@ def build(graph: dict, conv_name=None, namer=None) -> list[Branch]:
             return topic(nid)
         if n["kind"] == "artifact":
             authors = [label[e["to"]] for e in edges if e["from"] == nid and e["kind"] == "made_by"]
-            return Branch(Text(f"▣ {printable(n['label'], one_line=True)} · {n.get('artifact_kind')} v{n.get('version')}"
-                               f" · by {', '.join(authors)}", "magenta"), (cid, n.get("topic")))
+            what = f"{n.get('artifact_kind')} v{n.get('version')} · by {', '.join(authors)}"
+            return Branch(Text(f"▣ {printable(n['label'], one_line=True)} · {what}", "magenta"), (cid, n.get("topic")))
         return conv(nid)
 
     def topic(nid: str) -> Branch:

@@ -124,7 +124,8 @@ def _conversations(conn, ws: str, visible, g: _Graph) -> dict[str, dict]:
     """The conversations the asker reads, as nodes; {id: their row}."""
     out = {}
     for cid, kind, name, members, party in conn.execute(
-            "SELECT id, kind, name, members, party FROM conversations WHERE workspace = ? ORDER BY created_at, id", (ws,)):
+            "SELECT id, kind, name, members, party FROM conversations WHERE workspace = ? ORDER BY created_at, id",
+            (ws,)):
         if visible is not None and cid not in visible:
             continue
         p = _party(party)

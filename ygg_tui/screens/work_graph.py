@@ -1,8 +1,8 @@
 """w: the work graph (seed 003 §49; issue 21): how the workspace's work connects, as a tree: conversation → topic →
 what it waits on, the delegations and handoffs in it, its artifacts, the side threads and side conversations it
 opened; then the agents and the conversations they serve. `a` filters by agent, `s` by state (each asks the server
-again: `work_graph` with its filters); ⏎ on a node opens its topic (or conversation) in the main screen, space
-folds a branch, esc goes back. The server decides what is there (only what this person may read)."""
+again: `work_graph` with its filters), `r` asks again as is; ⏎ on a node opens its topic (or conversation) in the
+main screen, space folds a branch, esc goes back. The server decides what is there (only what this person reads)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class WorkGraphScreen(ModalScreen[tuple[str, str | None] | None]):
 
     BINDINGS = [Binding("escape,q", "close", "Close"), Binding("a", "next_agent", "Agent filter"),
                 Binding("s", "next_state", "State filter"), Binding("A", "next_agent(-1)", show=False),
-                Binding("S", "next_state(-1)", show=False)]
+                Binding("S", "next_state(-1)", show=False), Binding("r", "reload", "Refresh")]
     DEFAULT_CSS = """
     WorkGraphScreen #work-graph { height: 90%; }
     WorkGraphScreen #work-tree { height: 1fr; border: round $panel; }
@@ -56,7 +56,8 @@ class WorkGraphScreen(ModalScreen[tuple[str, str | None] | None]):
             tree.show_root = False
             tree.auto_expand = False
             yield tree
-            yield Static("⏎ opens the topic · space folds · a agent · s state · esc back", classes="dialog-hint")
+            yield Static("⏎ opens the topic · space folds · a agent · s state · r refresh · esc back",
+                         classes="dialog-hint")
 
     def on_mount(self) -> None:
         self._filters()
@@ -107,6 +108,9 @@ class WorkGraphScreen(ModalScreen[tuple[str, str | None] | None]):
             return "side thread with " + ", ".join(agents)
         return self.store.conversation_name(known or {"kind": n.get("conversation_kind"), "name": n.get("label"),
                                                       "members": n.get("members", ())})
+
+    def action_reload(self) -> None:
+        self.load()
 
     def action_next_agent(self, step: int = 1) -> None:
         options = self.agents

@@ -33,8 +33,9 @@ from .base import Backend
 RISKY = re.compile(r"\b(deploy\w*|delet\w*|drop|production|prod|release|merg\w*|payment|pay|money|"
                    r"invoice|secret\w*|password\w*|approv\w*|rm\s+-rf|migrat\w*)\b", re.I)
 YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.I)
-STATUS = re.compile(r"\b(status|where (?:do )?(?:we|things) stand|work graph|which topics are open|who is waiting on)\b",
-                    re.I)  # a question the lead answers from the work graph (the demo's morning digest asks one)
+# a question the lead answers from the work graph (the demo's morning digest asks one)
+STATUS = re.compile(r"\b(status|where (?:do )?(?:we|things) stand|work graph|which topics are open|who is waiting on)",
+                    re.I)
 NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
 
 
@@ -60,8 +61,8 @@ def graph_summary(g: Any) -> str:
     waiting = {e["from"] for e in edges if e["to"] == "need:person"}
     broke = {e["from"] for e in edges if e["to"] == "need:credits"}
     title = lambda n: f"“{clip(nodes[n].get('label') or 'untitled', 40)}”"  # noqa: E731
-    parts = [f"{sum(t['state'] != 'closed' for t in topics)} open topic(s), {sum(t['state'] == 'closed' for t in topics)}"
-             " closed"]
+    closed = sum(t["state"] == "closed" for t in topics)
+    parts = [f"{len(topics) - closed} open topic(s), {closed} closed"]
     parts.append("waiting on a person: " + ", ".join(title(n) for n in sorted(waiting)) if waiting
                  else "no topic waits on a person")
     if broke:
