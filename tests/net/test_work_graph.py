@@ -134,9 +134,10 @@ async def test_the_graph_never_shows_what_the_asker_cannot_read(team):
 
 
 @pytest.mark.backends("sqlite")
-async def test_the_graph_costs_the_same_queries_for_many_topics(team):
+async def test_the_graph_costs_the_same_queries_for_many_topics(team, monkeypatch):
     """Issue 21's work graph stays fast for a workspace with hundreds of topics: one query per table, never one per
-    topic (counted on the SQLite reader: 3 topics or 200, the same statements)."""
+    topic (counted on the SQLite reader: 3 topics or 200, the same statements); past its limit, the most recently
+    active topics, and `more`."""
     import time as clock
 
     from ygg_server.ops import graph
@@ -145,8 +146,8 @@ async def test_the_graph_costs_the_same_queries_for_many_topics(team):
     alice = await team.person("alice")
     researcher = await team.client(api_key=team.keys["researcher"])
 
-    async def topics(n: int) -> None:
-        for i in range(n):
+    async def topics(first: int, n: int) -> None:
+        for i in range(first, first + n):
             sent = await alice.send(workspace=team.ws, topic="new", title=f"Task {i}", to=["researcher"],
                                     type="request", text="please")
             await researcher.send(workspace=team.ws, topic=sent["message"]["topic"], type="request",
@@ -162,12 +163,17 @@ async def test_the_graph_costs_the_same_queries_for_many_topics(team):
             team.conn.set_trace_callback(None)
         return len(seen), g, clock.perf_counter() - start
 
-    await topics(3)
+    await topics(0, 3)
     few, g, _ = counted()
     assert sum(n["kind"] == "topic" for n in g["nodes"]) == 3
-    await topics(197)
+    await topics(3, 197)
     many, g, took = counted()
     assert sum(n["kind"] == "topic" for n in g["nodes"]) == 200
     assert sum(e["kind"] == "delegated" for e in g["edges"]) == 200
     assert many == few, f"{few} statements for 3 topics, {many} for 200"
     assert took < 2.0, f"{took:.2f} s for 200 topics"
+    assert g["more"] is False
+    monkeypatch.setattr(graph, "MAX_TOPICS", 150)
+    _, g, _ = counted()
+    drawn = [n["label"] for n in g["nodes"] if n["kind"] == "topic"]
+    assert g["more"] is True and len(drawn) == 150 and drawn[0] == "Task 199" and "Task 49" not in drawn

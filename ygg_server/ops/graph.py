@@ -150,7 +150,12 @@ def _topics(conn, ws: str, convs: dict, state: str | None, g: _Graph, participan
         args.append(state)
     elif state in ("needs_human", "credits"):  # (paused for it, or an agent in it waits so: `_keep` chooses)
         sql += " AND status != 'closed'"
-    rows = [(c, s) for c, s in conn.execute(sql + " ORDER BY updated_at DESC", args) if c in convs]
+    rows: list[tuple] = []
+    for c, blob in conn.execute(sql + " ORDER BY updated_at DESC", args):  # (read until one more than drawn)
+        if c in convs:
+            rows.append((c, blob))
+            if len(rows) > MAX_TOPICS:
+                break
     out: dict[str, str] = {}
     for cid, blob in rows[:MAX_TOPICS]:
         t = codec.decode_topic(blob)
