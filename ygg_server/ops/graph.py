@@ -3,7 +3,8 @@ and edges, read-only, on a reader connection.
 
 Nodes (`id` is `<kind>:<id>`): `conversation` (General, direct, group), `thread` (a side thread, seed 003 §5-7),
 `side` (a side conversation for a delegated task, §15), `topic`, `artifact`, `agent`, `person`, and two needs:
-`need:person` (a topic paused for a person) and `need:credits` (agents waiting for funds).
+`need:person` (a topic paused for a person, or with an agent in it that asked for one) and `need:credits` (agents
+waiting for funds).
 
 Edges (`from` → `to`, `kind`):
     in            topic → its conversation; artifact → its conversation (`topic`: where its first version was posted)
