@@ -73,6 +73,13 @@ class ArtifactOpened(Message):
 
 
 @dataclass
+class CardOpened(Message):
+    """b on a message with a result card: one of its buttons to press (issue 21)."""
+
+    message: dict
+
+
+@dataclass
 class ThreadOpened(Message):
     """A message's side-thread cards expanded: their messages are wanted (issue 21)."""
 

@@ -161,3 +161,35 @@ async def test_the_demo_researcher_uses_its_skill_and_its_memory(server):
         assert len(kept) >= 1 and all("asked about" in m["text"] for m in kept)
     finally:
         await demo.stop()
+
+
+async def test_the_demo_researcher_posts_a_briefing_card_and_acts_on_its_button(server):
+    """Issue 21: "the researcher posts a briefing card"; seed 003 §13: "other buttons hand the click back to the
+    agent as a signal": its "More detail" pressed, it answers with more of the handbook."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title="Credits",
+                                type="request", to=["researcher"], text="How do credits work?")
+        topic = sent["message"]["topic"]
+
+        async def carded():
+            msgs = await history(alice, server.ws, topic)
+            return next((m for m in msgs if m.get("card")), None)
+
+        answer = await until(carded)
+        card = answer["card"]
+        assert card["template"] == "briefing" and card["title"] == "Briefing: Credits" and not card.get("fallback")
+        assert card["sections"] and [b["action"] for b in card["buttons"]] == ["more"]
+        pressed = await alice.call("press_card", workspace=server.ws, message=answer["id"], action="more", topic=topic)
+        assert pressed["message"]["press"]["action"] == "more"
+
+        async def more():
+            msgs = await history(alice, server.ws, topic)
+            return next((m for m in msgs if m["type"] == "response" and m.get("in_reply_to") == pressed["message"]["id"]),
+                        None)
+
+        reply = await until(more)
+        assert reply["text"].startswith("More on Credits:"), reply["text"]
+    finally:
+        await demo.stop()

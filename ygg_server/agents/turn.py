@@ -164,6 +164,8 @@ class TurnRunner:
             fields["to"] = out.to
         if out.waiting_for:
             fields["waiting_for"] = out.waiting_for
+        if out.card:
+            fields["card"] = out.card
         if out.title or fields["topic"] == "new":
             fields["title"] = clip(out.title, TITLE) if out.title else clip(out.text or "", 60)
         return fields

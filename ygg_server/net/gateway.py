@@ -581,7 +581,8 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
                "set_profile": ("set_profile", True), "set_setting": ("set_setting", True),
                "edit_message": ("revise", False), "delete_message": ("revise", False),
                "settle_thread": ("thread", False), "create_artifact": ("artifact", False),
-               "update_artifact": ("artifact", False), "comment_artifact": ("artifact", False)}
+               "update_artifact": ("artifact", False), "comment_artifact": ("artifact", False),
+               "press_card": ("card", False)}
 # ops of `ops`: op -> (fn(conn, participant, frame) -> dict, whether it writes, whether the directives may change)
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in artifacts.QUERIES.items()},

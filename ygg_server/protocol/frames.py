@@ -21,7 +21,7 @@ from .work_frames import (  # the ops of issues 21 to 24: callers name every op 
     CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
     ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
-    PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
+    PressCard, PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
     UnpublishAgent, UpdateArtifact, WorkGraph,
 )
 
@@ -61,6 +61,7 @@ class Send(InWorkspace, tag="send"):
     title: Any = None
     attachment_bytes: Any = None
     handoff: Any = None
+    card: Any = None  # a result card: {"template", "data", "kind"?} (core/cards.py; `bad_card` names the field)
 
 
 class Ack(Frame, tag="ack"):
@@ -405,7 +406,7 @@ ClientFrame = Union[
     RotateKey, AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting,
     GetPersona, SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins, EditMessage, DeleteMessage,
     MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
-    ChangePassword, ListSessions, EndSession, SignOut, SettleThread,
+    ChangePassword, ListSessions, EndSession, SignOut, SettleThread, PressCard,
     CreateArtifact, UpdateArtifact, CommentArtifact, GetArtifact, ListArtifacts, ArtifactDiff, ListSchedules,
     AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines, RequestApproval, GetApproval,
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,

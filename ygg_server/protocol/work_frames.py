@@ -67,6 +67,15 @@ class SettleThread(InWorkspace, tag="settle_thread"):
     summary: str | None = None
 
 
+class PressCard(InWorkspace, tag="press_card"):
+    """A button pressed on a message's result card (seed 003 §13; core/cards.py): acted on in place (an email
+    draft's send, save_draft) or handed back to the card's author as a request. `topic`: the card's topic, where
+    the request goes (left out, or not the card's: the request opens a new topic)."""
+
+    message: ShortText
+    action: Any = None  # judged by the op: `unknown_action`
+    topic: ShortText | None = None
+
 
 # --- reminders and routines (issue 22; ops/schedules.py) ---
 

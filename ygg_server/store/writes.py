@@ -103,7 +103,7 @@ def revision_rows(revisions) -> list[tuple[str, tuple]]:
         out.append((REVISE_MESSAGE, (m.text, encode_message(m), seq)))
         if m.deleted:
             out.append((DROP_VERSIONS, (m.id,)))
-        else:
+        elif m.version != before.version:  # (a card acted on in place keeps its text: no version)
             out.append((KEEP_VERSION, (m.id, before.version, before.text, before.edited_at or before.created_at)))
     return out
 

@@ -31,12 +31,14 @@ from .manage import ManageActions
 from .hosting import HostingActions
 from .revising import ReviseActions
 from .threads import ThreadActions
+from .cards import CardActions
 from .sending import SendActions
 from .undoing import UndoActions
 
 
 class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, HostingActions, ExportActions,
-                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, Screen):
+                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, CardActions,
+                 Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120

@@ -7,7 +7,8 @@ the rulebook's bookkeeping for every backend (closure polls, nudges, resumes,
 credits); these only decide what to say.
 
 - researcher: answers from the bundled handbook (search_corpus), once, then done; given `artifact_create`, it posts
-  what it found in full as an artifact (a document) beside its short answer.
+  what it found in full as an artifact (a document) beside its short answer, which carries a briefing card (seed
+  003 §11) of the sections found; its "More detail" button, pressed, wakes it to answer with the next sections.
 - reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
   goes to a person first with state needs_human, and the verdict follows their answer.
 - lead: delegates a request to its team (in the same topic; asked in a direct
@@ -139,6 +140,9 @@ class Researcher(Personality):
     SKILL = "handbook-answers"
 
     def on_request(self, inp, ev):
+        press = ev["message"].get("press")
+        if press:  # a button of its briefing card, pressed (seed 003 §13: the click handed back as a signal)
+            return self.on_press(inp, ev, press)
         tools = {t.name for t in inp.tools}
         follow = self.SKILL in (ev.get("skills") or []) and "load_skill" in tools
         if follow and not _results(inp, "load_skill"):
@@ -174,7 +178,31 @@ class Researcher(Personality):
             before = f"Last time, {clip(remembered[0], 120)}. " if remembered else ""
             after = f"\nSource: handbook, “{best['title']}”."
         n = self.length(ev) - len(lead) - len(more) - len(before) - len(after)
-        return TurnOutput(text=before + lead + clip(best["text"], n) + more + after, type="response", state="done")
+        return TurnOutput(text=before + lead + clip(best["text"], n) + more + after, type="response", state="done",
+                          card=self.briefing(ev, query, found))
+
+    @staticmethod
+    def briefing(ev: dict, query: str, found: list[dict]) -> dict:
+        """A briefing card of what the handbook says (core/card_templates.briefing): the sections found, each clipped."""
+        subject = ev.get("topic", {}).get("title") or clip(quoted(query), 60)
+        return {"template": "briefing", "data": {
+            "title": clip(f"Briefing: {subject}", 120), "date": "from the Ygg handbook",
+            "summary": clip(found[0]["text"], 280),
+            "items": [{"heading": clip(f["title"], 120), "text": clip(f["text"], 200)} for f in found[1:3]],
+            "rows": [{"label": "Sources", "value": ", ".join(clip(f["title"], 40) for f in found[:3])}],
+            "tags": ["handbook"], "buttons": [{"action": "more", "label": "More detail"}]}}
+
+    def on_press(self, inp, ev, press: dict) -> TurnOutput:
+        """"More detail" on its briefing card: the next sections of the handbook on the card's subject."""
+        subject = (press.get("card") or "").removeprefix("Briefing: ")
+        call, found = self.search(inp, subject)
+        if call:
+            return TurnOutput(tool_calls=[call])
+        rest = (found or [])[3:5] or (found or [])[:1]
+        if not rest:
+            return TurnOutput(text="The handbook has nothing more on that.", type="response", state="done")
+        text = " ".join(f"“{f['title']}”: {clip(f['text'], 300)}" for f in rest)
+        return TurnOutput(text=clip(f"More on {subject}: {text}", self.length(ev)), type="response", state="done")
 
 
 class Reviewer(Personality):
