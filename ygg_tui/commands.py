@@ -110,6 +110,8 @@ class YggCommands(Provider):
                 if m["id"] != store.my_id:
                     out.append((f"Direct conversation with {store.name(m['id'])} ({w.name})",
                                 partial(app.open_direct, w.id, m["id"]), "start or open a direct conversation"))
+            out.append((f"Work graph of {w.name}", partial(main.action_work_graph, w.id),
+                        "w: topics and what they wait on, threads, delegations, artifacts, agents"))
             out.append((f"Export workspace {w.name}", partial(main.export, w.id),
                         "every conversation you read in it, as Markdown and JSON lines"))
             out.append((f"Approvals to decide in {w.name}", partial(main.approvals_in, w.id),

@@ -24,6 +24,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "ygg.compose": ("i", "Write"),
     "ygg.focus_topics": ("t", "Topics"),
     "ygg.all_topics": ("T", "All the conversation's topics at once"),
+    "ygg.work_graph": ("w", "Work graph: how topics, threads, artifacts and agents connect"),
     "ygg.focus_sidebar": ("c", "Conversations"),
     "ygg.focus_messages": ("m", "Messages"),
     "ygg.people": ("p", "People and credits (a narrow screen hides them)"),

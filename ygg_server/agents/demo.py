@@ -39,7 +39,8 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
                    "it opens.",
         "capabilities": ["coordination", "planning", "delegation"], "generalist": True, "cost": 2,
         "personality": "lead", "fund": 200,
-        "tools": ["send_message", "handoff", "settle_thread", "persona_read", "persona_write", "remember",
+        "tools": ["send_message", "handoff", "settle_thread", "work_graph", "persona_read", "persona_write",
+                  "remember",
                   "pulse_report"],
     },
     "researcher": {

@@ -231,6 +231,12 @@ class TurnRunner:
                                                query=str(a.get("query", "")), limit=10)
                 return ok([{"id": m["id"], "author": self._name(m["workspace"], m["author"]), "text": m["text"][:300]}
                            for m in reply.get("messages", [])])
+            if call.name == "work_graph":  # seed 003 §49: the same graph the TUI draws
+                reply = await self.client.request("work_graph", workspace=target["workspace"],
+                                                  **{k: a[k] for k in ("agent", "state") if isinstance(a.get(k), str)})
+                if reply.get("op") != "work_graph":
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok({k: reply[k] for k in ("nodes", "edges", "more")})
             if call.name == "send_message":
                 return await self._send_tool(a, target, client_id, why, ok, err)
             if call.name.startswith("artifact_"):

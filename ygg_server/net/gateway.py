@@ -23,7 +23,7 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import (access, actions, approvals, artifacts, auth, configure, goals, guidance, memory, memory_care,
+from ..ops import (access, actions, approvals, artifacts, auth, configure, goals, graph, guidance, memory, memory_care,
                    queries, schedules, skills, toolkit)
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
@@ -590,10 +590,11 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
 # ops of `ops`: op -> (fn(conn, participant, frame) -> dict, whether it writes, whether the directives may change)
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in artifacts.QUERIES.items()},
+        **{op: (fn, False, False) for op, fn in graph.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
         **{op: (fn, writes, False) for m in (schedules, goals, approvals, toolkit, skills, memory)
            for op, (fn, writes) in m.OPS.items()}}
-_TIMED = (queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | approvals.TIMED
-          | goals.TIMED | toolkit.TIMED | skills.TIMED | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+_TIMED = (queries.TIMED | graph.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED
+          | approvals.TIMED | goals.TIMED | toolkit.TIMED | skills.TIMED | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)

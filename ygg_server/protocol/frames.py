@@ -23,7 +23,7 @@ from .work_frames import (  # the ops of issues 21 to 24: callers name every op 
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
     ListDirectory, ListHosts, ListMemories, ListMemoryShares, ListSchedules, ListSkills, ListToolRules, ListTools,
     PauseSchedule, PressCard, PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule,
-    SettleThread, ShareMemory, UnpublishAgent, UpdateArtifact,
+    SettleThread, ShareMemory, UnpublishAgent, UpdateArtifact, WorkGraph,
 )
 
 # --- the session ---
@@ -414,6 +414,7 @@ ClientFrame = Union[
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
     PublishAgent, UnpublishAgent, ListDirectory, CopyAgent, AddLoop, AddPulse, LoopVerdict, PulseReport, ListLoops,
+    WorkGraph,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

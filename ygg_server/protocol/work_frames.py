@@ -44,6 +44,11 @@ class GetArtifact(InWorkspace, tag="get_artifact"):
     version: Any = None  # left out: the latest
 
 
+class WorkGraph(InWorkspace, tag="work_graph"):  # seed 003 §49 (ops/graph.py): read-only
+    agent: Any = None  # a participant, as a send names one; left out: everyone
+    state: Any = None  # ops.graph.STATES; left out: every state
+
+
 class ListArtifacts(InWorkspace, tag="list_artifacts"):
     conversation: Any = None  # left out: every conversation the asker reads
 

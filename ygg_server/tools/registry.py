@@ -187,6 +187,12 @@ _reg(ToolSpec(name="pulse_report", runs="bridge", group="loops",
                       "check": _S, "status": {"type": "string", "enum": ["ok", "attention"]}, "note": _S},
                       "required": ["check", "status"]}},
                   "tell": _S, "pulse": _S}, "required": ["summary", "items"]}))
+_reg(ToolSpec(name="work_graph", runs="bridge", group="knowledge",
+              description=("How the workspace's work connects (what you may read): topics and what they wait on, "
+                           "side threads and side conversations, delegations and handoffs, artifacts and who made "
+                           "them, agents and the conversations they serve. Filters: agent (a name), state (open, "
+                           "paused, closed, needs_human, credits, ongoing, resolved, abandoned)."),
+              parameters={"type": "object", "properties": {"agent": _S, "state": _S}}))
 # the demo's deploy (issue 22): in the bridge's `ask_first`, so each call waits for a person's approval first
 _reg(ToolSpec(name="deploy", runs="bridge", group="demo",
               description=("Deploy a change to an environment (the demo's: it records the deploy). A person "

@@ -16,7 +16,8 @@ credits); these only decide what to say.
   conversation, with one request to the whole team there, which the server moves
   into a side conversation, seed 003 §15), then answers with what came back and
   says done, in the topic where it was asked; outside a direct conversation its answer carries a
-  `<dm target="reviewer">` follow-up, a side thread (seed 003 §5), which it settles with the answer it gets.
+  `<dm target="reviewer">` follow-up, a side thread (seed 003 §5), which it settles with the answer it gets; asked for
+  the status (where things stand), it reads the work graph (seed 003 §49, `work_graph`) and says it.
 - eager: keeps everyone posted and writes long answers; it spends its credits
   until a person has to fund it.
 """
@@ -36,6 +37,9 @@ RISKY = re.compile(r"\b(deploy\w*|delet\w*|drop|production|prod|release|merg\w*|
 REMIND = re.compile(r"\bremind me (?:in (?P<n>\d{1,4}) ?(?P<unit>minutes?|mins?|m|hours?|h)\b )?(?:to|about)\b"
                     r"(?P<what>.*)", re.I | re.S)  # (not "remind me how …": that is a question)
 YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.I)
+# a question the lead answers from the work graph (the demo's morning digest asks one)
+STATUS = re.compile(r"\b(status|where (?:do )?(?:we|things) stand|work graph|which topics are open|who is waiting on)",
+                    re.I)
 NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
 
 
@@ -52,6 +56,30 @@ def quoted(text: str) -> str:
     """The part of a delegated request in “…” (what the person asked), else the whole text."""
     m = re.search(r"“(.+)”", text, re.S)
     return m.group(1) if m else text
+
+
+def graph_summary(g: Any) -> str:
+    """The lead's status from a `work_graph` answer: open topics, what waits on a person or on credits, the side
+    threads still ongoing, delegations and artifacts."""
+    if not isinstance(g, dict):
+        return "I could not read the work graph just now."
+    nodes = {n["id"]: n for n in g.get("nodes", ())}
+    edges = g.get("edges", ())
+    topics = [n for n in nodes.values() if n["kind"] == "topic"]
+    waiting = {e["from"] for e in edges if e["to"] == "need:person"}
+    broke = {e["from"] for e in edges if e["to"] == "need:credits"}
+    title = lambda n: f"“{clip(nodes[n].get('label') or 'untitled', 40)}”"  # noqa: E731
+    closed = sum(t["state"] == "closed" for t in topics)
+    parts = [f"{len(topics) - closed} open topic(s), {closed} closed"]
+    parts.append("waiting on a person: " + ", ".join(title(n) for n in sorted(waiting)) if waiting
+                 else "no topic waits on a person")
+    if broke:
+        parts.append("waiting on credits: " + ", ".join(title(n) for n in sorted(broke)))
+    threads = [n for n in nodes.values() if n["kind"] == "thread" and n.get("state") == "ongoing"]
+    delegated = sum(e.get("count", 1) for e in edges if e["kind"] in ("delegated", "handed_off"))
+    artifacts = sum(n["kind"] == "artifact" for n in nodes.values())
+    parts.append(f"{len(threads)} side thread(s) ongoing, {delegated} delegation(s), {artifacts} artifact(s)")
+    return "Where things stand (the work graph, w in the TUI): " + "; ".join(parts) + "."
 
 
 def _results(inp: TurnInput, name: str) -> list[Any]:
@@ -308,6 +336,8 @@ class Lead(Personality):
 
     def on_request(self, inp, ev):
         m = ev["message"]
+        if STATUS.search(m.get("text", "")) and "work_graph" in {t.name for t in inp.tools}:
+            return self.status(inp)
         team = self.team(ev)
         if not team:
             return TurnOutput(text="Nobody from my team is here to help, so I cannot take this on yet.",
@@ -341,6 +371,13 @@ class Lead(Personality):
                     args.update(topic="new", title=clip(f"For {asker}: {title}", 80), conversation="general")
             return TurnOutput(tool_calls=[ToolCall(name="send_message", id=f"ask-{helper}", arguments=args)])
         return TurnOutput(text=None)  # everyone asked: the answer comes when they reply
+
+    def status(self, inp) -> TurnOutput:
+        """Asked where things stand: the work graph (seed 003 §49), read with its tool and told in one answer."""
+        got = _results(inp, "work_graph")
+        if not got:
+            return TurnOutput(tool_calls=[ToolCall(name="work_graph", id="graph", arguments={})])
+        return TurnOutput(text=graph_summary(got[0]), type="response", state="done")
 
     def on_response(self, inp, ev):
         m = ev["message"]
