@@ -193,7 +193,7 @@ class TurnRunner:
                 return ok(f"deployed to {a.get('target')!s} (the demo records it)")
             if call.name not in toolbox.BRIDGE:  # routed to the server's registry (which checks again)
                 reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
-                                                  arguments=a)
+                                                  arguments=a, conversation=target.get("conversation"))
                 if reply.get("op") != "call_tool":
                     return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
                 return ok(reply["result"]) if reply.get("ok") else err(str(reply.get("error", "failed")))

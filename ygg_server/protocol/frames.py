@@ -18,10 +18,10 @@ from ..core import POOL
 from .frame_base import DeliveryId, Frame, InConversation, InWorkspace, ShortText, Strings
 from .work_frames import (  # the ops of issues 21 to 24: callers name every op frames.X
     AddConnection, AddHost, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
-    CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
-    ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
-    ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
-    PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
+    CommentArtifact, ConnectAccount, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
+    ExportSkill, FinishConnect, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
+    ListAccounts, ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
+    PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, RevokeAccount, SetRuntime, SetToolRule, SettleThread,
     UnpublishAgent, UpdateArtifact,
 )
 
@@ -411,7 +411,7 @@ ClientFrame = Union[
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
-    ListDirectory, CopyAgent,
+    ListDirectory, CopyAgent, ConnectAccount, FinishConnect, ListAccounts, RevokeAccount,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

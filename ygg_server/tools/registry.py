@@ -199,3 +199,5 @@ _reg(ToolSpec(name="fetch_page", group="web", handler=_SERVER,
 # reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
 DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
            "search_history", "remember", "memory_search", "load_skill")
+
+from . import github, google  # noqa: E402,F401  (the connected accounts' tools, issue 24, register themselves)

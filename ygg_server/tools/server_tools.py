@@ -19,6 +19,7 @@ from ..ops.toolkit import Route, ToolRefusal
 from ..ops.refusals import Refused
 from ..skills.format import SkillError
 from . import vault
+from .oauth import OAuthClient
 from .registry import REGISTRY
 from .web import Web, WebError
 
@@ -31,6 +32,7 @@ class Env:
     manage: Callable[..., Awaitable[Any]]
     clock: Callable[[], int]
     web: Web = field(default_factory=Web)
+    oauth: OAuthClient = field(default_factory=OAuthClient)  # connected accounts' providers (tools/account_api.py)
 
 
 @REGISTRY.handler("remember")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import legacy, schedules
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
+from .tables import CONNECTED, HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -117,6 +117,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
     Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
+    Step("21: connected GitHub and Google accounts (issue 24)", *(_new_tables(CONNECTED, d) for d in (SQLITE, POSTGRES))),
 ]
 
 
