@@ -29,14 +29,15 @@ from .approving import ApprovalActions
 from .scheduling import ScheduleActions
 from .manage import ManageActions
 from .hosting import HostingActions
+from .connecting import ConnectedActions
 from .revising import ReviseActions
 from .threads import ThreadActions
 from .sending import SendActions
 from .undoing import UndoActions
 
 
-class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, HostingActions, ExportActions,
-                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, Screen):
+class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, HostingActions, ConnectedActions,
+                 ExportActions, KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
