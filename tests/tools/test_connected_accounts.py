@@ -268,3 +268,16 @@ async def test_revocation_forgets_the_account_and_tells_the_provider(accounts, f
     assert out["revoked_at_provider"] is True and gg.revoked == ["ann@example.com"] and gg.problems == []
     assert (await alice.call("list_accounts"))["accounts"] == []
     assert team.conn.execute("SELECT count(*) FROM connected_accounts").fetchone()[0] == 0
+
+
+async def test_a_deleted_workspace_takes_its_accounts_with_it(accounts, fakes):
+    """§63: a workspace's connection is the workspace's: deleting it (its owner's, §66) deletes its accounts; the
+    owner's own account stays."""
+    team = accounts
+    alice = await team.person("alice")
+    lab = (await alice.call("create_workspace", name="lab"))["id"]
+    await connect(alice, "github", workspace=lab)
+    own = await connect(alice, "github")
+    await alice.call("delete_workspace", workspace=lab)
+    assert [a["id"] for a in (await alice.call("list_accounts"))["accounts"]] == [own["id"]]
+    assert team.conn.execute("SELECT count(*) FROM connected_accounts WHERE owner = ?", (lab,)).fetchone()[0] == 0
