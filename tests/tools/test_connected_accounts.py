@@ -123,6 +123,12 @@ async def test_a_flow_is_the_persons_once_and_bad_answers_are_refused(accounts, 
     with pytest.raises(Refused) as e:
         await alice.call("finish_connect", state=started["state"], error="access_denied")
     assert e.value.reason == "provider_refused" and "access_denied" in e.value.frame["detail"]
+    states = [(await alice.call("connect_account", provider="github", redirect_uri="http://127.0.0.1:5/cb"))["state"]
+              for _ in range(6)]  # five under way at most: the oldest is forgotten
+    assert team.conn.execute("SELECT count(*) FROM oauth_flows").fetchone()[0] == 5
+    with pytest.raises(Refused) as e:
+        await alice.call("finish_connect", state=states[0], code="x")
+    assert e.value.reason == "bad_state"
     agent = await _agent(team)
     with pytest.raises(Refused) as e:
         await agent.call("connect_account", provider="github", redirect_uri="http://127.0.0.1:5/cb")

@@ -28,6 +28,7 @@ from .queries import _member
 from .refusals import NotFound, Refused
 
 FLOW_TTL_US = 10 * 60 * 1_000_000  # a person has ten minutes to sign in at the provider
+FLOWS = 5  # flows a person may have under way at once (a sixth forgets the oldest)
 
 
 class AccountRefusal(StrEnum):
@@ -59,6 +60,8 @@ def begin_flow(conn: sqlite3.Connection, who: str, provider: str, workspace: Any
     owner, kind = owner_of(conn, who, workspace)
     with Tx(conn, quiet=True):
         conn.execute("DELETE FROM oauth_flows WHERE expires_at < ?", (now,))
+        conn.execute("""DELETE FROM oauth_flows WHERE person = ? AND state_hash NOT IN (SELECT state_hash FROM
+                        oauth_flows WHERE person = ? ORDER BY expires_at DESC LIMIT ?)""", (who, who, FLOWS - 1))
         conn.execute("""INSERT INTO oauth_flows (state_hash, person, provider, owner, owner_kind, redirect_uri,
                         verifier_sealed, expires_at) VALUES (?,?,?,?,?,?,?,?)""",
                      (state_hash, who, provider, owner, kind, redirect_uri, verifier_sealed, now + FLOW_TTL_US))
