@@ -20,6 +20,7 @@ from tests.tools.fake_oauth import FakeProvider
 from .conftest import SIZE, ready, wait_for
 from .test_manage import _palette
 from .test_manage_forms import told
+from .test_snapshots import quiet
 
 
 @pytest.fixture
@@ -114,6 +115,7 @@ def test_connected_accounts_snapshot(snap_compare, sync_team, fakes):
 
     async def before(pilot):
         await ready(pilot)
+        quiet(pilot)  # (on the main screen: its composer's cursor, the header's address)
         await _palette(pilot, "connected accounts", AccountsScreen)
         await pilot.pause(0.2)
 
