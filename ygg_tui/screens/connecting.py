@@ -169,6 +169,7 @@ class ConnectedActions:
         if got is None:
             return
         label = next(p["label"] for p in offered if p["provider"] == got["provider"])
-        account = await self.app.push_screen_wait(ConnectScreen(label, got["provider"], None if got["owner"] == "me" else got["owner"]))
+        workspace = None if got["owner"] == "me" else got["owner"]
+        account = await self.app.push_screen_wait(ConnectScreen(label, got["provider"], workspace))
         if account is not None:
             self.notify(f"Connected {label} account {account['login'] or ''}.")
