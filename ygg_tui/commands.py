@@ -188,6 +188,8 @@ class YggCommands(Provider):
             ("New agent", main.add_agent, "yours, in every workspace of yours or pinned to one; its key shown once"),
             ("New host", main.add_host, "a machine that runs your hosted agents (ygg-agent host); its key shown once"),
             ("Copy an agent from the directory", main.copy_agent, "a new agent of yours from a published one"),
+            ("Connected accounts", main.connected_accounts,
+             "GitHub and Google accounts your agents act on: connect (your browser signs in), list, revoke"),
             ("New topic in this conversation", main.action_new_topic, "asks for a title"),
             ("All topics of this conversation", main.action_all_topics, "T: their states, participants, last message"),
             ("Next unread topic", main.action_next_unread, "n"),

@@ -196,7 +196,7 @@ class TurnRunner:
                 return ok(f"deployed to {a.get('target')!s} (the demo records it)")
             if call.name not in toolbox.BRIDGE:  # routed to the server's registry (which checks again)
                 reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
-                                                  arguments=a)
+                                                  arguments=a, conversation=target.get("conversation"))
                 if reply.get("op") == "call_tool" and reply.get("pending"):  # held for a person (seed 003 §61)
                     aid = reply["approval"]["id"]
                     status = await self._decided(target["workspace"], aid)
@@ -205,7 +205,8 @@ class TurnRunner:
                         return err(f"{call.name} was not run: "
                                    f"{'a person denied it' if status == 'denied' else 'the approval ' + status}")
                     reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
-                                                      arguments=a, approval=aid)
+                                                      arguments=a, approval=aid,
+                                                      conversation=target.get("conversation"))
                 if reply.get("op") != "call_tool":
                     return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
                 return ok(reply["result"]) if reply.get("ok") else err(str(reply.get("error", "failed")))

@@ -16,7 +16,8 @@ class ToolCalls:
     async def _op_call_tool(self, conn, frame: frames.CallTool) -> dict:
         route = await self.read(toolkit.route, conn.participant, frame)
         if self.tool_env is None:
-            self.tool_env = server_tools.Env(read=self.read, manage=self.manage, clock=self.clock)
+            self.tool_env = server_tools.Env(read=self.read, manage=self.manage, clock=self.clock,
+                                                 oauth=self._oauth())
         if self.tool_env.send is None:  # (a test's env too: the send path and events are the gateway's)
             self.tool_env.send, self.tool_env.notify = self._tool_send, self._notify
         return replies.reply(frame, await server_tools.run(route, self.tool_env, approval=frame.approval))

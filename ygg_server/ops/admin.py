@@ -390,6 +390,8 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         conn.execute("DELETE FROM artifacts WHERE workspace = ?", (ws,))
         idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         reach.unpin(conn, ws)  # (an agent pinned there alone stays in no workspace)
+        for table in ("connected_accounts", "oauth_flows"):  # (its connected accounts: seed 003 §63)
+            conn.execute(f"DELETE FROM {table} WHERE owner = ?", (ws,))
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
             where = loaders.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
             conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))

@@ -19,11 +19,12 @@ from .frame_base import DeliveryId, Frame, InConversation, InWorkspace, ShortTex
 from .work_frames import (  # the ops of issues 21 to 24: callers name every op frames.X
     AddLoop, AddPulse, ListLoops, LoopVerdict, PulseReport,  # (issue 22's loops and pulses)
     AddConnection, AddHost, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
-    CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
-    ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
-    ListDirectory, ListHosts, ListMemories, ListMemoryShares, ListSchedules, ListSkills, ListToolRules, ListTools,
-    PauseSchedule, PressCard, PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule,
-    SettleThread, ShareMemory, UnpublishAgent, UpdateArtifact, WorkGraph,
+    CommentArtifact, ConnectAccount, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill,
+    DetachTool, ExportSkill, FinishConnect, Forget, GetApproval, GetArtifact, ImportSkill, ListAccounts,
+    ListApprovals, ListArtifacts, ListConnections, ListDirectory, ListHosts, ListMemories, ListMemoryShares,
+    ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule, PressCard, PublishAgent, RemoveConnection,
+    RemoveSkill, RequestApproval, RevokeAccount, SetRuntime, SetToolRule, SettleThread, ShareMemory, UnpublishAgent,
+    UpdateArtifact, WorkGraph,
 )
 
 # --- the session ---
@@ -414,7 +415,7 @@ ClientFrame = Union[
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
     PublishAgent, UnpublishAgent, ListDirectory, CopyAgent, AddLoop, AddPulse, LoopVerdict, PulseReport, ListLoops,
-    WorkGraph,
+    WorkGraph, ConnectAccount, FinishConnect, ListAccounts, RevokeAccount,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

@@ -200,6 +200,7 @@ class CallTool(InWorkspace, tag="call_tool", kw_only=True):
     tool: str
     arguments: Any = None  # checked against the tool's schema (`bad_arguments`)
     approval: str | None = None  # a call made again once the approval it was answered `pending` with is decided
+    conversation: Any = None  # where the agent acts: which connected account a GitHub or Google tool uses (§64)
 
 
 class AddConnection(Frame, tag="add_connection"):
@@ -217,6 +218,27 @@ class RemoveConnection(Frame, tag="remove_connection"):
 
 class ListConnections(Frame, tag="list_connections"):
     pass
+
+
+# connected accounts (issue 24; seed 003 §62-64; ops/connected.py, net/connected.py)
+class ConnectAccount(Frame, tag="connect_account"):
+    provider: Any = None  # github or google (those the operator registered a client for: `providers` lists them)
+    redirect_uri: Any = None  # the client's loopback listener, http://127.0.0.1:<port>/<path> (RFC 8252 §7.3)
+    workspace: Any = None  # a workspace's account (its admins connect it); default: the asker's own
+
+
+class FinishConnect(Frame, tag="finish_connect"):
+    state: Any = None  # as the provider redirected back with them
+    code: Any = None
+    error: Any = None  # the provider's `error` instead of a code (access_denied: the person declined)
+
+
+class ListAccounts(Frame, tag="list_accounts"):
+    workspace: Any = None  # that workspace's accounts and the asker's own; default: every workspace of theirs
+
+
+class RevokeAccount(Frame, tag="revoke_account"):
+    account: Any = None  # its id (list_accounts)
 
 
 class ListSkills(Frame, tag="list_skills"):

@@ -270,3 +270,5 @@ _reg(ToolSpec(name="artifact_pdf", group="artifacts", handler=_SERVER,
 # reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
 DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
            "search_history", "remember", "memory_search", "load_skill", "loop_verdict", "pulse_report")
+
+from . import github, google  # noqa: E402,F401  (the connected accounts' tools, issue 24, register themselves)

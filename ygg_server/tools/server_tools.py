@@ -19,6 +19,7 @@ from ..ops.toolkit import Route, ToolRefusal
 from ..ops.refusals import Refused
 from ..skills.format import SkillError
 from . import approving, vault, work_tools  # noqa: F401 (work_tools: its handlers register on import)
+from .oauth import OAuthClient
 from .registry import REGISTRY
 from .web import Web, WebError
 from .work_tools import ToolError
@@ -34,6 +35,7 @@ class Env:
     web: Web = field(default_factory=Web)
     send: Callable[..., Awaitable[dict]] | None = None  # (participant, frames.Send) -> the send's reply
     notify: Callable[[str, dict], None] = lambda pid, event: None  # an event to a participant's connections
+    oauth: OAuthClient = field(default_factory=OAuthClient)  # connected accounts' providers (tools/account_api.py)
 
 
 @REGISTRY.handler("remember")

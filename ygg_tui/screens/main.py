@@ -30,6 +30,7 @@ from .scheduling import ScheduleActions
 from .loops import LoopActions
 from .manage import ManageActions
 from .hosting import HostingActions
+from .connecting import ConnectedActions
 from .revising import ReviseActions
 from .threads import ThreadActions
 from .cards import CardActions
@@ -38,7 +39,8 @@ from .undoing import UndoActions
 
 
 class MainScreen(AccountActions, ScheduleActions, LoopActions, ApprovalActions, ManageActions, HostingActions,
-                 ExportActions, KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, CardActions, Screen):
+                 ConnectedActions, ExportActions, KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions,
+                 CardActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120

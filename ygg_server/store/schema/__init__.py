@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import goals, legacy, schedules, sharing
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
+from .tables import CONNECTED, HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -120,6 +120,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("21: memory shared by its owner into another workspace; approvals spent by tool calls (issue 23)",
          sharing.STEP_SQL[SQLITE], sharing.STEP_SQL[POSTGRES]),
     Step("22: loops and the reports of loops and pulses (issue 22)", goals.STEP_SQL[SQLITE], goals.STEP_SQL[POSTGRES]),
+    Step("23: connected GitHub and Google accounts (issue 24)", *(_new_tables(CONNECTED, d) for d in (SQLITE, POSTGRES))),
 ]
 
 

@@ -183,6 +183,18 @@ INDEXES += SHARING_INDEXES
 TABLES += (LOOPS, GOAL_REPORTS)
 INDEXES += GOAL_INDEXES
 
+# connected accounts (issue 24; seed 003 §62-64, ops/connected.py): a GitHub or Google account connected through
+# OAuth, owned by a person (`owner` their id) or a workspace (its id); its tokens sealed (tools/vault.py). A flow
+# under way is kept by its `state`'s digest, its PKCE verifier sealed, until its code comes back or it expires
+CONNECTED = (
+    Table("connected_accounts", text("id", key=True), text("provider"), text("owner"), text("owner_kind"),
+          text("added_by"), text("login"), text("scope"), text("access_sealed"), text("refresh_sealed"),
+          big("expires_at", null=True), big("created_at"), big("updated_at"), unique=("provider", "owner")),
+    Table("oauth_flows", text("state_hash", key=True), text("person"), text("provider"), text("owner"),
+          text("owner_kind"), text("redirect_uri"), text("verifier_sealed"), big("expires_at")),
+)
+TABLES += CONNECTED
+
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {
     SQLITE: ("CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content='messages', content_rowid='seq')",
