@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
@@ -109,6 +110,8 @@ class Conn:
     monitors: set[str] = field(default_factory=set)  # workspaces followed whole
     follows: set[str] = field(default_factory=set)  # workspaces whose topic/balance events it gets
     waiting_since: float | None = None  # monotonic time the handler began waiting for the next frame
+    writing_since: float | None = None  # monotonic time the write under way began
+    writing: set = field(default_factory=set)  # the gateway's connections whose write waits (it times them out)
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     ending: bool = False  # its session is gone: told why once, then closed (Gateway._end)
     dropped: bool = False  # too slow: closing (which may take the close timeout); later frames are not queued
@@ -159,6 +162,21 @@ class Conn:
         self.queued_bytes += size
         self.queue.put_nowait(data)
 
+    def write_overdue(self, now: float) -> float:
+        """Seconds until the write under way is past `send_timeout` (inf: none under way); at 0 or less the reader
+        stopped reading: the connection is aborted (no close frame would get through either; the gateway's
+        `_write_watch` asks)."""
+        since = self.writing_since
+        if since is None:
+            return float("inf")
+        left = since + self.limits.send_timeout - now
+        if left <= 0 and not self.ws.transport.is_closing():
+            log.warning("aborting the connection of %s: a write waited %.0f s", self.participant or "?",
+                        self.limits.send_timeout)
+            self.dropped = True
+            self.ws.transport.abort()
+        return left
+
     def _slow(self, what: str) -> None:
         log.warning("dropping slow connection of %s (too many %s waiting)", self.participant or "?", what)
         self.dropped = True
@@ -181,16 +199,15 @@ class Conn:
                             f["directive"] = elide(self.stable_sent, f["directive"])
                     f = protocol.encode_utf8(f)
                 texts.append(f)
+            self.writing_since = time.monotonic()
+            self.writing.add(self)
             try:
-                await asyncio.wait_for(send_texts(self.ws, texts), self.limits.send_timeout)
-            except TimeoutError:  # the reader stopped reading: no close frame would get through either
-                log.warning("aborting the connection of %s: a write waited %.0f s", self.participant or "?",
-                            self.limits.send_timeout)
-                self.dropped = True
-                self.ws.transport.abort()
-                return
+                await send_texts(self.ws, texts)
             except ConnectionClosed:  # (the handler sees it too, and ends the connection)
                 return
+            finally:
+                self.writing.discard(self)
+                self.writing_since = None
             for _ in batch:
                 self.queue.task_done()
             self.backlog = max(0, self.backlog - len(batch))

@@ -65,6 +65,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
         self.clock: Callable[[], int] = writer.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
         self.limits = limits or Limits()
         self.conns: dict[str, list[Conn]] = {}
+        self.writing: set[Conn] = set()  # connections whose write waits on their reader (`_write_watch` times them)
         self.inboxes: dict[str, Inbox | Feed] = {}  # an agent's, a person's
         self._receives: dict[str, frozenset[str]] = {}  # connected participant -> workspaces it may get deliveries of
         self.following = Following()  # who follows and monitors which workspace here
@@ -110,6 +111,7 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
             create_connection=_counted(caps), compression=None, extensions=[Deflate()], ssl=ssl,
         )
         self._sweep = asyncio.ensure_future(self._sweeper())
+        self._watch = asyncio.ensure_future(self._write_watch())
         return self._server
 
     @property
@@ -117,8 +119,9 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
         return self._server.sockets[0].getsockname()[1]
 
     async def close(self) -> None:
-        if getattr(self, "_sweep", None):
-            self._sweep.cancel()
+        for task in (getattr(self, "_sweep", None), getattr(self, "_watch", None)):
+            if task is not None:
+                task.cancel()
         if self._server:
             self._server.close()
             await self._server.wait_closed()  # every connection detached (on PostgreSQL: their leases returned)
@@ -142,7 +145,8 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
     async def handler(self, ws: ServerConnection) -> None:
         if ws.request is not None and ws.request.path.split("?", 1)[0] == HOST_PATH:
             return await self.host_handler(ws)
-        conn = Conn(ws, self.limits, prefetch=self.limits.prefetch, address=self.address_of(ws, ws.request))
+        conn = Conn(ws, self.limits, prefetch=self.limits.prefetch, address=self.address_of(ws, ws.request),
+                    writing=self.writing)
         self.metrics.connections_opened += 1
         writer = asyncio.ensure_future(conn.writer())
         try:
@@ -189,6 +193,16 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
                 await close_within(conn.ws, 1000, "idle", self.limits.close_timeout)
                 return
             await asyncio.sleep(left)
+
+    async def _write_watch(self) -> None:
+        """Abort each connection whose write has waited `send_timeout` on its reader (`Conn.write_overdue`), looked
+        at every second: one task for all, where a deadline per write cost a task and a timer (12 us a batch)."""
+        look = min(1.0, self.limits.send_timeout / 4)
+        while True:
+            await asyncio.sleep(look)
+            now = time.monotonic()
+            for conn in list(self.writing):
+                conn.write_overdue(now)
 
     async def _drain(self, conn: Conn) -> None:
         while not conn.queue.empty():

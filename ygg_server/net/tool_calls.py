@@ -18,9 +18,13 @@ class ToolCalls:
         if self.tool_env is None:
             self.tool_env = server_tools.Env(read=self.read, manage=self.manage, clock=self.clock,
                                                  oauth=self._oauth())
-        if self.tool_env.send is None:  # (a test's env too: the send path and events are the gateway's)
+        if self.tool_env.send is None:  # (a test's env too: the send path, events and memory writes are the gateway's)
             self.tool_env.send, self.tool_env.notify = self._tool_send, self._notify
+            self.tool_env.memory = self._memory_write
         return replies.reply(frame, await server_tools.run(route, self.tool_env, approval=frame.approval))
+
+    async def _memory_write(self, op: str, *args) -> None:
+        await self.writer.submit("memory", op, *args)
 
     async def _tool_send(self, participant: str, frame: frames.Send) -> dict:
         """A tool's message (task_create), through the one send path as the socket's: its reply."""

@@ -18,6 +18,7 @@ import sqlite3
 from ..protocol import frames
 from ..protocol.ids import new_id
 from ..store.transactions import Tx
+from ..store.writes import write_memory
 from . import embedding, memory_care, toolkit
 from .queries import _member
 from .refusals import NotFound, Refused
@@ -27,7 +28,10 @@ MAX_TEXT = 2000
 PER_AGENT = 5000  # memories an agent keeps in one workspace; the least used go first beyond this
 
 
-def save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: int, source: str = "") -> dict:
+def to_save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: int,
+            source: str = "") -> tuple[dict, tuple | None]:
+    """What keeping `text` answers, and the row the writer keeps (store.writes.write_memory's "save"; None: that text
+    is kept already). Read only: the `remember` tool has the writer write it (its `memory` command)."""
     _member(conn, workspace, agent)
     text = " ".join(text.split())[:MAX_TEXT]
     if not text:
@@ -35,15 +39,17 @@ def save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: i
     same = conn.execute("SELECT id FROM memories WHERE workspace = ? AND agent = ? AND text = ?",
                         (workspace, agent, text)).fetchone()
     if same:
-        return {"id": same[0], "kept": False}
+        return {"id": same[0], "kept": False}, None
     mid = new_id()
-    conn.execute("""INSERT INTO memories (id, workspace, agent, text, source, created_at, used_at, uses)
-                    VALUES (?,?,?,?,?,?,?,0)""", (mid, workspace, agent, text, source[:200], now, now))
-    n = conn.execute("SELECT count(*) FROM memories WHERE workspace = ? AND agent = ?", (workspace, agent)).fetchone()[0]
-    if n > PER_AGENT:
-        conn.execute("""DELETE FROM memories WHERE seq IN (SELECT seq FROM memories WHERE workspace = ? AND agent = ?
-                        ORDER BY uses, used_at LIMIT ?)""", (workspace, agent, n - PER_AGENT))
-    return {"id": mid, "kept": True}
+    return {"id": mid, "kept": True}, (mid, workspace, agent, text, source[:200], now)
+
+
+def save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: int, source: str = "") -> dict:
+    """`to_save`, written here (the admin CLI, the memory workers, tests; the socket's tools go through the writer)."""
+    answer, row = to_save(conn, agent, workspace, text, now, source)
+    if row is not None:
+        write_memory(conn, "save", (row, PER_AGENT))
+    return answer
 
 
 # words a recall does not search by (a question's glue: "how do credits work" recalls by "credits" and "work")
@@ -86,8 +92,7 @@ def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, lim
     if embedder is not None:
         rows = embedding.rerank(embedder, query, rows)[:wanted]
     if rows and now is not None:
-        conn.execute(f"UPDATE memories SET uses = uses + 1, used_at = ? WHERE id IN ({','.join('?' * len(rows))})",
-                     (now, *(r[0] for r in rows)))
+        write_memory(conn, "used", ([r[0] for r in rows], now))
     return [_found(i, t, c, w, workspace) for i, t, c, w in rows]
 
 

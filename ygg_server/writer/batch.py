@@ -60,6 +60,7 @@ class Outcome:
     profiles: list[tuple[str, str]] = field(default_factory=list)  # (agent, profile json)
     settings: list[tuple[str, str]] = field(default_factory=list)  # (workspace, settings json)
     sessions: list[tuple[tuple, str | None]] = field(default_factory=list)  # (row, key)
+    memories: list[tuple[str, tuple]] = field(default_factory=list)  # (op, args): store.writes.write_memory
     revisions: list[tuple[Revision, int, int]] = field(default_factory=list)  # (edit or delete, message seq, now)
     artifacts: list[tuple] = field(default_factory=list)  # (action, Head after, author, message, now, comment)
     pools_charged: set[str] = field(default_factory=set)
@@ -559,6 +560,11 @@ class Batch:
         `key`, the API key it signed in with, is still its own."""
         *row, key = row_and_key
         self.out.sessions.append((tuple(row), key))
+
+    def _memory(self, op: str, *args) -> None:
+        """An agent's memory kept or marked used (store.writes.write_memory), with the batch: on SQLite the writer's
+        own commit, so no cache is dropped and no connection rescanned for it."""
+        self.out.memories.append((op, args))
 
     def _sync(self) -> None:
         return None

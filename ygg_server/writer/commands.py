@@ -15,6 +15,8 @@ the command ended with).
     card         (who, frames.PressCard)                    CardPressed, Refused
     session      (*row, key)                                None: a session's row (ops.auth.session_row, a
                                                             person's ops.accounts.session_row), then its key
+    memory       (op, *args)                                None: an agent's memory kept ("save", row, keep) or marked
+                                                            used ("used", ids, now): store.writes.write_memory
     sync         ()                                         None, once everything before it is committed
 """
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "thread", "artifact",
-                   "card", "session", "sync"})
+                   "card", "session", "memory", "sync"})
 
 
 @dataclass(slots=True, eq=False)

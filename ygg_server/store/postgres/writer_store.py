@@ -45,7 +45,7 @@ from ...core.artifacts import Head
 from ...core.state import LiveState
 from .. import schedules
 from ..port import Keys, Snapshot
-from ..writes import REVISION_DELIVERY, artifact_rows, insert_session, revision_rows
+from ..writes import REVISION_DELIVERY, artifact_rows, insert_session, revision_rows, write_memory
 from ..writeset import WriteSet
 from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, parse_dsn, payloads, present_elsewhere, \
     run_captured, translate
@@ -455,6 +455,10 @@ class PgStore:
         for row, key in outcome.sessions:
             cap = Capture()
             insert_session(cap, row, key)
+            await run_captured(conn, cap)
+        for op, args in outcome.memories:
+            cap = Capture()
+            write_memory(cap, op, args)
             await run_captured(conn, cap)
         if outcome.revisions:
             await self._revise(outcome)

@@ -27,7 +27,7 @@ from ..loaders import (
 )
 from .. import schedules
 from ..port import EMPTY, Keys, Snapshot
-from ..writes import artifact_rows, insert_session, write as write_rows, write_revisions
+from ..writes import artifact_rows, insert_session, write as write_rows, write_memory, write_revisions
 from ..writeset import WriteSet
 from . import Checkpointer, connect, index_messages, reindex
 from . import ack as write_acks
@@ -211,6 +211,8 @@ class SqliteStore:
             conn.execute("UPDATE workspaces SET settings = ? WHERE id = ?", (body, ws))
         for row, key in outcome.sessions:
             insert_session(conn, row, key)
+        for op, args in outcome.memories:
+            write_memory(conn, op, args)
         if outcome.schedules:
             conn.executemany(schedules.UPDATE, schedules.updates(outcome.schedules))
         if outcome.decisions:
