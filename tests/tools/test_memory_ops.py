@@ -3,10 +3,12 @@ searched per workspace (SQLite FTS5, PostgreSQL full text), never across a works
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ygg_server.client import Refused
-from ygg_server.ops import admin
+from ygg_server.ops import admin, memory
 
 pytestmark = pytest.mark.backends("sqlite", "postgres")
 
@@ -64,3 +66,38 @@ async def test_a_memory_never_crosses_a_workspaces_isolation(team):
     await alice.call("forget", workspace=team.ws, agent="researcher", id=listed["memories"][0]["id"])
     assert (await agent.call("list_memories", workspace=team.ws))["memories"] == []
     assert team.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1  # lab's untouched
+
+
+@pytest.mark.backends("sqlite")
+async def test_a_turns_memory_writes_drop_no_cache_and_rescan_no_connection(team):
+    """Seed 003 §46: "at the start of every turn the context is assembled from the conversation's history and the
+    agent's long-term memory at once". On SQLite a management connection's commit changes the writer's
+    `data_version`: it drops its cache and the gateway rescans every connection (0.1 to 0.7 s with 10 to 100 agents),
+    and a recall at each turn's start (its memories marked used) was such a commit. Kept and recalled through the
+    writer, a turn's memory rescans nothing; the same memory written on the management connection does."""
+    rescans: list[int] = []
+    rescan = team.gw.rescan
+
+    async def counted():
+        rescans.append(1)
+        await rescan()
+
+    team.gw.rescan = counted
+    agent = await team.client(api_key=team.keys["researcher"])
+    await agent.call("ping")
+    rescans.clear()  # (the fixture's own writes, before the server's first batch)
+    for _ in range(3):
+        await _remember(agent, team.ws, "Bob deploys on Fridays")
+        found = await agent.call("call_tool", workspace=team.ws, tool="memory_search", arguments={"query": "bob"})
+        assert [m["text"] for m in found["result"]] == ["Bob deploys on Fridays"]
+    assert team.conn.execute("SELECT count(*), max(uses) FROM memories").fetchone() == (1, 3)
+    # the control: a memory written on the management connection, then one more batch: exactly one rescan, for it
+    researcher = team.conn.execute("SELECT id FROM agents WHERE name = 'researcher'").fetchone()[0]
+    team.admin(memory.save, researcher, team.ws, "Alice reviews on Mondays", team.gw.clock())
+    await _remember(agent, team.ws, "The staging database is ygg-stage")
+    for _ in range(100):
+        if rescans:
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)
+    assert rescans == [1], "six memory writes through the writer rescanned nothing; the management one, once"
