@@ -199,6 +199,16 @@ class ArtifactRef(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     action: str = "created"  # created, updated, commented
 
 
+class FileRef(msgspec.Struct, frozen=True, gc=False):
+    """A file sent with a message (core/files.py): the stored upload it names, as the server measured it."""
+
+    id: str
+    name: str
+    size: int  # bytes, as stored (what the message is charged by; never a number the sender declares)
+    type: str  # a media type, e.g. text/plain
+    sha256: str
+
+
 class Message(msgspec.Struct, frozen=True, gc=False):
     id: str
     workspace: str
@@ -223,6 +233,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     deleted: bool = False  # its author deleted it: its text is gone
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (core/threads.py)
     artifact: ArtifactRef | None = None  # the artifact version it posted or commented on (core/artifacts.py)
+    files: tuple[FileRef, ...] = ()  # the files sent with it (core/files.py)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):
@@ -243,12 +254,13 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     state: State | None = None
     waiting_for: tuple[str, ...] = ()
     in_reply_to: str | None = None
-    attachment_bytes: int = 0
+    attachment_bytes: int = 0  # the files' stored sizes (core/files.py): set by the writer, never by the sender
     malformed: bool = False  # fields had the wrong types: downgraded to an inform
     handoff: bool = False  # a request handing the conversation to exactly one colleague
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (stamped into the message)
     artifact: ArtifactRef | None = None  # an artifact version it posts or comments on (core/artifacts.py)
     body_chars: int = 0  # that version's body: paid for like text (seed 000), not shown in the message
+    files: tuple[FileRef, ...] = ()  # the uploads it sends (their sizes summed in attachment_bytes)
 
 
 class Plan(msgspec.Struct, frozen=True, gc=False):

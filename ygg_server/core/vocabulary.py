@@ -79,6 +79,9 @@ class RefusalReason(StrEnum):
     # artifacts (core/artifacts.py)
     UNKNOWN_ARTIFACT = "unknown_artifact"  # no such artifact (or version) in this workspace, or not the asker's to see
     BAD_ARTIFACT = "bad_artifact"  # an artifact's title, kind, body or comment that breaks its rules
+    # files (core/files.py)
+    UNKNOWN_FILE = "unknown_file"  # no such upload of the sender's in this workspace (or one already sent)
+    BAD_FILE = "bad_file"  # an upload that breaks its rules: too large for the plan, a wrong hash, a bad name
 
 
 class ContextReason(StrEnum):

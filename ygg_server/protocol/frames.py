@@ -22,7 +22,7 @@ from .work_frames import (  # the ops of issues 21 to 24: callers name every op 
     ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
     ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
     PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
-    UnpublishAgent, UpdateArtifact,
+    UnpublishAgent, UpdateArtifact, DownloadFile, UploadFile,
 )
 
 # --- the session ---
@@ -59,8 +59,10 @@ class Send(InWorkspace, tag="send"):
     waiting_for: Any = None
     in_reply_to: Any = None
     title: Any = None
-    attachment_bytes: Any = None
     handoff: Any = None
+    # uploads sent with it (upload_file; core/files.py): charged by their stored size. (`attachment_bytes`, a size
+    # the sender declared, is no longer read: an unknown field, ignored)
+    files: Annotated[list[ShortText], Meta(max_length=100)] | None = None
 
 
 class Ack(Frame, tag="ack"):
@@ -411,7 +413,7 @@ ClientFrame = Union[
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
-    ListDirectory, CopyAgent,
+    ListDirectory, CopyAgent, UploadFile, DownloadFile,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

@@ -170,3 +170,12 @@ def artifact_rows(artifacts) -> list[tuple[str, tuple]]:
             out.append((MOVE_ARTIFACT, (h.title, h.version, now, h.id)))
         out.append((KEEP_ARTIFACT_VERSION, (h.id, h.version, h.title, h.body, author, message, now)))
     return out
+
+
+# files (core/files.py): an upload marked as sent with its message, in the message's transaction
+FILE_SENT = "UPDATE files SET message = ? WHERE id = ? AND message IS NULL"
+
+
+def file_rows(files) -> list[tuple[str, tuple]]:
+    """The statements of a batch's sent files: (message id, file id)."""
+    return [(FILE_SENT, (mid, fid)) for mid, fid in files]

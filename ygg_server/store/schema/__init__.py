@@ -103,6 +103,17 @@ def _tools_skills_memory() -> Step:
                 *(MEMORY_FTS if dialect == SQLITE else ()))
 
     return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
+def _files() -> Step:
+    """21: files, uploads and their content-addressed bytes (issue 21)."""
+    from .tables import FILE_INDEXES, FILES
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        return (*_new_tables(FILES, dialect),
+                *(i.sql(dialect).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) for i in FILE_INDEXES))
+
+    return Step("21: files (issue 21)", sql(SQLITE), sql(POSTGRES))
+
+
 def _new_tables(tables, dialect: str) -> tuple[str, ...]:
     return tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in tables)
 
@@ -117,6 +128,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
     Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
+    _files(),
 ]
 
 
