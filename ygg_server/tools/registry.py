@@ -166,6 +166,11 @@ _reg(ToolSpec(name="artifact_comment", runs="bridge", group="artifacts",
               description="Comment on a version of an artifact (the latest by default).",
               parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
                           "required": ["artifact", "text"]}))
+# files (issue 21): a file sent with a message the agent can read (its id from the message's `files`)
+_reg(ToolSpec(name="file_read", runs="bridge", group="files",
+              description=("Read a file sent with a message you can see (its id is in the message's files): its name, "
+                           "type and size, and its text if it is text (else its first bytes in base64)."),
+              parameters={"type": "object", "properties": {"file": _S}, "required": ["file"]}))
 # the demo's deploy (issue 22): in the bridge's `ask_first`, so each call waits for a person's approval first
 _reg(ToolSpec(name="deploy", runs="bridge", group="demo",
               description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
@@ -198,4 +203,4 @@ _reg(ToolSpec(name="fetch_page", group="web", handler=_SERVER,
 # an agent whose owner never chose its tools has these (what a bridge was given before the registry, less what
 # reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
 DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
-           "search_history", "remember", "memory_search", "load_skill")
+           "search_history", "remember", "memory_search", "load_skill", "file_read")
