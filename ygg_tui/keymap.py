@@ -43,6 +43,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "messages.versions": ("v", "A message's versions"),
     "messages.thread": ("x", "A message's side threads: expand or collapse"),
     "messages.artifact": ("a", "A message's artifact: open its pane"),
+    "messages.save_file": ("s", "A message's file: save it"),
     "composer.send": ("enter", "Send"),
     "composer.newline": ("ctrl+j,shift+enter", "New line"),
     "composer.complete": ("tab", "Complete @name"),

@@ -31,12 +31,13 @@ from .manage import ManageActions
 from .hosting import HostingActions
 from .revising import ReviseActions
 from .threads import ThreadActions
+from .files import FileActions
 from .sending import SendActions
 from .undoing import UndoActions
 
 
 class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, HostingActions, ExportActions,
-                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, Screen):
+                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, FileActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -74,6 +75,7 @@ class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions
         self.topic: str | None = None  # topic id, None for a conversation's topic-less notices
         self.key: str | None = None  # thread key on screen
         self.pending_direct: str | None = None  # a direct conversation that starts with the next message
+        self.attached: list[dict] = []  # uploads that go with the next message (screens/files.py)
         self._dirty: set[str] = set()
         self._flush_scheduled = False
 
