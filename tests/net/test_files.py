@@ -142,3 +142,61 @@ async def test_an_upload_never_sent_is_swept(team):
     ids = {r[0] for r in team.conn.execute("SELECT id FROM files").fetchall()}
     assert ids == {kept} and lost not in ids
     assert team.conn.execute("SELECT count(*) FROM file_blobs").fetchone()[0] == 1
+
+
+@pytest.mark.backends("postgres")
+async def test_a_file_uploaded_on_one_node_is_sent_and_read_on_another(team):
+    """Several nodes on one database (docs/architecture.md): the bytes are kept in the database, so an upload stored
+    through node A is sent from node B (its row locked there as the message is decided) and read back on A; the same
+    upload sent on both nodes at once goes with one message only."""
+    other = await team.node()
+    on_b = f"ws://127.0.0.1:{other.port}/"
+    alice_a = await team.person("alice")
+    alice_b = await team.person("alice", url=on_b)
+    bob_a = await team.person("bob")
+    data = b"x" * 300_000
+    f = (await upload(alice_a, team.ws, data, name="big.txt"))["file"]
+    sends = [c.request("send", workspace=team.ws, topic="new", title=f"t{i}", to=["@bob"], text="x", files=[f["id"]])
+             for i, c in enumerate((alice_a, alice_b))]
+    import asyncio
+    got = await asyncio.gather(*sends)
+    assert sorted(r["op"] for r in got) == ["refused", "sent"], got
+    assert next(r for r in got if r["op"] == "refused")["reason"] == "unknown_file"
+    back, last = await download(bob_a, team.ws, f["id"])
+    assert back == data and last["file"]["message"] == next(r for r in got if r["op"] == "sent")["message"]["id"]
+
+
+async def test_a_chunked_upload_is_bound_to_its_connection_and_size(team):
+    """docs/protocol.md, "Files": the chunks of an upload in progress are held by its connection; more bytes than
+    the declared size drop it; two at once on one connection at most."""
+    alice, alice2 = await team.person("alice"), await team.person("alice")
+    r = await alice.request("upload_file", workspace=team.ws, name="a.txt", size=4, data="eA==")
+    uid = r["upload"]
+    assert r["received"] == 1, r
+    other = await alice2.request("upload_file", workspace=team.ws, upload=uid, data="eA==")
+    assert other["op"] == "refused" and other["reason"] == "unknown_file", "another connection's upload is unknown"
+    wrong_ws = await alice.request("upload_file", workspace="elsewhere", upload=uid, data="eA==")
+    assert wrong_ws["op"] in ("refused", "error"), wrong_ws
+    over = await alice.request("upload_file", workspace=team.ws, upload=uid, data=base64.b64encode(b"xxxx").decode())
+    assert over["op"] == "refused" and "declared size" in over["detail"], over
+    gone = await alice.request("upload_file", workspace=team.ws, upload=uid, data="eA==")
+    assert gone["op"] == "refused" and gone["reason"] == "unknown_file", "dropped"
+    for _ in range(2):
+        assert "upload" in await alice.request("upload_file", workspace=team.ws, name="b", size=9, data="eA==")
+    third = await alice.request("upload_file", workspace=team.ws, name="c", size=9, data="eA==")
+    assert third["op"] == "refused" and "at once" in third["detail"], third
+
+
+async def test_a_deleted_messages_files_go_with_its_text(team):
+    """docs/protocol.md, "Editing and deleting": a deleted message's text is gone; so are the files sent with it
+    (not shown, not downloadable, their bytes swept once no upload names them)."""
+    alice, bob = await team.person("alice"), await team.person("bob")
+    fid = (await upload(alice, team.ws, b"oops, the wrong file"))["file"]["id"]
+    sent = await alice.request("send", workspace=team.ws, topic="new", title="t", to=["@bob"], text="x", files=[fid])
+    assert (await download(bob, team.ws, fid))[0] == b"oops, the wrong file"
+    gone = await alice.call("delete_message", workspace=team.ws, message=sent["message"]["id"])
+    assert "files" not in gone["message"], gone
+    _, r = await download(bob, team.ws, fid)
+    assert r["op"] == "error" and r["code"] == "not_found", r
+    team.admin(ops_files.sweep, team.gw.clock())
+    assert team.conn.execute("SELECT count(*) FROM file_blobs").fetchone()[0] == 0

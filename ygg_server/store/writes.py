@@ -95,6 +95,9 @@ DROP_VERSIONS = "DELETE FROM message_versions WHERE message = ?"
 REVISION_DELIVERY = "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)"
 
 
+DROP_FILES = "DELETE FROM files WHERE message = ?"
+
+
 def revision_rows(revisions) -> list[tuple[str, tuple]]:
     """The statements (SQL, parameters) of a batch's edits and deletes, their deliveries apart."""
     out: list[tuple[str, tuple]] = []
@@ -103,6 +106,8 @@ def revision_rows(revisions) -> list[tuple[str, tuple]]:
         out.append((REVISE_MESSAGE, (m.text, encode_message(m), seq)))
         if m.deleted:
             out.append((DROP_VERSIONS, (m.id,)))
+            if before.files:  # its files go with its text (their bytes, once no upload names them: ops.files.sweep)
+                out.append((DROP_FILES, (m.id,)))
         else:
             out.append((KEEP_VERSION, (m.id, before.version, before.text, before.edited_at or before.created_at)))
     return out
