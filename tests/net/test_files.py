@@ -200,3 +200,18 @@ async def test_a_deleted_messages_files_go_with_its_text(team):
     assert r["op"] == "error" and r["code"] == "not_found", r
     team.admin(ops_files.sweep, team.gw.clock())
     assert team.conn.execute("SELECT count(*) FROM file_blobs").fetchone()[0] == 0
+
+
+async def test_uploads_in_progress_are_bounded_on_a_node(team, monkeypatch):
+    """docs/protocol.md, "Files": what uploads in progress hold in a node's memory is bounded: past it, `busy`
+    (nothing stored, the connection kept)."""
+    from ygg_server.net import uploads
+
+    monkeypatch.setattr(uploads, "MAX_HELD", 6)
+    alice, bob = await team.person("alice"), await team.person("bob")
+    r = await alice.request("upload_file", workspace=team.ws, name="a", size=10,
+                            data=base64.b64encode(b"12345").decode())
+    assert "upload" in r, r
+    r = await bob.request("upload_file", workspace=team.ws, name="b", size=10, data=base64.b64encode(b"12").decode())
+    assert r["op"] == "error" and r["code"] == "busy", r
+    assert (await bob.call("ping"))["op"] == "pong"

@@ -5,7 +5,8 @@ the organization's plan at once (ops.files.allowance) and answers an `upload` id
 chunk names that id. The chunks of an upload in progress are held by its connection only (at most `MAX_PENDING` at
 once, none past the plan's size), so a node of several needs nothing shared until the last chunk: then the bytes are
 hashed (sha256, compared with the declared one), stored (ops.files.store) and the file answered. A connection that
-closes drops what it held. A mixin of `Gateway`.
+closes drops what it held; all of a node's together hold at most `MAX_HELD` bytes (past it, `busy`). A mixin of
+`Gateway`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from .. import protocol
 from ..core import files as core
 from ..core.vocabulary import RefusalReason as R
 from ..ops import files as ops
-from ..ops.refusals import Refused
-from ..protocol import frames, replies
+from ..ops.refusals import AdminError, Refused
+from ..protocol import ErrorCode as E, frames, replies
 
 MAX_PENDING = 2  # uploads in progress on one connection
+MAX_HELD = 256 * 1024 * 1024  # bytes held by every upload in progress on this node: past it, `busy`
 STALE_S = 300.0  # an upload whose next chunk is this late is dropped
 _HEX = re.compile(r"[0-9a-f]{64}")
 _MEDIA = re.compile(r"[A-Za-z0-9][\w.+-]*/[A-Za-z0-9][\w.+-]*")
@@ -71,6 +73,9 @@ class Uploads:
             if p.size > most:
                 raise _bad(f"this organization's plan takes files up to {most} bytes; this one is {p.size}")
         chunk = _chunk(f.data)
+        if len(chunk) > self._room():
+            pending.pop(f.upload, None)
+            raise AdminError(E.BUSY, "this server holds too many uploads in progress: try again later")
         if p.received + len(chunk) > p.size:
             pending.pop(f.upload, None)
             raise _bad(f"more bytes than the declared size ({p.size}): the upload is dropped")
@@ -89,6 +94,10 @@ class Uploads:
         stored = await self.manage(ops.store, conn.participant, p.workspace, p.name, p.type, data, digest,
                                    self.clock())
         return replies.reply(f, {"file": stored})
+
+    def _room(self) -> int:
+        """Bytes more the uploads in progress on this node may hold (`MAX_HELD`)."""
+        return MAX_HELD - sum(p.received for cs in self.conns.values() for c in cs for p in c.uploads.values())
 
     @staticmethod
     def _begin(f: frames.UploadFile) -> Pending:
