@@ -131,5 +131,7 @@ class SendActions:
             c.area.focus()
             self.offer_undo("sent", reply["message"], text, kept)
             return True
+        if reply.get("reason") == "unknown_file":  # (swept, or sent already: attached again if wanted)
+            self.attached = []
         c.show_refusal(reply.get("reason") or reply.get("code"), reply.get("detail", ""))
         return False
