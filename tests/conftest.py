@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -26,9 +27,31 @@ from tests import backends
 from tests.backends import BACKENDS, PW, start_server, stop_server
 
 
+# Tests that hold a deadline on the wall clock or drive whole programs (tmux, several servers, benchmarks, a crash
+# loop): marked `solo`, and `./test` runs them after the rest, one at a time, so that a second worker's load does not
+# decide them.
+SOLO = frozenset({
+    "tests/tui/test_tmux.py", "tests/hostile/test_bounds.py", "tests/hostile/test_crash_history.py",
+    "tests/hostile/test_signin_bounds.py", "tests/hostile/test_credentials.py", "tests/hostile/test_revocation.py",
+    "tests/hostile/test_transport.py", "tests/hostile/test_connection_caps.py", "tests/net/test_limits.py",
+    "tests/net/test_agent_keys.py", "tests/store/test_two_nodes.py", "tests/store/test_bench_pg.py",
+    "tests/net/test_bench_smoke.py", "tests/operate/test_health.py", "tests/operate/test_local_lock.py",
+})
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", f"backends(*names): the backends a test runs on, of {', '.join(BACKENDS)} (default: sqlite)")
+    config.addinivalue_line("markers", "solo: run after the rest, alone (`./test`; tests/conftest.py SOLO)")
+    if missing := sorted(p for p in SOLO if not (ROOT / p).is_file()):
+        raise pytest.UsageError(f"tests/conftest.py SOLO names files that are not there: {missing}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.relative_to(ROOT).as_posix() in SOLO:
+            item.add_marker(pytest.mark.solo)
 
 
 def pytest_generate_tests(metafunc):

@@ -16,7 +16,7 @@ from .startup import StartupError, bind_error, need, reporting, usable_data_dir
 from .ops import admin
 from . import logs, maintenance
 from .net.proxy import networks
-from .settings import add_limit_flags, apply_serve_section, limits_from, load_file
+from .settings import add_limit_flags, apply_serve_section, limits_from, load_file, oauth_section
 from .gcpolicy import calm_gc
 from .lockfile import DataDirLock
 from .store import sqlite as db
@@ -193,6 +193,7 @@ def _settle_serve(s: argparse.ArgumentParser, args) -> None:
     file = load_file(args.config)
     apply_serve_section(s, args, file, args.config or "")
     args.limits = limits_from(args, file, args.config or "--config")
+    args.oauth = oauth_section(file, args.config or "--config")  # (connected accounts' providers; $YGG_OAUTH_* win)
     days = {k: v * 86400 for k, v in (("person_session", args.session_days), ("person_idle", args.session_idle_days))
             if v is not None}  # (--person-session/--person-idle in seconds, or these in days)
     if days:
@@ -352,6 +353,7 @@ _MEMBERSHIP = {"add-member": "member_added", "add-org-member": "org_member_added
 
 async def serve(args) -> int:
     from . import compose
+    from .tools.oauth import OAuthClient, providers as oauth_providers
 
     lock = None
     if args.db:
@@ -366,6 +368,7 @@ async def serve(args) -> int:
         db.connect(path).close()  # migrated here (a newer one refused) before the writer opens it
         writer = compose.on_sqlite(path, process=None if args.writer is None else args.writer == "process")
     gw = compose.gateway(writer, args.limits)
+    gw.oauth_client = OAuthClient(providers=oauth_providers(file=getattr(args, "oauth", None)))
     try:
         await gw.start(args.host, args.port, ssl=args.ssl)
     except OSError as e:

@@ -75,10 +75,27 @@ def load_file(path: str | None) -> dict:
         raise StartupError(f"cannot read the config file {path} ({e.strerror}): check --config") from None
     except tomllib.TOMLDecodeError as e:
         raise StartupError(f"the config file {path} is not valid TOML ({e}): fix it") from None
-    unknown = set(raw) - {"serve", "limits"}
+    unknown = set(raw) - {"serve", "limits", "oauth"}
     if unknown:
-        raise StartupError(f"the config file {path} has unknown tables {sorted(unknown)}: only [serve] and [limits]")
+        raise StartupError(f"the config file {path} has unknown tables {sorted(unknown)}: only [serve], [limits] "
+                           "and [oauth.<provider>]")
     return raw
+
+
+def oauth_section(file: dict, where: str) -> dict:
+    """The file's `[oauth.github]` and `[oauth.google]` (connected accounts' OAuth clients and endpoints:
+    tools/oauth.py), checked: `client_id = "…"`, `client_secret`, `authorize_url`, `token_url`, `revoke_url`,
+    `api_url`, `scope`."""
+    from .tools.oauth import DEFAULTS, FIELDS
+
+    section = file.get("oauth") or {}
+    for name, values in section.items():
+        if name not in DEFAULTS or not isinstance(values, dict):
+            raise StartupError(f"{where}: [oauth] has tables {', '.join(sorted(DEFAULTS))} only, not {name!r}")
+        bad = [k for k, v in values.items() if k not in FIELDS or not isinstance(v, str)]
+        if bad:
+            raise StartupError(f"{where}: [oauth.{name}] takes text values of {', '.join(FIELDS)}; not {bad}")
+    return section
 
 
 def limits_from(args: argparse.Namespace, file: dict, where: str = "") -> Limits:

@@ -110,6 +110,8 @@ class YggCommands(Provider):
                 if m["id"] != store.my_id:
                     out.append((f"Direct conversation with {store.name(m['id'])} ({w.name})",
                                 partial(app.open_direct, w.id, m["id"]), "start or open a direct conversation"))
+            out.append((f"Work graph of {w.name}", partial(main.action_work_graph, w.id),
+                        "w: topics and what they wait on, threads, delegations, artifacts, agents"))
             out.append((f"Export workspace {w.name}", partial(main.export, w.id),
                         "every conversation you read in it, as Markdown and JSON lines"))
             out.append((f"Approvals to decide in {w.name}", partial(main.approvals_in, w.id),
@@ -120,6 +122,12 @@ class YggCommands(Provider):
                         "an agent reminds you in your direct conversation, here"))
             out.append((f"New routine in {w.name}", partial(main.new_routine, w.id),
                         "a standing instruction for one of your agents, on a schedule"))
+            out.append((f"Loops and pulses in {w.name}", partial(main.loops, w.id),
+                        "goals your agents iterate on, their iterations and why each stopped; their pulses' reports"))
+            out.append((f"New loop in {w.name}", partial(main.new_loop, w.id),
+                        "a goal one of your agents iterates on, until done, stuck or a safeguard"))
+            out.append((f"New pulse in {w.name}", partial(main.new_pulse, w.id),
+                        "your agent's own checklist on its own schedule; it tells you only what matters"))
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))
@@ -180,6 +188,8 @@ class YggCommands(Provider):
             ("New agent", main.add_agent, "yours, in every workspace of yours or pinned to one; its key shown once"),
             ("New host", main.add_host, "a machine that runs your hosted agents (ygg-agent host); its key shown once"),
             ("Copy an agent from the directory", main.copy_agent, "a new agent of yours from a published one"),
+            ("Connected accounts", main.connected_accounts,
+             "GitHub and Google accounts your agents act on: connect (your browser signs in), list, revoke"),
             ("New topic in this conversation", main.action_new_topic, "asks for a title"),
             ("All topics of this conversation", main.action_all_topics, "T: their states, participants, last message"),
             ("Next unread topic", main.action_next_unread, "n"),

@@ -73,6 +73,13 @@ class ArtifactOpened(Message):
 
 
 @dataclass
+class CardOpened(Message):
+    """b on a message with a result card: one of its buttons to press (issue 21)."""
+
+    message: dict
+
+
+@dataclass
 class FileSave(Message):
     """A message's file, to save to a local path (issue 21)."""
 

@@ -187,6 +187,14 @@ class Session:
         except (ConnectionError, asyncio.TimeoutError, AttributeError):
             return {"op": "error", "code": "offline", "detail": "the server could not be reached"}
 
+    async def press_card(self, m: dict, action: str) -> dict:
+        """A button of message `m`'s result card: the answer, or the refusal or error as it came."""
+        try:
+            return await self.client.request("press_card", workspace=m["workspace"], message=m["id"], action=action,
+                                             topic=m.get("topic"))
+        except (ConnectionError, asyncio.TimeoutError, AttributeError):
+            return {"op": "error", "code": "offline", "detail": "the server could not be reached"}
+
     async def search(self, ws: str, query: str) -> list[dict]:
         reply = await self.call("search_messages", workspace=ws, query=query)
         return reply.get("messages", [])

@@ -17,14 +17,17 @@ from itertools import count
 from .words import printable, topic_status
 
 SYSTEM = "system.ygg"
-REVISIONS = ("message_edited", "message_deleted")  # a delivery's reason: a message shown again as it is now
+# a delivery's reason: a message shown again as it is now (edited, deleted, its result card acted on in place)
+REVISIONS = ("message_edited", "message_deleted", "card_updated")
 
 
 def newer_revision(new: dict, old: dict) -> bool:
     """Whether `new` is a later edit (or the delete) of the message `old` is a copy of."""
     if old.get("deleted"):
         return False
-    return bool(new.get("deleted")) or (new.get("version") or 0) > (old.get("version") or 0)
+    if bool(new.get("deleted")) or (new.get("version") or 0) > (old.get("version") or 0):
+        return True
+    return ((new.get("card") or {}).get("state_at") or "") > ((old.get("card") or {}).get("state_at") or "")
 
 
 FROZEN = ("to", "waiting_for", "woke")  # a message's lists, read and never changed here

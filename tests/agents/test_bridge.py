@@ -373,3 +373,36 @@ async def test_the_bridge_hands_off_to_one_colleague_with_its_handoff_tool(serve
     assert back["in_reply_to"] == handed["id"]
     (final,) = [m for m in msgs if m["text"].startswith("From researcher:")]
     assert alice.me["id"] in final["to"]
+
+
+class Carding(Backend):
+    """Answers every request with a model's envelope carrying a result card (`card_json`)."""
+
+    def __init__(self, card_json: str):
+        self.card_json = card_json
+
+    async def turn(self, inp: TurnInput) -> TurnOutput:
+        from ygg_server.agents.backends.base import parse_envelope
+        return parse_envelope('{"text": "Here it is.", "type": "response", "state": "done", "card": '
+                              + self.card_json + '}')
+
+
+async def test_a_models_card_is_posted_and_a_bad_one_does_not_lose_the_answer(server):
+    """Seed 003 §11: an agent "posts a structured result and the app renders rich cards"; a card the server cannot
+    lay out (`bad_card`) is dropped and the answer sent without it."""
+    server.agent("researcher")
+    good = '{"template": "job", "data": {"title": "Platform engineer", "company": "Ygg"}}'
+    b = await server.run(Bridge(server.config("researcher"), Carding(good)))
+    alice = await server.person("alice")
+    q = await ask(alice, server.ws, "researcher", "Any jobs?")
+    (answer,) = await until(lambda: _responses(alice, server.ws, q))
+    assert answer["card"]["title"] == "Platform engineer" and answer["card"]["template"] == "job"
+    b.backend.card_json = '{"template": "job", "data": {"company": "Ygg"}}'  # no title: refused bad_card
+    q2 = await ask(alice, server.ws, "researcher", "Any more?")
+    (answer2,) = await until(lambda: _responses(alice, server.ws, q2))
+    assert answer2["text"] == "Here it is." and "card" not in answer2
+    assert b.stats["refused:bad_card"] == 1
+
+
+async def _responses(alice, ws, q):
+    return responses(await history(alice, ws, q["topic"]), q["id"])

@@ -109,6 +109,10 @@ async def test_the_demo_has_a_morning_routine_and_a_reminder(server):
 
         task = await until(lambda: shown("dm:lead", "Good morning"))
         assert task["type"] == "request" and task["title"] == "Routine: morning digest"
+        # seed 003 §49: the lead answers it from the work graph (its `work_graph` tool: the protocol's query)
+        digest = await until(lambda: shown("dm:lead", "Where things stand (the work graph"))
+        assert digest["author"] == demo.agents["lead"]["id"] and digest["in_reply_to"] == task["id"], digest
+        assert "1 open topic(s)" in digest["text"] and "no topic waits on a person" in digest["text"], digest["text"]
         reminder = await until(lambda: shown("dm:researcher", "Reminder:"))
         assert reminder["author"] == demo.agents["researcher"]["id"]
 
@@ -177,5 +181,72 @@ async def test_the_demo_reviewer_reads_the_files_sent_with_a_request(server):
 
         answer = await until(review)
         assert "read plan.md (text/markdown, 40 bytes, 4 lines)" in answer["text"], answer["text"]
+    finally:
+        await demo.stop()
+
+
+async def test_the_demo_researcher_posts_a_briefing_card_and_acts_on_its_button(server):
+    """Issue 21: "the researcher posts a briefing card"; seed 003 §13: "other buttons hand the click back to the
+    agent as a signal": its "More detail" pressed, it answers with more of the handbook."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title="Credits",
+                                type="request", to=["researcher"], text="How do credits work?")
+        topic = sent["message"]["topic"]
+
+        async def carded():
+            msgs = await history(alice, server.ws, topic)
+            return next((m for m in msgs if m.get("card")), None)
+
+        answer = await until(carded)
+        card = answer["card"]
+        assert card["template"] == "briefing" and card["title"] == "Briefing: Credits" and not card.get("fallback")
+        assert card["sections"] and [b["action"] for b in card["buttons"]] == ["more"]
+        pressed = await alice.call("press_card", workspace=server.ws, message=answer["id"], action="more", topic=topic)
+        assert pressed["message"]["press"]["action"] == "more"
+
+        async def more():
+            msgs = await history(alice, server.ws, topic)
+            return next((m for m in msgs if m["type"] == "response" and m.get("in_reply_to") == pressed["message"]["id"]),
+                        None)
+
+        reply = await until(more)
+        assert reply["text"].startswith("More on Credits:"), reply["text"]
+    finally:
+        await demo.stop()
+
+
+async def test_the_demo_has_a_loop_that_ends_by_its_safeguard_and_a_pulse_report(server):
+    """Issue 22: "the demo: a built-in agent [...] a loop that ends by its safeguard"; seed 003 §39: "it is the
+    server, not the agent, that decides whether the Loop goes on"; §34: a self-started turn "produces a structured
+    report rather than an ordinary chat message"."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+
+        async def listed():
+            return await alice.call("list_loops", workspace=server.ws)
+
+        got = await listed()
+        (loop,), (pulse,) = got["loops"], got["pulses"]
+        assert loop["agent_name"] == "researcher" and loop["stall_after"] == 3 and pulse["agent_name"] == "lead"
+        server.advance(31)  # its first iteration
+        for n in (1, 2, 3):  # the researcher finds the same notes each time: no progress after three
+            async def reported(n=n):
+                return next((x for x in (await listed())["loops"] if len(x["reports"]) >= n), None)
+            now = await until(reported)
+            if n < 3:
+                assert now["status"] == "running" and now["reports"][0]["verdict"] == "continue"
+                server.advance(21)
+        assert now["status"] == "ended" and now["reason"] == "no_progress" and now["runs"] == 3
+        server.advance(60)  # the lead's pulse
+
+        async def pulsed():
+            return next((x for x in (await listed())["pulses"] if x["reports"]), None)
+
+        report = (await until(pulsed))["reports"][0]
+        assert report["told"] is False and len(report["report"]["items"]) == 3
+        assert all(i["status"] == "ok" for i in report["report"]["items"])
     finally:
         await demo.stop()

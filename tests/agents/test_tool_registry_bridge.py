@@ -32,7 +32,7 @@ async def test_the_model_is_offered_the_attached_tools_and_calls_are_validated_t
     owner = server.conn.execute("SELECT owner FROM agents WHERE id = ?", (aid,)).fetchone()[0]
     server.admin(toolkit.set_tools, aid, owner, add=["remember", "memory_search"],
                  drop=["persona_write", "handoff", "send_message", "settle_thread", "search_corpus", "search_history",
-                       "load_skill", "file_read"])
+                       "load_skill", "loop_verdict", "pulse_report", "file_read"])
     backend = Scripted([[ToolCall(id="a", name="remember", arguments={"note": "Alice prefers short answers"})],
                         [ToolCall(id="b", name="remember", arguments={"note": 5})],
                         [ToolCall(id="c", name="send_message", arguments={"text": "hi"})],
@@ -51,3 +51,47 @@ async def test_the_model_is_offered_the_attached_tools_and_calls_are_validated_t
     assert "Alice prefers short answers" in results[3].content  # routed to the server: stored, then found there
     stored = server.conn.execute("SELECT text, workspace FROM memories WHERE agent = ?", (aid,)).fetchall()
     assert stored == [("Alice prefers short answers", server.ws)]
+
+
+async def test_the_bridge_names_its_conversation_so_the_right_connected_account_is_used(server, tmp_path, monkeypatch):
+    """Seed 003 §64: "Which account is used is decided by the conversation the agent is acting in, not hard-coded in
+    the agent": the same agent, asked in General and then in its owner's direct conversation, reads a GitHub file
+    as the workspace's account, then as its owner's (a fake GitHub on loopback, tests/tools/fake_oauth.py)."""
+    import asyncio
+
+    from ygg_server.tools import server_tools
+    from ygg_server.tools.oauth import OAuthClient
+    from ygg_tui import loopback
+
+    from tests.tools.fake_oauth import FakeProvider
+    from tests.tools.test_connected_accounts import browser
+
+    monkeypatch.setenv("YGG_SECRET_KEY_FILE", str(tmp_path / "secret.key"))
+    gh = FakeProvider("github")
+    try:
+        oauth = OAuthClient(providers={"github": gh.provider()})
+        server.gw.oauth_client = oauth
+        server.gw.tool_env = server_tools.Env(read=server.gw.read, manage=server.gw.manage, clock=server.gw.clock,
+                                              oauth=oauth)
+        aid = server.agent("researcher")
+        server.admin(toolkit.set_tools, aid, server.conn.execute("SELECT owner FROM agents WHERE id = ?",
+                                                                 (aid,)).fetchone()[0], add=["github_read_file"])
+        alice = await server.person("alice")
+        for login, ws in (("alice-own", None), ("team-bot", server.ws)):
+            gh.login, opened = login, []
+            await loopback.connect(alice.call, "github", lambda u: opened.append(asyncio.create_task(browser(u))),
+                                   workspace=ws, timeout=10)
+            await asyncio.gather(*opened)
+        read = ToolCall(id="r", name="github_read_file", arguments={"repo": "acme/site", "path": "README.md"})
+        backend = Scripted([[read]])
+        b = await server.run(Bridge(server.config("researcher", tools=["github_read_file"]), backend))
+        await alice.send(workspace=server.ws, conversation="general", topic="new", title="Q", type="request",
+                         to=["researcher"], text="What does the README say?")
+        await until(lambda: b.stats["acked"] >= 1)
+        await alice.send(workspace=server.ws, conversation="dm:researcher", topic="new", title="Q", type="request",
+                         to=["researcher"], text="And with my account?")
+        await until(lambda: len(gh.calls) >= 4)  # (two /user at connecting, then one read per turn)
+        assert [c[0] for c in gh.calls if c[2].startswith("/repos/")] == ["team-bot", "alice-own"]
+        assert gh.problems == []
+    finally:
+        gh.close()

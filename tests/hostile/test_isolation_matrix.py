@@ -139,6 +139,10 @@ CASES: list[tuple[str, dict]] = [
       for op in ("edit_message", "delete_message", "message_versions") for w in (A, "$ws")
       for m in ("$message", "$dm_message")],
     ("search_messages", {"workspace": "$personal", "query": "secret"}),
+    # issue 21's work graph: B's workspaces, and B's participants as its agent filter in A
+    *[("work_graph", {"workspace": w}) for w in ("$ws", "$personal")],
+    *[("work_graph", {"workspace": A, "agent": x}) for x in ("$agent", "$agent_name", "$agent_name@$handle", "$person",
+                                                            "@$handle")],
 ]
 
 KINDS = ("ws", "personal", "org", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",

@@ -43,9 +43,9 @@ async def test_a_tool_that_needs_approval_never_runs_unapproved():
     with pytest.raises(Refused) as e:
         await server_tools.run(route, env, r)
     assert e.value.reason == "approval_unavailable"
-    answers = [False, True]
+    answers = [{"ok": False, "error": "pay was not approved"}, None]  # the hook's answer; None: it runs
 
-    async def approver(route):
+    async def approver(route, env, approval):
         return answers.pop(0)
 
     r.set_approver(approver)

@@ -157,7 +157,7 @@ def sync_team(server, tmp_path):
     asyncio.run(t.close_clients()) if t.clients else None
 
 
-async def wait_for(pilot, cond, timeout: float = 8.0, what: str = ""):
+async def wait_for(pilot, cond, timeout: float = 15.0, what: str = ""):
     """Let the app run until `cond()` is true."""
     deadline = time.monotonic() + timeout
     while True:
@@ -243,7 +243,7 @@ async def read_all(team, handle: str = "alice", expect: int = 0) -> int:
         n += 1
 
 
-async def wait_text(pilot, *texts: str, timeout: float = 8.0) -> str:
+async def wait_text(pilot, *texts: str, timeout: float = 15.0) -> str:
     """Let the app run until every text is on the screen; return the screen."""
     seen = {"screen": ""}
 

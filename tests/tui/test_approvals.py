@@ -51,3 +51,25 @@ async def test_what_came_while_away_is_listed_and_others_cannot_decide(team):
         assert app.screen.approval["id"] == aid
         await pilot.press("d")
         await wait_for(pilot, lambda: told(app, "Denied: reviewer wants to run pay(42 EUR)"), what="denied")
+
+
+async def test_a_registry_call_held_by_an_ask_rule_is_decided_from_its_card_and_then_runs(team):
+    """Issue 23: "Calls that need approval go through the approvals": a server tool call under an `ask` rule shows
+    as the same card; approved there, the agent's call runs once."""
+    from ygg_server.ops import toolkit
+
+    team.server.admin(toolkit.set_tools, team.ids["researcher"], team.alice, add=["remember"])
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        alice, bot = await team.person("alice"), await team.agent("researcher")
+        await alice.call("set_tool_rule", workspace=team.ws, agent="researcher", rule="remember", effect="ask")
+        args = {"note": "standup at nine"}
+        held = await bot.call("call_tool", workspace=team.ws, tool="remember", arguments=args)
+        aid = held["approval"]["id"]
+        await wait_for(pilot, lambda: aid in app.store.approvals, what="the card's event")
+        await _palette(pilot, "approval: researcher", ApprovalCard)
+        await pilot.click("#approve")
+        await wait_for(pilot, lambda: aid not in app.store.approvals, what="decided")
+        ran = await bot.call("call_tool", workspace=team.ws, tool="remember", arguments=args, approval=aid)
+        assert ran["ok"] and ran["result"]["kept"] is True

@@ -76,3 +76,24 @@ def test_artifact_pane_diff_snapshot(snap_compare, sync_team):
         await pilot.pause(0.1)
 
     assert snap_compare(sync_team.app(), terminal_size=SIZE, run_before=before)
+
+
+async def test_p_saves_the_version_shown_as_a_pdf(team):
+    """Issue 23: "a PDF of an artifact", saved from the artifact pane (the same bytes as the `artifact_pdf` tool's)."""
+    import io
+
+    import pypdf
+
+    made, edited = await _artifact(team)
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await _open(pilot, edited["message"]["id"])
+        await wait_text(pilot, "version 2 of 2")
+        await pilot.press("left_square_bracket")
+        await wait_text(pilot, "version 1 of 2")
+        await pilot.press("p")
+        target = app.config.exports_dir / "Release-plan-v1.pdf"
+        await wait_for(pilot, target.exists, what="the PDF")
+        reader = pypdf.PdfReader(io.BytesIO(target.read_bytes()), strict=True)
+        text = reader.pages[0].extract_text()
+        assert reader.metadata.title == "Release plan" and "ship on **Tuesday**" in text

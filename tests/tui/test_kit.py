@@ -3,13 +3,16 @@ editable by its owner; skills importable from a path or URL"), through forms aga
 
 import pytest
 
-from ygg_server.ops import memory, toolkit
+from ygg_server.clock import now_us
+
+from ygg_server.ops import admin, memory, toolkit
 
 from ygg_tui.screens.dialogs import FormScreen
 
 from .conftest import SIZE, ready, wait_for
 from .test_manage import _palette
 from .test_manage_forms import fill, told
+from .test_snapshots import quiet
 
 SKILL = """---
 name: triage
@@ -66,7 +69,7 @@ async def test_an_owner_sees_and_forgets_an_agents_memory_here(team):
                                     if row.get("name") == "General"))  # in team, where its memories are
         await wait_for(pilot, lambda: main.workspace == team.ws, what="team on screen")
         await _palette(pilot, "memories of reviewer", FormScreen)
-        labels = [f.label for f in app.screen.fields]
+        labels = [f.label for f in app.screen.fields if f.key.startswith("m")]
         assert labels == ["forget: The deploy needs two approvals", "forget: Bob reviews on Fridays"]
         app.screen.query_one("#f-m1").focus()
         await pilot.press("space")
@@ -74,3 +77,56 @@ async def test_an_owner_sees_and_forgets_an_agents_memory_here(team):
         await wait_for(pilot, lambda: not isinstance(app.screen, FormScreen), what="the form closed")
     left = [t for (t,) in team.server.conn.execute("SELECT text FROM memories")]
     assert left == ["The deploy needs two approvals"]
+
+
+async def test_an_owner_shares_an_agents_memory_into_another_workspace_and_takes_it_back(team):
+    """Issue 23: "memory is per workspace unless its owner shares it, and never crosses a workspace's isolation":
+    the owner ticks the workspace to share it into, and unticks it to take it back."""
+    s = team.server
+    lab = s.admin(admin.add_workspace, "lab", "alice")["id"]
+    scout = s.admin(admin.add_agent, "scout", "alice")["id"]  # (in all of alice's workspaces)
+    s.admin(memory.save, scout, team.ws, "The release train leaves on Thursdays", s.gw.clock())
+    app = team.app()
+    async with app.run_test(size=SIZE) as pilot:
+        main = await ready(pilot)
+        main.open_conversation(next(c for c, row in app.store.workspaces[team.ws].conversations.items()
+                                    if row.get("name") == "General"))
+        await wait_for(pilot, lambda: main.workspace == team.ws and lab in app.store.workspaces, what="team on screen")
+        await _palette(pilot, "memories of scout", FormScreen)
+        share = next(f for f in app.screen.fields if f.label == "share its memory of team into lab")
+        assert share.value is False
+        app.screen.query_one(f"#f-{share.key}").focus()
+        await pilot.press("space")
+        app.screen.query_one("#submit").press()
+        await wait_for(pilot, lambda: not isinstance(app.screen, FormScreen), what="the form closed")
+        await wait_for(pilot, lambda: s.admin(memory.readable, scout, lab) == [lab, team.ws], what="shared")
+        assert [m["text"] for m in s.admin(memory.recent, scout, lab)] == ["The release train leaves on Thursdays"]
+        await _palette(pilot, "memories of scout", FormScreen)
+        share = next(f for f in app.screen.fields if f.label == "share its memory of team into lab")
+        assert share.value is True
+        app.screen.query_one(f"#f-{share.key}").focus()
+        await pilot.press("space")
+        app.screen.query_one("#submit").press()
+        await wait_for(pilot, lambda: not isinstance(app.screen, FormScreen), what="the form closed")
+        await wait_for(pilot, lambda: s.admin(memory.readable, scout, lab) == [lab], what="taken back")
+
+
+def test_memory_share_form_snapshot(snap_compare, sync_team):
+    """The memories form of an agent in two of its owner's workspaces: what it keeps here, and where to share it."""
+    s = sync_team.server
+    s.admin(admin.add_workspace, "lab", "alice")
+    scout = s.admin(admin.add_agent, "scout", "alice")["id"]
+    s.admin(memory.save, scout, sync_team.ws, "The release train leaves on Thursdays", now_us())
+
+    async def before(pilot):
+        app = pilot.app
+        main = await ready(pilot)
+        main.open_conversation(next(c for c, row in app.store.workspaces[sync_team.ws].conversations.items()
+                                    if row.get("name") == "General"))
+        await wait_for(pilot, lambda: main.workspace == sync_team.ws and len(app.store.workspaces) >= 2,
+                       what="team on screen")
+        await _palette(pilot, "memories of scout", FormScreen)
+        quiet(pilot)
+        await pilot.pause(0.1)
+
+    assert snap_compare(sync_team.app(), terminal_size=SIZE, run_before=before)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Drive the real demo (`ygg --local`, what ./run starts) in tmux at 80x24, as a new user would: answer the reviewer's
 # needs_human question (esc, h, "yes", ctrl+d for done, Enter), switch with ctrl+k, show people and credits (p),
-# hide the list (ctrl+b), step with alt+↓, every topic at once (T), a message sent then taken back (ctrl+z). Exit 0 when each step shows on the screen.
+# hide the list (ctrl+b), step with alt+↓, every topic at once (T), the work graph (w), a message sent then taken
+# back (ctrl+z). Exit 0 when each step shows on the screen.
 #   tests/tui/tmux_demo.sh            (needs tmux; tests/tui/test_tmux.py runs it)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -55,6 +56,11 @@ wait_for 10 "Topics of General"                # T: every topic of the conversat
 wait_for 5 "Deploy to production"
 keys Enter                                     # opens the one highlighted
 wait_gone 10 "Topics of General"
+keys w
+wait_for 10 "Work graph of Demo"               # w: how the work connects (seed 003 §49)
+wait_for 10 "Deploy to production"
+keys Escape
+wait_gone 10 "Work graph of Demo"
 keys i
 wait_for 5 "✎ writing"
 tmux send-keys -t "$session" -l "a typo, sent too soon"

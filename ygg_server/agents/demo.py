@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import now_us
-from ..ops import admin, configure, schedules, skills, toolkit
+from ..ops import admin, configure, goals, schedules, skills, toolkit
 from ..protocol import frames
 from ..store import sqlite as db
 from .bridge import Bridge, Supervisor
@@ -39,7 +39,9 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
                    "it opens.",
         "capabilities": ["coordination", "planning", "delegation"], "generalist": True, "cost": 2,
         "personality": "lead", "fund": 200,
-        "tools": ["send_message", "handoff", "settle_thread", "persona_read", "persona_write", "remember"],
+        "tools": ["send_message", "handoff", "settle_thread", "work_graph", "persona_read", "persona_write",
+                  "remember",
+                  "pulse_report"],
     },
     "researcher": {
         "title": "Researcher",
@@ -48,7 +50,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "capabilities": ["research", "handbook", "questions"], "generalist": False, "cost": 1,
         "personality": "researcher", "fund": 200,
         "tools": ["search_corpus", "artifact_create", "handoff", "persona_read", "persona_write", "remember",
-                  "memory_search", "load_skill"],
+                  "memory_search", "load_skill", "reminder_create", "schedules_list", "artifact_pdf", "loop_verdict"],
         "skills": ["handbook-answers"],  # agents/data/skills/: it loads it on demand, and keeps what it learns
     },
     "reviewer": {
@@ -119,6 +121,7 @@ def _provision(data_dir: Path, workspace: str, owner: str, agents: dict[str, dic
             configure.set_profile(conn, keys[name]["id"], profile_of(spec))
             _equip(conn, keys[name]["id"], spec)
         _schedules(conn, ws, owner, keys)
+        _goals(conn, ws, owner, keys)
     finally:
         conn.close()
     keys_path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +170,31 @@ def _schedules(conn, ws: str, owner: str, keys: dict[str, dict]) -> None:
         conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (now + 90 * 1_000_000, nightly["schedule"]["id"]))
     schedules.add_reminder(conn, person[0], frames.AddReminder(
         workspace=ws, agent=keys["researcher"]["id"], at=now + 120 * 1_000_000, text=REMINDER), now)
+
+
+# issue 22: the researcher's loop (an iteration every 20 s from half a minute after the start; what it finds does not
+# change, so the server ends it for want of progress after three), and the lead's pulse (its checklist every ten
+# minutes, the first a minute and a quarter after the start): see them with ctrl+p, "Loops and pulses in team"
+LOOP = {"name": "credits notes", "goal": "Collect what the handbook says about credits and budgets", "every": 20,
+        "max_iterations": 6, "stall_after": 3, "hours": 2}
+PULSE = {"name": "team check", "every": 600,
+         "checklist": "- topics waiting on a person\n- colleagues low on credits\n- reminders due today"}
+
+
+def _goals(conn, ws: str, owner: str, keys: dict[str, dict]) -> None:
+    """Once per workspace: the demo's loop and pulse (ops.goals, as the owner makes them in the TUI)."""
+    if "researcher" not in keys or "lead" not in keys:
+        return
+    person = conn.execute("SELECT id FROM people WHERE handle = ?", (owner.lstrip("@"),)).fetchone()
+    if person is None or conn.execute("SELECT 1 FROM schedules WHERE workspace = ? AND kind IN ('loop', 'pulse') "
+                                      "AND agent IN (?, ?)", (ws, keys["researcher"]["id"], keys["lead"]["id"])
+                                      ).fetchone():
+        return
+    now = now_us()
+    made = goals.add_loop(conn, person[0], frames.AddLoop(workspace=ws, agent=keys["researcher"]["id"], **LOOP), now)
+    conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (now + 30 * 1_000_000, made["loop"]["id"]))
+    pulse = goals.add_pulse(conn, person[0], frames.AddPulse(workspace=ws, agent=keys["lead"]["id"], **PULSE), now)
+    conn.execute("UPDATE schedules SET next_at = ? WHERE id = ?", (now + 75 * 1_000_000, pulse["pulse"]["id"]))
 
 
 def demo_configs(url: str, data_dir: str | os.PathLike, keys: dict[str, dict],

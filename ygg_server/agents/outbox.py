@@ -30,6 +30,8 @@ class Outbox:
             log.info("%s: send refused %s: %s", self.name, reason, reply.get("detail"))
             if reason == "title_required" and "title" not in fields:
                 return await self._send({**fields, "title": clip(fields.get("text", ""), 60)}, client_id, parent)
+            if reason == "bad_card" and "card" in fields:  # the answer still goes, without the card it could not lay out
+                return await self._send({k: v for k, v in fields.items() if k != "card"}, client_id, parent)
             if reason == "unknown_recipient" and fields.get("to") and fields.get("type") != "request":
                 return await self._send({k: v for k, v in fields.items() if k != "to"}, client_id, parent)
             if reason == "credits_exhausted":

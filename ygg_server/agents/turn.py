@@ -15,6 +15,7 @@ import msgspec
 
 from ..client import Refused
 from ..core import SYSTEM
+from ..core.approvals import call_arg
 from ..protocol.names import TITLE
 from . import corpus, tools as toolbox
 from .outbox import clip
@@ -165,6 +166,8 @@ class TurnRunner:
             fields["to"] = out.to
         if out.waiting_for:
             fields["waiting_for"] = out.waiting_for
+        if out.card:
+            fields["card"] = out.card
         if out.title or fields["topic"] == "new":
             fields["title"] = clip(out.title, TITLE) if out.title else clip(out.text or "", 60)
         return fields
@@ -194,7 +197,17 @@ class TurnRunner:
                 return ok(f"deployed to {a.get('target')!s} (the demo records it)")
             if call.name not in toolbox.BRIDGE:  # routed to the server's registry (which checks again)
                 reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
-                                                  arguments=a)
+                                                  arguments=a, conversation=target.get("conversation"))
+                if reply.get("op") == "call_tool" and reply.get("pending"):  # held for a person (seed 003 §61)
+                    aid = reply["approval"]["id"]
+                    status = await self._decided(target["workspace"], aid)
+                    if status != "approved":
+                        self.stats["tool_not_approved"] += 1
+                        return err(f"{call.name} was not run: "
+                                   f"{'a person denied it' if status == 'denied' else 'the approval ' + status}")
+                    reply = await self.client.request("call_tool", workspace=target["workspace"], tool=call.name,
+                                                      arguments=a, approval=aid,
+                                                      conversation=target.get("conversation"))
                 if reply.get("op") != "call_tool":
                     return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
                 return ok(reply["result"]) if reply.get("ok") else err(str(reply.get("error", "failed")))
@@ -220,6 +233,12 @@ class TurnRunner:
                                                query=str(a.get("query", "")), limit=10)
                 return ok([{"id": m["id"], "author": self._name(m["workspace"], m["author"]), "text": m["text"][:300]}
                            for m in reply.get("messages", [])])
+            if call.name == "work_graph":  # seed 003 §49: the same graph the TUI draws
+                reply = await self.client.request("work_graph", workspace=target["workspace"],
+                                                  **{k: a[k] for k in ("agent", "state") if isinstance(a.get(k), str)})
+                if reply.get("op") != "work_graph":
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok({k: reply[k] for k in ("nodes", "edges", "more")})
             if call.name == "send_message":
                 return await self._send_tool(a, target, client_id, why, ok, err)
             if call.name.startswith("artifact_"):
@@ -235,6 +254,12 @@ class TurnRunner:
                 if reply.get("op") != "settle_thread":
                     return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
                 return ok({"thread": reply["thread"], "state": reply["state"]})
+            if call.name in ("loop_verdict", "pulse_report"):  # seed 003 §39, §34: the server decides what follows
+                args = {k: v for k, v in a.items() if v is not None}
+                reply = await self.client.request(call.name, workspace=target["workspace"], **args)
+                if reply.get("op") != call.name:
+                    return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
+                return ok({k: v for k, v in reply.items() if k not in ("op", "ref")})
             if call.name == "handoff":  # seed 004: a request with handoff, to exactly one colleague
                 to = a.get("to")
                 if not isinstance(to, str) or not to.strip():
@@ -288,21 +313,25 @@ class TurnRunner:
     async def _approval(self, call: ToolCall, target: dict) -> str | None:
         """Seed 003 §61: a call outside the standing permissions waits for a person's decision, or its expiry,
         without calling the model meanwhile; None when it may run, else why not."""
-        a = call.arguments or {}
-        arg = next((v for v in a.values() if isinstance(v, str)), "")
-        got = await self.client.call("request_approval", workspace=target["workspace"], tool=call.name, arg=arg)
+        got = await self.client.call("request_approval", workspace=target["workspace"], tool=call.name,
+                                     arg=call_arg(call.arguments))
         decision = got["decision"]
         if decision == "pending":
-            aid = got["approval"]["id"]
-            self.stats["approvals_waited"] += 1
-            while decision == "pending":
-                await asyncio.sleep(self.APPROVAL_POLL)
-                status = (await self.client.call("get_approval", workspace=target["workspace"], id=aid))["approval"]
-                decision = {"approved": "allow", "denied": "deny"}.get(status["status"], status["status"])
+            status = await self._decided(target["workspace"], got["approval"]["id"])
+            decision = {"approved": "allow", "denied": "deny"}.get(status, status)
         if decision == "allow":
             return None
         self.stats["tool_not_approved"] += 1
         return f"{call.name} was not run: {'a person denied it' if decision == 'deny' else 'the approval ' + decision}"
+
+    async def _decided(self, ws: str, aid: str) -> str:
+        """A pending approval's status once a person decided it or it expired (polled: each look is free)."""
+        self.stats["approvals_waited"] += 1
+        status = "pending"
+        while status == "pending":
+            await asyncio.sleep(self.APPROVAL_POLL)
+            status = (await self.client.call("get_approval", workspace=ws, id=aid))["approval"]["status"]
+        return status
 
     async def _send_tool(self, a: dict, target: dict, client_id: str, why: str, ok, err,
                          handoff: bool = False) -> ToolResult:

@@ -86,6 +86,7 @@ class TurnOutput(msgspec.Struct, kw_only=True):
     topic: str | None = None  # a topic id, or "new" (then `title`)
     title: str | None = None
     conversation: str | None = None
+    card: dict[str, Any] | None = None  # a result card: {"template", "data"} (docs/protocol.md, "Result cards")
     tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
     error: str | None = None
     usage: dict[str, Any] = msgspec.field(default_factory=dict)

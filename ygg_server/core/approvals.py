@@ -58,6 +58,14 @@ def parse(text: object) -> tuple[str, str | None] | None:
     return (m.group(1), m.group(2)) if m else None
 
 
+def call_arg(arguments: object) -> str:
+    """The text a call's rules match (`Tool(specifier)`): its first text argument (a deploy's target, a page's
+    address, a routine's text), the same for a bridge's tool and a server's."""
+    if isinstance(arguments, dict):
+        return next((v for v in arguments.values() if isinstance(v, str)), "")[:MAX_ARG]
+    return ""
+
+
 def matches(rule: Rule, tool: str, arg: str) -> bool:
     if rule.tool != tool:
         return False

@@ -209,6 +209,50 @@ class FileRef(msgspec.Struct, frozen=True, gc=False):
     sha256: str
 
 
+class CardButton(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A card's button (core/cards.py): `in_place` acts on the card itself (an email draft's Send, Save draft);
+    any other hands the click back to the card's author as a wake."""
+
+    action: str
+    label: str
+    in_place: bool = False
+
+
+class Card(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """A result card's resolved layout, stamped into its message when it is saved (seed 003 §12; core/cards.py):
+    what every client draws, whatever the template library says later. Rows, callouts, sections, indicators and
+    trends are pairs/triples: (label, value), (tone, text), (heading, text), (label, value, change), (label, points)."""
+
+    template: str
+    kind: str
+    title: str
+    subtitle: str | None = None
+    image: str | None = None
+    price: str | None = None
+    rating: float | None = None  # out of 5
+    rows: tuple[tuple[str, str], ...] = ()
+    chips: tuple[str, ...] = ()
+    callouts: tuple[tuple[str, str], ...] = ()  # tone: info, good, warn, bad
+    sections: tuple[tuple[str, str], ...] = ()  # Markdown text under a heading
+    indicators: tuple[tuple[str, str, float], ...] = ()  # the change's sign says up or down
+    trends: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    buttons: tuple[CardButton, ...] = ()
+    fallback: bool = False  # the template was unknown: the kind's default layout
+    state: str | None = None  # an in-place card's state (an email draft: saved, sent)
+    state_by: str | None = None
+    state_at: int | None = None
+
+
+class Press(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """What a button press hands back to a card's author (core/cards.py): which card, which action."""
+
+    message: str  # the card's message
+    action: str
+    label: str
+    card: str  # the card's title
+    template: str
+
+
 class Message(msgspec.Struct, frozen=True, gc=False):
     id: str
     workspace: str
@@ -233,6 +277,8 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     deleted: bool = False  # its author deleted it: its text is gone
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (core/threads.py)
     artifact: ArtifactRef | None = None  # the artifact version it posted or commented on (core/artifacts.py)
+    card: Card | None = None  # its result card, resolved when it was saved (core/cards.py)
+    press: Press | None = None  # the card button press it hands back to the card's author
     files: tuple[FileRef, ...] = ()  # the files sent with it (core/files.py)
 
 
@@ -260,6 +306,8 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (stamped into the message)
     artifact: ArtifactRef | None = None  # an artifact version it posts or comments on (core/artifacts.py)
     body_chars: int = 0  # that version's body: paid for like text (seed 000), not shown in the message
+    card: Card | None = None  # a result card, resolved (core/cards.py)
+    press: Press | None = None  # a card button press handed back to the card's author
     files: tuple[FileRef, ...] = ()  # the uploads it sends (their sizes summed in attachment_bytes)
 
 

@@ -13,6 +13,9 @@ other. `after_run` then says when the schedule next runs.
   request from the agent's owner to the agent, in their direct conversation in the routine's workspace: a real
   task, in the workspace the routine is attached to. A run missed while the server was down runs once when it is
   back (the next time is counted from `now`, not from the missed one).
+- A **loop**'s iteration and a **pulse** (core/goals.py decides what follows them) fire as a routine's run does, on
+  their own time rather than the tick; a loop then waits for its iteration's verdict (`next_at` None until
+  ops/goals.py sets it). A **tell** is one message of the agent to its owner, sent once.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ MAX_EVERY = 366 * 24 * 3600
 MAX_TEXT = 2000  # an instruction's or a reminder's text, in characters
 MAX_NAME = 60
 REMINDER, ROUTINE = "reminder", "routine"
+# issue 22's loops and pulses (core/goals.py decides them) fire as schedules too; a `tell` is one message of an agent
+# to its owner, sent once (a pulse worth telling, a loop that stopped)
+LOOP, PULSE, TELL = "loop", "pulse", "tell"
 
 
 class Schedule(msgspec.Struct, frozen=True, kw_only=True):
@@ -131,14 +137,30 @@ def fire(s: Schedule, now: int) -> Firing | None:
         head = s.text.strip().splitlines()[0][:50]
         return Firing(s.agent, f"dm:{s.owner}", (s.owner,), "inform", f"Reminder: {head}",
                       f"Reminder: {s.text}", state="done")
-    title = f"Routine: {s.name or s.text.strip().splitlines()[0][:40]}"
+    if s.kind == TELL:
+        return Firing(s.agent, f"dm:{s.owner}", (s.owner,), "inform", s.name or "Pulse", s.text, state="done")
+    name = s.name or s.text.strip().splitlines()[0].lstrip("-*• ")[:40]  # (a checklist's first line, unbulleted)
+    if s.kind == LOOP:  # seed 003 §39: "Every iteration ends the same way: the agent reports continue, done, or stuck"
+        n = s.runs + 1
+        return Firing(s.owner, f"dm:{s.agent}", (s.agent,), "request", f"Loop: {name} (iteration {n})",
+                      f"{s.text}\n\n(loop {s.id}, iteration {n}: end it with loop_verdict: continue, done or stuck, "
+                      "and a report)")
+    if s.kind == PULSE:  # §34: "a self-started turn produces a structured report"
+        return Firing(s.owner, f"dm:{s.agent}", (s.agent,), "request", f"Pulse: {name}",
+                      f"{s.text}\n\n(pulse {s.id}: go through this checklist and answer with pulse_report)")
+    title = f"Routine: {name}"
     return Firing(s.owner, f"dm:{s.agent}", (s.agent,), "request", title, s.text)
 
 
 def after_run(s: Schedule, now: int, result: str) -> Schedule:
-    """`s` once it ran at `now` with `result`: a reminder is spent; a routine's next run is counted from now, so
-    runs missed while the server was down are run once, not once per missed interval."""
-    nxt = None if s.kind == REMINDER else next_run(s.cron, s.every, s.tz, now)
+    """`s` once it ran at `now` with `result`: a reminder is spent; a routine's (a pulse's) next run is counted from
+    now, so runs missed while the server was down are run once, not once per missed interval."""
+    if s.kind == ROUTINE:
+        nxt = next_run(s.cron, s.every, s.tz, now)
+    elif s.kind == PULSE:
+        nxt = now + (s.every or MIN_EVERY) * 1_000_000
+    else:  # a reminder and a tell are spent; a loop waits for its iteration's verdict (core/goals.py)
+        nxt = None
     return replace(s, next_at=nxt, runs=s.runs + 1, last_run_at=now, last_result=result)
 
 
@@ -147,4 +169,6 @@ def resumed(s: Schedule, now: int) -> Schedule:
     a reminder whose time passed while paused runs at once."""
     if s.kind == ROUTINE:
         return replace(s, paused=False, next_at=next_run(s.cron, s.every, s.tz, now))
+    if s.kind == PULSE:
+        return replace(s, paused=False, next_at=now + (s.every or MIN_EVERY) * 1_000_000)
     return replace(s, paused=False)

@@ -79,6 +79,10 @@ class RefusalReason(StrEnum):
     # artifacts (core/artifacts.py)
     UNKNOWN_ARTIFACT = "unknown_artifact"  # no such artifact (or version) in this workspace, or not the asker's to see
     BAD_ARTIFACT = "bad_artifact"  # an artifact's title, kind, body or comment that breaks its rules
+    # result cards (core/cards.py)
+    BAD_CARD = "bad_card"  # a card's template or data that breaks its rules (the detail names the field)
+    UNKNOWN_ACTION = "unknown_action"  # no such button on that card (or the message has no card)
+    CARD_DONE = "card_done"  # an email draft already sent takes no more presses
     # files (core/files.py)
     UNKNOWN_FILE = "unknown_file"  # no such upload of the sender's in this workspace (or one already sent)
     BAD_FILE = "bad_file"  # an upload that breaks its rules: too large for the plan, a wrong hash, a bad name
@@ -101,6 +105,7 @@ class ContextReason(StrEnum):
     # a message's correction, delivered to those it reached: context, never a wake (core/revise.py)
     MESSAGE_EDITED = "message_edited"
     MESSAGE_DELETED = "message_deleted"
+    CARD_UPDATED = "card_updated"  # a card acted on in place (an email draft saved or sent): core/cards.py
 
 
 class Notice(StrEnum):

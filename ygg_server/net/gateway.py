@@ -23,8 +23,8 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import (access, actions, approvals, artifacts, auth, configure, files, guidance, memory, memory_care,
-                   queries, schedules, skills, toolkit)
+from ..ops import (access, actions, approvals, artifacts, auth, configure, files, goals, graph, guidance, memory,
+                   memory_care, queries, schedules, skills, toolkit)
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -522,6 +522,10 @@ class Gateway(Handlers, Uploads, Fanout, HttpEndpoints, HostEndpoints):
     async def _sweeper(self) -> None:
         swept = time.monotonic()
         while True:
+            try:  # loops past their deadline, or whose iteration could not be sent: stopped, with their reason (first
+                await self.manage(goals.sweep, self.clock())  # at the start: a deadline passed while it was down)
+            except Exception:
+                log.exception("loops not swept")
             await asyncio.sleep(min(5.0, self.limits.session_sweep))
             now = self.clock()
             if time.monotonic() - swept >= self.limits.session_sweep:  # expired sessions: deleted
@@ -586,15 +590,17 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
                "set_profile": ("set_profile", True), "set_setting": ("set_setting", True),
                "edit_message": ("revise", False), "delete_message": ("revise", False),
                "settle_thread": ("thread", False), "create_artifact": ("artifact", False),
-               "update_artifact": ("artifact", False), "comment_artifact": ("artifact", False)}
+               "update_artifact": ("artifact", False), "comment_artifact": ("artifact", False),
+               "press_card": ("card", False)}
 # ops of `ops`: op -> (fn(conn, participant, frame) -> dict, whether it writes, whether the directives may change)
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in artifacts.QUERIES.items()},
+        **{op: (fn, False, False) for op, fn in graph.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in files.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
-        **{op: (fn, writes, False) for m in (schedules, approvals, toolkit, skills, memory)
+        **{op: (fn, writes, False) for m in (schedules, goals, approvals, toolkit, skills, memory)
            for op, (fn, writes) in m.OPS.items()}}
-_TIMED = (queries.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED | approvals.TIMED
-          | toolkit.TIMED | skills.TIMED | memory.TIMED | set(files.QUERIES))  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+_TIMED = (queries.TIMED | graph.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED
+          | approvals.TIMED | goals.TIMED | toolkit.TIMED | skills.TIMED | memory.TIMED | set(files.QUERIES))  # ops of `ops` that take the time: fn(conn, participant, frame, now)

@@ -16,10 +16,11 @@ from ..ops.refusals import Forbidden, NotFound
 from .. import protocol
 from ..protocol import ErrorCode as E, frames, replies
 from .accounts import AccountHandlers
+from .connected import ConnectedAccounts
 from .tool_calls import ToolCalls
 
 
-class Handlers(AccountHandlers, ToolCalls):
+class Handlers(AccountHandlers, ToolCalls, ConnectedAccounts):
     async def _op_auth(self, conn, frame: frames.Auth) -> None:
         await self._session(conn, frame)  # a renewal (its answers pushed there)
 

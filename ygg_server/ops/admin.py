@@ -361,7 +361,8 @@ def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bo
 
 # What a workspace holds, deleted with it (its messages' deliveries first, by message).
 WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "departed", "groups", "wallets", "ledger",
-                    "flags", "rulebooks", "schedules", "approvals", "tool_rules", "files", "file_blobs")
+                    "flags", "rulebooks", "schedules", "approvals", "tool_rules", "loops", "goal_reports", "files",
+                    "file_blobs")
 
 
 def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
@@ -390,6 +391,8 @@ def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:
         conn.execute("DELETE FROM artifacts WHERE workspace = ?", (ws,))
         idempotency.forget_workspace(conn, ws)  # (the answers that would replay its messages' text)
         reach.unpin(conn, ws)  # (an agent pinned there alone stays in no workspace)
+        for table in ("connected_accounts", "oauth_flows"):  # (its connected accounts: seed 003 §63)
+            conn.execute(f"DELETE FROM {table} WHERE owner = ?", (ws,))
         for table in WORKSPACE_TABLES:  # (messages and topics before the conversations that find them)
             where = loaders.IN_WORKSPACE if table in ("messages", "topics") else "workspace = ?"
             conn.execute(f"DELETE FROM {table} WHERE {where}", (ws,))

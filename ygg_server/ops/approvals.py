@@ -21,7 +21,7 @@ import uuid
 from ..core import approvals as core
 from ..core.approvals import Approval, Rule
 from ..protocol import frames
-from ..store.transactions import Tx
+from ..store.transactions import Tx, serialized
 from .refusals import NotFound, Refused
 
 _COLS = "id, workspace, agent, tool, arg, status, created_at, expires_at, decided_by, decided_at"
@@ -101,13 +101,50 @@ def request_approval(conn: sqlite3.Connection, who: str, f: frames.RequestApprov
     effect, rule = core.verdict(rules(conn, ws), ws, who, f.tool, arg)
     if effect != core.ASK:
         return {"decision": effect, "rule": rule.text if rule else None}
-    a = core.request(str(uuid.uuid4()), ws, who, f.tool, arg, now)
+    return _pend(conn, ws, who, f.tool, arg, now)
+
+
+def _pend(conn: sqlite3.Connection, ws: str, agent: str, tool: str, arg: str, now: int) -> dict:
+    """A pending request stored, and the people who may decide it told (an `approval` event each)."""
+    a = core.request(str(uuid.uuid4()), ws, agent, tool, arg, now)
     with Tx(conn):
         conn.execute(f"INSERT INTO approvals ({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                      tuple(getattr(a, c.strip()) for c in _COLS.split(",")))
     shown = _as_dict(conn, a)
-    return {"decision": "pending", "approval": shown,
-            "_notify": [(p, {"op": "event", "kind": "approval", "approval": shown}) for p in deciders(conn, ws, who)]}
+    return {"decision": "pending", "approval": shown, "_notify": [
+        (p, {"op": "event", "kind": "approval", "approval": shown}) for p in deciders(conn, ws, agent)]}
+
+
+def gate(conn: sqlite3.Connection, agent: str, ws: str, tool: str, arguments: dict, needs_approval: bool,
+         approval, now: int) -> dict:
+    """Whether a registry tool call runs (seed 003 §59-61): `decision` allow, deny (with its `rule`), expired, or
+    pending (with the `approval` a person decides; the call is made again naming it once it is decided).
+
+    Without `approval`: the standing rules of the workspace judge the call (deny, then ask, then allow); a call no
+    rule covers runs, unless its tool is one that needs approval (`needs_approval`): that one is asked. With
+    `approval`: the request for exactly this call (agent, tool, argument, workspace); once approved it is spent by
+    this call (`approval_uses`), so one person's yes runs one call."""
+    arg = core.call_arg(arguments)
+    if approval is None:
+        effect, rule = core.verdict(rules(conn, ws), ws, agent, tool, arg)
+        if rule is None and not needs_approval:
+            return {"decision": core.ALLOW, "rule": None}
+        if effect != core.ASK:
+            return {"decision": effect, "rule": rule.text if rule else None}
+        return _pend(conn, ws, agent, tool, arg, now)
+    with Tx(conn):
+        a = _load(conn, ws, approval)
+        if (a.agent, a.tool, a.arg) != (agent, tool, arg):
+            raise Refused("bad_approval", "that approval is for another call (its tool or argument differ)")
+        a = _cleaned(conn, a, now)
+        if a.status == core.APPROVED:
+            serialized(conn, "approval:" + a.id)
+            if conn.execute("SELECT 1 FROM approval_uses WHERE approval = ?", (a.id,)).fetchone():
+                raise Refused("approval_used", "that approval ran its call already: ask again")
+            conn.execute("INSERT INTO approval_uses (approval, used_at) VALUES (?,?)", (a.id, now))
+            return {"decision": core.ALLOW, "rule": None, "approval": _as_dict(conn, a)}
+    decision = {core.DENIED: core.DENY, core.EXPIRED: "expired", core.PENDING: "pending"}[a.status]
+    return {"decision": decision, "rule": None, "approval": _as_dict(conn, a)}
 
 
 def get_approval(conn: sqlite3.Connection, who: str, f: frames.GetApproval, now: int) -> dict:

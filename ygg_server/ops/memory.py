@@ -1,11 +1,14 @@
 """Agents' long-term memory (seed 003 §46-48), per workspace: a memory is an agent's in one workspace and is
 found only there (it never crosses a workspace's isolation: every read names the workspace and the agent, and
-the asker must be that agent, a member of it, or its owner). Searched on the store: SQLite's FTS5
-(`memories_fts`, kept by triggers) and PostgreSQL's full text (`to_tsvector('simple', …)`, index memories_text),
-with the query words of `ops/search.terms` (each a prefix, "phrases" in order).
+the asker must be that agent, a member of it, or its owner), unless its owner shares it (`share_memory`: what the
+agent keeps in one workspace recalled in another where the owner and the agent both are, until taken back).
+Searched on the store: SQLite's FTS5 (`memories_fts`, kept by triggers) and PostgreSQL's full text
+(`to_tsvector('simple', …)`, index memories_text), with the query words of `ops/search.terms` (each a prefix, "phrases" in order); an optional embedder re-ranks what
+the store found (ops/embedding.py).
 
 Used by the server's `remember` and `memory_search` tools (tools/server_tools.py), and the socket ops
-`list_memories` (an agent, its own; a person, its agent's) and `forget` (the agent or its owner).
+`list_memories` (an agent, its own; a person, its agent's; a shared one says `shared_from`), `forget` (the agent
+or its owner), `share_memory` and `list_memory_shares` (the owner).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import sqlite3
 
 from ..protocol import frames
 from ..protocol.ids import new_id
-from . import memory_care, toolkit
+from ..store.transactions import Tx
+from . import embedding, memory_care, toolkit
 from .queries import _member
 from .refusals import NotFound, Refused
 from .search import fts5, terms, tsquery
@@ -62,27 +66,53 @@ def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, lim
         match = " OR ".join(fts5([t]) for t in ts) if sqlite_store else " | ".join(tsquery([t]) for t in ts)
     else:
         match = fts5(ts) if sqlite_store else tsquery(ts)
+    spaces = readable(conn, agent, workspace)
+    among = ",".join("?" * len(spaces))
+    embedder, wanted = embedding.current(), limit
+    if embedder is not None:
+        limit = limit * embedding.WIDEN  # (the store finds; the embedder re-ranks what it found)
     if sqlite_store:
-        rows = conn.execute("""SELECT m.id, m.text, m.created_at FROM memories_fts f JOIN memories m ON m.seq = f.rowid
-                               WHERE memories_fts MATCH ? AND m.workspace = ? AND m.agent = ?
-                               ORDER BY f.rank, m.seq DESC LIMIT ?""",
-                            (match, workspace, agent, limit)).fetchall()
+        rows = conn.execute(f"""SELECT m.id, m.text, m.created_at, m.workspace FROM memories_fts f
+                                JOIN memories m ON m.seq = f.rowid
+                                WHERE memories_fts MATCH ? AND m.workspace IN ({among}) AND m.agent = ?
+                                ORDER BY f.rank, m.seq DESC LIMIT ?""",
+                            (match, *spaces, agent, limit)).fetchall()
     else:
-        rows = conn.execute("""SELECT id, text, created_at FROM memories
-                               WHERE to_tsvector('simple', text) @@ to_tsquery('simple', ?)
-                               AND workspace = ? AND agent = ?
-                               ORDER BY ts_rank(to_tsvector('simple', text), to_tsquery('simple', ?)) DESC, seq DESC
-                               LIMIT ?""", (match, workspace, agent, match, limit)).fetchall()
+        rows = conn.execute(f"""SELECT id, text, created_at, workspace FROM memories
+                                WHERE to_tsvector('simple', text) @@ to_tsquery('simple', ?)
+                                AND workspace IN ({among}) AND agent = ?
+                                ORDER BY ts_rank(to_tsvector('simple', text), to_tsquery('simple', ?)) DESC, seq DESC
+                                LIMIT ?""", (match, *spaces, agent, match, limit)).fetchall()
+    if embedder is not None:
+        rows = embedding.rerank(embedder, query, rows)[:wanted]
     if rows and now is not None:
         conn.execute(f"UPDATE memories SET uses = uses + 1, used_at = ? WHERE id IN ({','.join('?' * len(rows))})",
                      (now, *(r[0] for r in rows)))
-    return [{"id": i, "text": t, "at": c} for i, t, c in rows]
+    return [_found(i, t, c, w, workspace) for i, t, c, w in rows]
+
+
+def _found(mid: str, text: str, at: int, ws: str, here: str, **more) -> dict:
+    return {"id": mid, "text": text, "at": at, **more, **({"shared_from": ws} if ws != here else {})}
+
+
+def readable(conn: sqlite3.Connection, agent: str, workspace: str) -> list[str]:
+    """The workspaces whose memories `agent` recalls in `workspace`: that one, and those its owner shared into it
+    (issue 23: "memory is per workspace unless its owner shares it"): a share counts only while the one who made it
+    still owns the agent and is a member of both workspaces, and the agent of the one it came from."""
+    return [workspace] + [r[0] for r in conn.execute(
+        """SELECT s.source FROM memory_shares s JOIN agents a ON a.id = s.agent AND a.owner = s.shared_by
+           JOIN memberships ms ON ms.workspace = s.source AND ms.participant = s.shared_by
+           JOIN memberships mt ON mt.workspace = s.target AND mt.participant = s.shared_by
+           JOIN memberships ma ON ma.workspace = s.source AND ma.participant = s.agent
+           WHERE s.agent = ? AND s.target = ? ORDER BY s.source""", (agent, workspace))]
 
 
 def recent(conn: sqlite3.Connection, agent: str, workspace: str, limit: int = 50) -> list[dict]:
-    return [{"id": i, "text": t, "at": c, "uses": u} for i, t, c, u in conn.execute(
-        """SELECT id, text, created_at, uses FROM memories WHERE workspace = ? AND agent = ?
-           ORDER BY seq DESC LIMIT ?""", (workspace, agent, limit))]
+    spaces = readable(conn, agent, workspace)
+    return [_found(i, t, c, w, workspace, uses=u) for i, t, c, u, w in conn.execute(
+        f"""SELECT id, text, created_at, uses, workspace FROM memories
+            WHERE workspace IN ({",".join("?" * len(spaces))}) AND agent = ? ORDER BY seq DESC LIMIT ?""",
+        (*spaces, agent, limit))]
 
 
 def _whose(conn: sqlite3.Connection, who: str, ref, workspace: str) -> str:
@@ -111,5 +141,43 @@ def forget(conn: sqlite3.Connection, who: str, f: frames.Forget) -> dict:
     return {"id": f.id}
 
 
-OPS = {"list_memories": (list_memories, False), "forget": (forget, True)}
-TIMED: frozenset[str] = frozenset()
+def share_memory(conn: sqlite3.Connection, who: str, f: frames.ShareMemory, now: int) -> dict:
+    """The agent's owner shares what it keeps in `workspace` into `into` (or, `share` false, takes it back): explicit
+    and revocable; only an owner who is a member of both, for an agent in both. Anyone else: `not_found`."""
+    if not who.startswith("human."):
+        raise NotFound
+    agent, _ = toolkit.owned_agent(conn, who, f.agent)
+    for ws in (f.workspace, f.into):
+        _member(conn, ws, who)
+    if f.workspace == f.into:
+        raise Refused("bad_share", "a workspace's memory is its own already: share it into another one")
+    with Tx(conn):
+        conn.execute("DELETE FROM memory_shares WHERE agent = ? AND source = ? AND target = ?",
+                     (agent, f.workspace, f.into))
+        if f.share:
+            for ws in (f.workspace, f.into):
+                if not conn.execute("SELECT 1 FROM memberships WHERE workspace = ? AND participant = ?",
+                                    (ws, agent)).fetchone():
+                    raise Refused("bad_share", "the agent is a member of both workspaces")
+            conn.execute("INSERT INTO memory_shares (agent, source, target, shared_by, created_at) VALUES (?,?,?,?,?)",
+                         (agent, f.workspace, f.into, who, now))
+    return {"agent": agent, "workspace": f.workspace, "into": f.into, "shared": bool(f.share)}
+
+
+def list_memory_shares(conn: sqlite3.Connection, who: str, f: frames.ListMemoryShares) -> dict:
+    """An owner's shares of one agent's memory (or of all its agents'), with the workspaces' names."""
+    if not who.startswith("human."):
+        raise NotFound
+    one = [toolkit.owned_agent(conn, who, f.agent)[0]] if f.agent is not None else []
+    rows = conn.execute(
+        """SELECT s.agent, s.source, ws.name, s.target, wt.name, s.created_at FROM memory_shares s
+           JOIN agents a ON a.id = s.agent AND a.owner = ? JOIN workspaces ws ON ws.id = s.source
+           JOIN workspaces wt ON wt.id = s.target WHERE s.shared_by = ?""" + (" AND s.agent = ?" if one else "")
+        + " ORDER BY s.agent, ws.name, wt.name", (who, who, *one)).fetchall()
+    return {"shares": [{"agent": a, "workspace": s, "workspace_name": sn, "into": t, "into_name": tn, "at": at}
+                       for a, s, sn, t, tn, at in rows]}
+
+
+OPS = {"list_memories": (list_memories, False), "forget": (forget, True), "share_memory": (share_memory, True),
+       "list_memory_shares": (list_memory_shares, False)}
+TIMED: frozenset[str] = frozenset({"share_memory"})

@@ -21,13 +21,14 @@ import sqlite3
 import uuid
 
 from ..core import schedule as core
-from ..core.schedule import REMINDER, ROUTINE, Schedule
+from ..core.schedule import LOOP, PULSE, REMINDER, ROUTINE, Schedule
 from ..protocol import frames
 from ..store import schedules as rows
 from ..store.transactions import Tx, serialized
 from .refusals import NotFound, Refused
 
 LIST_LIMIT = 200
+KINDS = "kind IN ('reminder', 'routine')"  # (loops and pulses are listed by ops/goals.py; tells are not listed)
 
 
 def _member(conn: sqlite3.Connection, ws: str, pid: str) -> None:
@@ -158,6 +159,9 @@ def delete_schedule(conn: sqlite3.Connection, who: str, f: frames.DeleteSchedule
     with Tx(conn):
         s = _find(conn, who, f.workspace, f.id)
         conn.execute("DELETE FROM schedules WHERE id = ?", (s.id,))
+        if s.kind in (LOOP, PULSE):  # (ops/goals.py's: a loop's state, its iterations' and a pulse's reports)
+            conn.execute("DELETE FROM loops WHERE id = ?", (s.id,))
+            conn.execute("DELETE FROM goal_reports WHERE schedule = ?", (s.id,))
     return {"deleted": s.id}
 
 
@@ -181,12 +185,12 @@ def list_schedules(conn: sqlite3.Connection, who: str, f: frames.ListSchedules) 
     ws = f.workspace
     _member(conn, ws, who)
     if who.startswith("agent."):
-        found = conn.execute(f"SELECT {rows.COLUMNS} FROM schedules WHERE workspace = ? AND agent = ? "
+        found = conn.execute(f"SELECT {rows.COLUMNS} FROM schedules WHERE workspace = ? AND agent = ? AND {KINDS} "
                              f"ORDER BY kind, created_at LIMIT {LIST_LIMIT}", (ws, who)).fetchall()
     else:
         found = conn.execute(
-            f"SELECT {rows.COLUMNS} FROM schedules WHERE workspace = ? AND (owner = ? OR created_by = ? OR agent IN "
-            f"(SELECT id FROM agents WHERE owner = ?)) ORDER BY kind, created_at LIMIT {LIST_LIMIT}",
+            f"SELECT {rows.COLUMNS} FROM schedules WHERE workspace = ? AND {KINDS} AND (owner = ? OR created_by = ? OR "
+            f"agent IN (SELECT id FROM agents WHERE owner = ?)) ORDER BY kind, created_at LIMIT {LIST_LIMIT}",
             (ws, who, who, who)).fetchall()
     out = [rows.schedule_of(r) for r in found]
     return {"workspace": ws, "schedules": [as_dict(conn, s, may=may_manage(conn, who, s)) for s in out],

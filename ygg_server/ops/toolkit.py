@@ -188,6 +188,7 @@ class Route:
     spec: ToolSpec
     arguments: dict
     connection: tuple | None = None  # (url, method, header_name, header_sealed)
+    conversation: str | None = None  # where the agent acts (a connected account's tools: ops/connected.resolve)
 
 
 def route(conn: sqlite3.Connection, who: str, f: frames.CallTool) -> Route:
@@ -210,7 +211,8 @@ def route(conn: sqlite3.Connection, who: str, f: frames.CallTool) -> Route:
     if f.tool.startswith("api_"):
         _, url, method, header_name, sealed, _ = connections(conn, owner)[f.tool[4:]]
         connection = (url, method, header_name, sealed)
-    return Route(agent, owner, f.workspace, spec, args, connection)
+    conversation = f.conversation if isinstance(f.conversation, str) else None
+    return Route(agent, owner, f.workspace, spec, args, connection, conversation)
 
 
 OPS = {"list_tools": (list_tools, False), "attach_tool": (attach_tool, True), "detach_tool": (detach_tool, True),

@@ -17,12 +17,14 @@ from msgspec import UNSET, Meta, UnsetType
 from ..core import POOL
 from .frame_base import DeliveryId, Frame, InConversation, InWorkspace, ShortText, Strings
 from .work_frames import (  # the ops of issues 21 to 24: callers name every op frames.X
+    AddLoop, AddPulse, ListLoops, LoopVerdict, PulseReport,  # (issue 22's loops and pulses)
     AddConnection, AddHost, AddReminder, AddRoutine, AllowRoutines, ArtifactDiff, AttachSkill, AttachTool, CallTool,
-    CommentArtifact, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill, DetachTool,
-    ExportSkill, Forget, GetApproval, GetArtifact, ImportSkill, ListApprovals, ListArtifacts, ListConnections,
-    ListDirectory, ListHosts, ListMemories, ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule,
-    PublishAgent, RemoveConnection, RemoveSkill, RequestApproval, SetRuntime, SetToolRule, SettleThread,
-    UnpublishAgent, UpdateArtifact, DownloadFile, UploadFile,
+    CommentArtifact, ConnectAccount, CopyAgent, CreateArtifact, DecideApproval, DeleteSchedule, DetachSkill,
+    DetachTool, ExportSkill, FinishConnect, Forget, GetApproval, GetArtifact, ImportSkill, ListAccounts,
+    ListApprovals, ListArtifacts, ListConnections, ListDirectory, ListHosts, ListMemories, ListMemoryShares,
+    ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule, PressCard, PublishAgent, RemoveConnection,
+    RemoveSkill, RequestApproval, RevokeAccount, SetRuntime, SetToolRule, SettleThread, ShareMemory, UnpublishAgent,
+    UpdateArtifact, WorkGraph, DownloadFile, UploadFile,
 )
 
 # --- the session ---
@@ -60,6 +62,7 @@ class Send(InWorkspace, tag="send"):
     in_reply_to: Any = None
     title: Any = None
     handoff: Any = None
+    card: Any = None  # a result card: {"template", "data", "kind"?} (core/cards.py; `bad_card` names the field)
     # uploads sent with it (upload_file; core/files.py): charged by their stored size. (`attachment_bytes`, a size
     # the sender declared, is no longer read: an unknown field, ignored)
     files: Annotated[list[ShortText], Meta(max_length=100)] | None = None
@@ -407,13 +410,15 @@ ClientFrame = Union[
     RotateKey, AddGroup, RemoveGroup, AddParticipant, RemoveParticipant, SetLead, SetProfile, SetSetting,
     GetPersona, SetPersona, GetRulebook, SetRulebook, GetProfile, GetSettings, SetPins, EditMessage, DeleteMessage,
     MessageVersions, RemoveMember, RemoveOrgMember, ListInvitations, AcceptInvitation, DeclineInvitation,
-    ChangePassword, ListSessions, EndSession, SignOut, SettleThread,
+    ChangePassword, ListSessions, EndSession, SignOut, SettleThread, PressCard,
     CreateArtifact, UpdateArtifact, CommentArtifact, GetArtifact, ListArtifacts, ArtifactDiff, ListSchedules,
     AddReminder, AddRoutine, PauseSchedule, DeleteSchedule, AllowRoutines, RequestApproval, GetApproval,
     ListApprovals, DecideApproval, SetToolRule, ListToolRules, ListTools, AttachTool, DetachTool, CallTool,
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
-    ExportSkill, RemoveSkill, ListMemories, Forget, AddHost, ListHosts, SetRuntime, PublishAgent, UnpublishAgent,
-    ListDirectory, CopyAgent, UploadFile, DownloadFile,
+    ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
+    PublishAgent, UnpublishAgent, ListDirectory, CopyAgent, AddLoop, AddPulse, LoopVerdict, PulseReport, ListLoops,
+    WorkGraph, ConnectAccount, FinishConnect, ListAccounts, RevokeAccount, UploadFile,
+    DownloadFile,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

@@ -57,6 +57,23 @@ def message_obj(m: Message) -> dict:
     if m.files:  # references: the bytes are fetched with download_file
         out["files"] = [{"id": f.id, "name": f.name, "size": f.size, "type": f.type, "sha256": f.sha256}
                         for f in m.files]
+    if m.card is not None:
+        out["card"] = card_obj(m.card)
+    if m.press is not None:
+        out["press"] = msgspec.to_builtins(m.press)
+    return out
+
+
+def card_obj(c) -> dict:
+    """A result card's stamped layout on the wire (docs/protocol.md, "Result cards")."""
+    out = msgspec.to_builtins(c)  # (omit_defaults: only what the card has)
+    for key, names in (("rows", ("label", "value")), ("callouts", ("tone", "text")),
+                       ("sections", ("heading", "text")), ("indicators", ("label", "value", "change")),
+                       ("trends", ("label", "points"))):
+        if key in out:
+            out[key] = [dict(zip(names, x)) for x in out[key]]
+    if c.state_at is not None:
+        out["state_at"] = iso(c.state_at)
     return out
 
 
@@ -168,6 +185,9 @@ _RENDER = {
                                      "summary": x.summary},
     r.Revised: lambda ref, x: {"op": x.op, "ref": ref, "message": message_obj(x.message),
                                "deliveries": deliveries_obj(x.deliveries)},
+    r.CardPressed: lambda ref, x: {"op": "press_card", "ref": ref, "card": x.card, "action": x.action,
+                                   "in_place": x.in_place, "message": message_obj(x.message),
+                                   "deliveries": deliveries_obj(x.deliveries)},
     r.Acked: lambda ref, x: {"op": "acked", "ref": ref, "ids": x.ids},
 }
 

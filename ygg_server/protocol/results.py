@@ -145,6 +145,17 @@ class ArtifactSaved(_Result, tag="artifact"):
     unchanged: bool = False
 
 
+class CardPressed(_Result, tag="press_card"):
+    """press_card: the card's message as it is now (an in-place button: its card's new state, those it reached
+    told), or the request that handed the press to the card's author, and who that reached."""
+
+    card: str  # the card's message id
+    action: str
+    message: Message
+    deliveries: tuple[Delivery, ...] = ()
+    in_place: bool = False
+
+
 class Acked(_Result, tag="acked"):
     """The ids the ack retired, in the order asked, each once (the store fills the list as it writes)."""
 
@@ -152,7 +163,7 @@ class Acked(_Result, tag="acked"):
 
 
 Result = Union[Sent, Duplicate, Refused, Failed, Funded, BudgetSet, PartyChanged, ProfileSet, SettingSet, Revised,
-               ThreadSettled, ArtifactSaved, Acked]
+               ThreadSettled, ArtifactSaved, CardPressed, Acked]
 Answer = Union[Result, None]  # None: `session`, `sync`
 
 _keep = msgspec.msgpack.Encoder()

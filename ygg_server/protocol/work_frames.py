@@ -44,6 +44,11 @@ class GetArtifact(InWorkspace, tag="get_artifact"):
     version: Any = None  # left out: the latest
 
 
+class WorkGraph(InWorkspace, tag="work_graph"):  # seed 003 §49 (ops/graph.py): read-only
+    agent: Any = None  # a participant, as a send names one; left out: everyone
+    state: Any = None  # ops.graph.STATES; left out: every state
+
+
 class ListArtifacts(InWorkspace, tag="list_artifacts"):
     conversation: Any = None  # left out: every conversation the asker reads
 
@@ -61,6 +66,15 @@ class SettleThread(InWorkspace, tag="settle_thread"):
     state: Any = "resolved"  # judged by the op: `bad_thread_state`
     summary: str | None = None
 
+
+class PressCard(InWorkspace, tag="press_card"):
+    """A button pressed on a message's result card (seed 003 §13; core/cards.py): acted on in place (an email
+    draft's send, save_draft) or handed back to the card's author as a request. `topic`: the card's topic, where
+    the request goes (left out, or not the card's: the request opens a new topic)."""
+
+    message: ShortText
+    action: Any = None  # judged by the op: `unknown_action`
+    topic: ShortText | None = None
 
 
 # --- reminders and routines (issue 22; ops/schedules.py) ---
@@ -127,6 +141,45 @@ class SetToolRule(InWorkspace, tag="set_tool_rule"):
 
 class ListToolRules(InWorkspace, tag="list_tool_rules"):
     pass
+
+
+# --- loops and pulses (issue 22; ops/goals.py, core/goals.py); paused and deleted as schedules ---
+
+class AddLoop(InWorkspace, tag="add_loop"):
+    agent: Any = None
+    goal: Any = None
+    name: Any = ""
+    every: Any = None  # seconds between iterations (none: continuous)
+    max_iterations: Any = None  # the safeguards (left out: core/goals.py's defaults)
+    budget: Any = None  # credits
+    hours: Any = None  # the deadline, hours from now
+    stall_after: Any = None  # no progress: the same report or result this many iterations in a row
+
+
+class AddPulse(InWorkspace, tag="add_pulse"):
+    agent: Any = None
+    checklist: Any = None
+    name: Any = ""
+    every: Any = None  # seconds
+
+
+class LoopVerdict(InWorkspace, tag="loop_verdict"):
+    loop: Any = None  # left out: the asking agent's one loop waiting for a verdict here
+    iteration: Any = None  # left out: the one waiting
+    verdict: Any = None  # continue, done, stuck
+    report: Any = None
+    result: Any = None  # what the iteration produced (compared for progress)
+
+
+class PulseReport(InWorkspace, tag="pulse_report"):
+    pulse: Any = None  # left out: the asking agent's pulse here
+    summary: Any = ""
+    items: Any = None  # [{check, status: ok|attention, note}]
+    tell: Any = None  # what the owner should hear (it is told only if something is worth telling)
+
+
+class ListLoops(InWorkspace, tag="list_loops"):
+    pass
 # --- tools, skills and memory (issue 23; ops/toolkit.py, ops/skills.py, ops/memory.py) ---
 
 class ListTools(Frame, tag="list_tools"):
@@ -146,6 +199,8 @@ class DetachTool(Frame, tag="detach_tool"):
 class CallTool(InWorkspace, tag="call_tool", kw_only=True):
     tool: str
     arguments: Any = None  # checked against the tool's schema (`bad_arguments`)
+    approval: str | None = None  # a call made again once the approval it was answered `pending` with is decided
+    conversation: Any = None  # where the agent acts: which connected account a GitHub or Google tool uses (§64)
 
 
 class AddConnection(Frame, tag="add_connection"):
@@ -163,6 +218,27 @@ class RemoveConnection(Frame, tag="remove_connection"):
 
 class ListConnections(Frame, tag="list_connections"):
     pass
+
+
+# connected accounts (issue 24; seed 003 §62-64; ops/connected.py, net/connected.py)
+class ConnectAccount(Frame, tag="connect_account"):
+    provider: Any = None  # github or google (those the operator registered a client for: `providers` lists them)
+    redirect_uri: Any = None  # the client's loopback listener, http://127.0.0.1:<port>/<path> (RFC 8252 §7.3)
+    workspace: Any = None  # a workspace's account (its admins connect it); default: the asker's own
+
+
+class FinishConnect(Frame, tag="finish_connect"):
+    state: Any = None  # as the provider redirected back with them
+    code: Any = None
+    error: Any = None  # the provider's `error` instead of a code (access_denied: the person declined)
+
+
+class ListAccounts(Frame, tag="list_accounts"):
+    workspace: Any = None  # that workspace's accounts and the asker's own; default: every workspace of theirs
+
+
+class RevokeAccount(Frame, tag="revoke_account"):
+    account: Any = None  # its id (list_accounts)
 
 
 class ListSkills(Frame, tag="list_skills"):
@@ -204,6 +280,16 @@ class ListMemories(InWorkspace, tag="list_memories"):
 class Forget(InWorkspace, tag="forget", kw_only=True):
     id: str
     agent: Any = None
+
+
+class ShareMemory(InWorkspace, tag="share_memory", kw_only=True):
+    agent: str  # one of the asker's agents (id or name)
+    into: str  # the workspace it recalls `workspace`'s memory in
+    share: bool = True  # false: taken back
+
+
+class ListMemoryShares(Frame, tag="list_memory_shares"):
+    agent: Any = None  # default: every agent of the asker's
 # --- where agents run, and the public agent directory (issue 24) ---
 
 class AddHost(Frame, tag="add_host"):

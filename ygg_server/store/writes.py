@@ -108,7 +108,7 @@ def revision_rows(revisions) -> list[tuple[str, tuple]]:
             out.append((DROP_VERSIONS, (m.id,)))
             if before.files:  # its files go with its text (their bytes, once no upload names them: ops.files.sweep)
                 out.append((DROP_FILES, (m.id,)))
-        else:
+        elif m.version != before.version:  # (a card acted on in place keeps its text: no version)
             out.append((KEEP_VERSION, (m.id, before.version, before.text, before.edited_at or before.created_at)))
     return out
 

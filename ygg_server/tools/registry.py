@@ -9,10 +9,10 @@ again that the tool is attached to the asking agent, so a bridge can never reach
 An agent sees only the tools attached to it (ops/toolkit.py): its owner attaches and detaches them; one whose
 owner never did has `DEFAULT`. Owners' API connections are tools too, named `api_<connection>` (`connection_tool`).
 
-Seams for the work beside this one: another module registers its tools with `REGISTRY.register(...)` (artifacts,
-a PDF of an artifact); a tool registered with `approval=True` is held for a person's approval, through the hook
-the approvals module sets with `Registry.set_approver` (until one is set, such a call is refused
-`approval_unavailable`, never run unapproved).
+Approvals (seed 003 §59-61): every server call passes the hook set with `Registry.set_approver` (tools/approving.py,
+over ops/approvals.py: the workspace's standing rules `Tool(specifier)`, deny, then ask, then allow); a tool
+registered with `approval=True` (and an owner's API connection that writes) is asked when no rule covers it. Until
+a hook is set, such a call is refused `approval_unavailable`, never run unapproved.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def connection_tool(name: str, description: str, method: str) -> ToolSpec:
                               "query": {"type": "object", "description": "query parameters (optional)"}}
     if method in ("POST", "PUT", "PATCH"):
         params["body"] = {"description": "the JSON body to send (optional)"}
-    return ToolSpec(name="api_" + name, group="api", runs="server", handler=_no_handler,
+    return ToolSpec(name="api_" + name, group="api", runs="server", handler=_no_handler, approval=method != "GET",
                     description=(description or f"Call the {name} API") + f" ({method}; the connection's "
                                 "credentials are added by the server, never shown to you).",
                     parameters={"type": "object", "properties": params})
@@ -166,6 +166,33 @@ _reg(ToolSpec(name="artifact_comment", runs="bridge", group="artifacts",
               description="Comment on a version of an artifact (the latest by default).",
               parameters={"type": "object", "properties": {"artifact": _S, "text": _S, "version": {"type": "integer"}},
                           "required": ["artifact", "text"]}))
+# loops and pulses (issue 22, seed 003 §34, §39): the agent ends a loop's iteration, or reports a pulse, on its own
+# connection (the `loop_verdict` and `pulse_report` ops; ops/goals.py): the server decides what follows
+_reg(ToolSpec(name="loop_verdict", runs="bridge", group="loops",
+              description=("End the iteration of a loop you were woken for: continue, done (the goal is met) or "
+                           "stuck (you need help), with a short report of this iteration and, if it produced "
+                           "something, the result. The server decides whether the loop goes on: the same report or "
+                           "result several times in a row ends it. Default: your one loop waiting for a verdict here."),
+              parameters={"type": "object", "properties": {
+                  "verdict": {"type": "string", "enum": ["continue", "done", "stuck"]},
+                  "report": {**_S, "maxLength": 2000}, "result": _S, "loop": _S},
+                  "required": ["verdict", "report"]}))
+_reg(ToolSpec(name="pulse_report", runs="bridge", group="loops",
+              description=("Report a pulse (your own checklist, on your own schedule): a summary and each check, ok "
+                           "or attention. It is stored for your owner; they get a message only if a check needs "
+                           "attention or you say something in `tell`."),
+              parameters={"type": "object", "properties": {
+                  "summary": {**_S, "maxLength": 2000},
+                  "items": {"type": "array", "items": {"type": "object", "properties": {
+                      "check": _S, "status": {"type": "string", "enum": ["ok", "attention"]}, "note": _S},
+                      "required": ["check", "status"]}},
+                  "tell": _S, "pulse": _S}, "required": ["summary", "items"]}))
+_reg(ToolSpec(name="work_graph", runs="bridge", group="knowledge",
+              description=("How the workspace's work connects (what you may read): topics and what they wait on, "
+                           "side threads and side conversations, delegations and handoffs, artifacts and who made "
+                           "them, agents and the conversations they serve. Filters: agent (a name), state (open, "
+                           "paused, closed, needs_human, credits, ongoing, resolved, abandoned)."),
+              parameters={"type": "object", "properties": {"agent": _S, "state": _S}}))
 # files (issue 21): a file sent with a message the agent can read (its id from the message's `files`)
 _reg(ToolSpec(name="file_read", runs="bridge", group="files",
               description=("Read a file sent with a message you can see (its id is in the message's files): its name, "
@@ -200,7 +227,54 @@ _reg(ToolSpec(name="fetch_page", group="web", handler=_SERVER,
               description="Fetch a web page (http or https) and read its text.",
               parameters={"type": "object", "properties": {"url": {**_S, "maxLength": 2000}}, "required": ["url"]}))
 
+# task and routine management (seed 003 §35, §41; tools/work_tools.py): an agent's own, in the workspace it calls in
+_ID = {**_S, "maxLength": 64}
+_reg(ToolSpec(name="schedules_list", group="schedule", handler=_SERVER,
+              description="List your routines and reminders in this workspace (id, schedule, next run, paused)."))
+_reg(ToolSpec(name="routine_create", group="schedule", handler=_SERVER,
+              description=("Give yourself a routine: a standing instruction run on a schedule (every so many seconds, "
+                           "at least 300, or a cron schedule like '0 8 * * 1-5' in time zone tz), each run a request "
+                           "to you from your owner. At most ten; only while your owner allows you routines."),
+              parameters={"type": "object", "properties": {
+                  "text": {**_S, "maxLength": 2000}, "name": {**_S, "maxLength": 60},
+                  "every": {"type": "integer", "minimum": 300, "maximum": 366 * 86400},
+                  "cron": {**_S, "maxLength": 100}, "tz": {**_S, "maxLength": 64}}, "required": ["text"]}))
+_reg(ToolSpec(name="reminder_create", group="schedule", handler=_SERVER,
+              description=("Set a reminder, delivered in your direct conversation with your owner (or the person "
+                           "who asked: `person`), here: `at` an ISO 8601 time, or `in_minutes`."),
+              parameters={"type": "object", "properties": {
+                  "text": {**_S, "maxLength": 2000}, "at": {**_S, "maxLength": 40},
+                  "in_minutes": {"type": "integer", "minimum": 1, "maximum": 5 * 366 * 1440},
+                  "person": {**_S, "maxLength": 100}}, "required": ["text"]}))
+_reg(ToolSpec(name="schedule_pause", group="schedule", handler=_SERVER,
+              description="Pause one of your routines or reminders (paused false: resume it).",
+              parameters={"type": "object", "properties": {"id": _ID, "paused": {"type": "boolean"}},
+                          "required": ["id"]}))
+_reg(ToolSpec(name="schedule_delete", group="schedule", handler=_SERVER,
+              description="Delete one of your routines or reminders.",
+              parameters={"type": "object", "properties": {"id": _ID}, "required": ["id"]}))
+_reg(ToolSpec(name="task_create", group="schedule", handler=_SERVER,
+              description=("Open a task: a new topic with a request to an agent (or person) you may address, sent "
+                           "as any message of yours (charged, delivered, answered there). Default: in your direct "
+                           "conversation with them."),
+              parameters={"type": "object", "properties": {
+                  "to": {**_S, "maxLength": 100}, "title": {**_S, "maxLength": 200},
+                  "text": {**_S, "maxLength": 20_000}, "conversation": {**_S, "maxLength": 100}},
+                  "required": ["to", "text"]}))
+_reg(ToolSpec(name="task_list", group="schedule", handler=_SERVER,
+              description="List the tasks (topics) you opened or take part in here, newest first, with their state.",
+              parameters={"type": "object", "properties": {
+                  "status": {"type": "string", "enum": ["open", "closed", "all"]}}}))
+_reg(ToolSpec(name="artifact_pdf", group="artifacts", handler=_SERVER,
+              description=("Make a PDF of an artifact (its latest version, or `version`): its file name, pages, "
+                           "size, and the bytes in base64 (up to 256 KB)."),
+              parameters={"type": "object", "properties": {"artifact": _ID, "version": {"type": "integer", "minimum": 1}},
+                          "required": ["artifact"]}))
+
 # an agent whose owner never chose its tools has these (what a bridge was given before the registry, less what
 # reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
 DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
-           "search_history", "remember", "memory_search", "load_skill", "file_read")
+           "search_history", "remember", "memory_search", "load_skill", "loop_verdict", "pulse_report",
+           "file_read")
+
+from . import github, google  # noqa: E402,F401  (the connected accounts' tools, issue 24, register themselves)

@@ -18,9 +18,11 @@ from ..ops import memory, skills
 from ..ops.toolkit import Route, ToolRefusal
 from ..ops.refusals import Refused
 from ..skills.format import SkillError
-from . import vault
+from . import approving, vault, work_tools  # noqa: F401 (work_tools: its handlers register on import)
+from .oauth import OAuthClient
 from .registry import REGISTRY
 from .web import Web, WebError
+from .work_tools import ToolError
 
 RESULT_LIMIT = 20_000  # characters of an API's answer given back
 
@@ -31,6 +33,9 @@ class Env:
     manage: Callable[..., Awaitable[Any]]
     clock: Callable[[], int]
     web: Web = field(default_factory=Web)
+    send: Callable[..., Awaitable[dict]] | None = None  # (participant, frames.Send) -> the send's reply
+    notify: Callable[[str, dict], None] = lambda pid, event: None  # an event to a participant's connections
+    oauth: OAuthClient = field(default_factory=OAuthClient)  # connected accounts' providers (tools/account_api.py)
 
 
 @REGISTRY.handler("remember")
@@ -93,21 +98,27 @@ async def call_connection(env: Env, r: Route) -> Any:
     return out
 
 
-async def run(route: Route, env: Env, registry=REGISTRY) -> dict:
-    """Carry out a routed call: its handler's result, or the error the model is told."""
+async def run(route: Route, env: Env, registry=REGISTRY, approval: str | None = None) -> dict:
+    """Carry out a routed call: its handler's result, or the error the model is told. The approvals hook judges
+    it first (`approval`: the id of the decided request this call runs under)."""
     spec = route.spec
-    if spec.approval:  # the approvals seam: held until a person answers, or refused while there is none
-        approver = registry.approver
-        if approver is None:
+    approver = registry.approver
+    if approver is None:
+        if spec.approval:
             raise Refused(ToolRefusal.APPROVAL_UNAVAILABLE, f"{spec.name} needs a person's approval, which this "
                           "server cannot ask for yet")
-        if not await approver(route):
-            return {"ok": False, "error": f"{spec.name} was not approved"}
+    else:
+        held = await approver(route, env, approval)
+        if held is not None:
+            return held
     try:
         if route.connection is not None:
             result = await call_connection(env, route)
         else:
             result = await spec.handler(env, route)
-    except (WebError, SkillError) as e:
+    except (WebError, SkillError, ToolError) as e:
         return {"ok": False, "error": str(e)}
     return {"ok": True, "result": result}
+
+
+REGISTRY.set_approver(approving.gate)  # every server call judged by the approvals (seed 003 §59-61)

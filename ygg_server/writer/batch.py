@@ -19,12 +19,12 @@ import msgspec
 from .. import protocol
 from ..core import POOL, Decision, Kind, Refusal, RefusalReason as R, Topic, View, decide, due, fund, next_due, \
     plan_of
-from ..core import artifacts as core_artifacts, assign as core_assign, files as core_files, party as core_party, \
-    side as core_side, threads as core_threads
+from ..core import artifacts as core_artifacts, assign as core_assign, cards as core_cards, files as core_files, \
+    party as core_party, side as core_side, threads as core_threads
 from ..core.decide import counters_of
 from ..core.directory import Unresolved
 from ..core.model import ArtifactRef, Post
-from ..core.vocabulary import SYSTEM, MessageType, State
+from ..core.vocabulary import SYSTEM, MessageType, Role, State, TopicStatus
 from ..core.funding import set_budget as core_set_budget
 from ..core.lifecycle import unfunded
 from ..core.revise import Revision, revise
@@ -33,7 +33,7 @@ from ..core.rules import party_limits
 from ..protocol import ErrorCode as E, configurable, frames, names
 from ..protocol.posts import MAX_TEXT
 from ..protocol.results import (Acked, BudgetSet, Duplicate, Failed, Funded, PartyChanged, ProfileSet, Refused, Result,
-                                Revised, Sent, SettingSet, ThreadSettled, ArtifactSaved, keep)
+                                Revised, Sent, SettingSet, ThreadSettled, ArtifactSaved, CardPressed, keep)
 from ..store.port import Snapshot
 from ..store.rows import profile
 from .commands import Command
@@ -176,6 +176,12 @@ class Batch:
             post = protocol.to_post(frame, message_id=self.new_id(), author=author, workspace=ws)
         except protocol.BadFrame as e:
             return Failed(E.BAD_FRAME, e.detail)
+        if frame.card is not None:  # a result card, resolved and stamped into the message (core/cards.py)
+            try:
+                card = core_cards.resolve(frame.card)
+            except core_cards.CardError as e:
+                return Refused(R.BAD_CARD, str(e))
+            post = msgspec.structs.replace(post, card=card, body_chars=core_cards.size(card))
         if frame.files:  # the uploads it sends, as stored: charged by their real size (core/files.py)
             refs = core_files.attach(frame.files, snap.files, author, ws, self.sent_files)
             if isinstance(refs, Refusal):
@@ -393,6 +399,38 @@ class Batch:
         d = decide(view, post, self.now)
         self.commit(d, ws, self.month)
         return d
+
+    def _card(self, who: str, frame: frames.PressCard) -> Result:
+        """A card's button (core/cards.py): pressed by one who may read its message; acted on in place (the card's
+        new state written over its message, those it reached told as context) or handed to the card's author as
+        a request, decided as a send is (in the card's topic when the frame names it, else a new one)."""
+        ws, mid = frame.workspace, frame.message
+        directory = self.snap.directory(ws)
+        if who not in directory.memberships:
+            return Refused(R.UNKNOWN_WORKSPACE, "no such workspace")
+        row = self.revised.get(mid) or self.snap.revised.get(mid)
+        if row is not None and (row[0].workspace != ws or (row[3] is not None and who not in row[3])):
+            row = None  # another workspace's message, or one the presser may not read: as one that does not exist
+        found, seq, reached, readers = row if row is not None else (None, 0, (), None)
+        if not isinstance(frame.action, str):
+            return Refused(R.UNKNOWN_ACTION, "action is the name of one of the card's buttons")
+        r = core_cards.press(found, who, frame.action, reached, self.now, self.new_id())
+        if isinstance(r, Refusal):
+            return Refused(r.reason, r.detail)
+        if isinstance(r, Revision):
+            if directory.memberships[who].role == Role.VIEWER:
+                return Refused(R.PERMISSION_DENIED, "a viewer does not act on cards")
+            self.revised[mid] = (r.message, seq, reached, readers)
+            self.out.revisions.append((r, seq, self.now))
+            return CardPressed(mid, frame.action, r.message, r.deliveries, in_place=True)
+        topic = self.state.topics.get(found.topic) if found.topic and frame.topic == found.topic else None
+        if topic is None or topic.status == TopicStatus.CLOSED:
+            r = msgspec.structs.replace(r, topic="new")
+        d = self._decide_in(who, ws, found.conversation, r)
+        if d.refusal:
+            return Refused(d.refusal.reason, d.refusal.detail)
+        m = d.routed[0]
+        return CardPressed(mid, frame.action, m.message, m.deliveries)
 
     def _fund(self, funder: str, frame: frames.Fund) -> Result:
         ws, account, amount = frame.workspace, frame.account, frame.amount

@@ -12,6 +12,7 @@ the command ended with).
     revise       (who, frames.EditMessage | DeleteMessage)  Revised, Refused or Failed
     thread       (who, frames.SettleThread)                 ThreadSettled, Refused
     artifact     (who, frames.CreateArtifact | UpdateArtifact | CommentArtifact)   ArtifactSaved, Refused or Failed
+    card         (who, frames.PressCard)                    CardPressed, Refused
     session      (*row, key)                                None: a session's row (ops.auth.session_row, a
                                                             person's ops.accounts.session_row), then its key
     sync         ()                                         None, once everything before it is committed
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 KINDS = frozenset({"send", "ack", "fund", "set_budget", "party", "set_profile", "set_setting", "revise", "thread", "artifact",
-                   "session", "sync"})
+                   "card", "session", "sync"})
 
 
 @dataclass(slots=True, eq=False)

@@ -140,21 +140,36 @@ def _artifact(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str
         if frame.op == "create_artifact" else None
     if cid is not None:
         (locked if cid == general_id(ws) else k.conversations).add(cid)
-    t = frame.topic
-    if isinstance(t, str) and t != "new":
-        k.topics.add(t)
-    if d.participants.get(c.args[0]) is not None and d.participants[c.args[0]].kind == Kind.AGENT:
-        k.wallets.add((ws, c.args[0]))
+    _posting(k, c.args[0], ws, frame.topic, d, snap)
+
+
+def _posting(k: Keys, who: str, ws: str, topic: Any, d: Directory, snap: Snapshot) -> None:
+    """What a message `who` posts in `topic` of a conversation known only once loaded reads: the topic, an agent's
+    wallet, the pool and its open topics, a limited plan's usage."""
+    if isinstance(topic, str) and topic != "new":
+        k.topics.add(topic)
+    if d.participants.get(who) is not None and d.participants[who].kind == Kind.AGENT:
+        k.wallets.add((ws, who))
         k.pools.add(ws)
-        k.opening.add(c.args[0])
+        k.opening.add(who)
     org = snap.orgs.get(ws)
     if org is not None and plan_of(*org[1:]).messages_per_month is not None:
         k.limited.add(org[0])
+
+
+def _card(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
+    """A card's button: its message (PostgreSQL: locked; its conversation read with it), and what the request to
+    the card's author reads (General, in case the card is there: locked for a person, as a send there is)."""
+    who, frame = c.args
+    k.revised.add(frame.message)
+    agent = d.participants[who].kind == Kind.AGENT
+    (k.shared if agent else locked).add(general_id(frame.workspace))
+    _posting(k, who, frame.workspace, frame.topic, d, snap)
 
 
 def _thread(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -> None:
     k.conversations.add(c.args[1].thread)
 
 
-_PLANNERS = {"send": _send, "thread": _thread, "artifact": _artifact, "fund": _fund, "set_budget": _set_budget, "party": _party,
+_PLANNERS = {"send": _send, "thread": _thread, "artifact": _artifact, "card": _card, "fund": _fund, "set_budget": _set_budget, "party": _party,
              "set_profile": _set_profile, "set_setting": _set_setting, "revise": _revise}

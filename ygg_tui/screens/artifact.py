@@ -6,6 +6,9 @@ comment_artifact); a comment is a message in the topic the artifact's message is
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import work
@@ -16,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Markdown, Static
 
 from ygg_server.client import Refused
+from ygg_server.tools import pdf
 
 from ..words import printable
 
@@ -23,7 +27,7 @@ from ..words import printable
 class ArtifactScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q", "close", "Close"), Binding("left_square_bracket", "older", "Older version"),
                 Binding("right_square_bracket", "newer", "Newer version"), Binding("d", "diff", "Diff"),
-                Binding("c", "comment", "Comment")]
+                Binding("c", "comment", "Comment"), Binding("p", "pdf", "Save as PDF")]
     DEFAULT_CSS = """
     ArtifactScreen #artifact-pane { height: 90%; }
     ArtifactScreen #artifact-body { height: 1fr; border: round $panel; }
@@ -49,7 +53,7 @@ class ArtifactScreen(ModalScreen[None]):
                 yield Static("", id="artifact-source")
             yield Static("", id="artifact-comments")
             yield Input(placeholder="A comment on this version (⏎ posts it, esc closes)", id="artifact-comment")
-            yield Static("[ older · ] newer · d diff with the version before · c comment · esc close",
+            yield Static("[ older · ] newer · d diff with the version before · c comment · p save as PDF · esc close",
                          classes="dialog-hint")
 
     def on_mount(self) -> None:
@@ -140,9 +144,28 @@ class ArtifactScreen(ModalScreen[None]):
         self.query_one("#artifact-body").focus()
         self.load()
 
+    async def action_pdf(self) -> None:
+        """The version shown saved as a PDF in the exports folder (the same bytes as the `artifact_pdf` tool's)."""
+        if self.data is None:
+            return
+        d = self.data
+        name = pdf.filename(d["title"]).removesuffix(".pdf") + f"-v{d['version']}.pdf"
+        target = self.app.config.exports_dir / name
+        try:
+            await asyncio.to_thread(_write, target, pdf.of_artifact(d))
+        except OSError as e:
+            self.notify(str(e), severity="error", title="not saved")
+            return
+        self.notify(f"Saved {target}", title="PDF")
+
     def action_close(self) -> None:
         if self.focused is self.query_one("#artifact-comment", Input):
             self.query_one("#artifact-comment", Input).remove_class("open")
             self.query_one("#artifact-body").focus()
             return
         self.dismiss(None)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

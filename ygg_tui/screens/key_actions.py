@@ -74,6 +74,28 @@ class KeyActions:
 
         self.app.push_screen(TopicsScreen(self.store, cid, self.topic, clock if self.show_clock else None), chosen)
 
+    def action_work_graph(self, ws: str | None = None) -> None:
+        """w: the workspace's work graph (seed 003 §49); ⏎ on a node opens its topic here."""
+        from .work_graph import WorkGraphScreen
+
+        ws = ws or self.workspace
+        if ws is None:
+            self.notify("No workspace is open.", timeout=2)
+            return
+        self.app.push_screen(WorkGraphScreen(self.store, ws), lambda at: self._open_at(ws, at))
+
+    @work(group="work-graph-open", exit_on_error=False)
+    async def _open_at(self, ws: str, at: tuple[str, str | None] | None) -> None:
+        if at is None:
+            return
+        cid, topic = at
+        if self.store.conversation(cid) is None:  # (a side thread or conversation made since the list was read)
+            await self.app.session.reload_conversations(ws)
+            self._dirty.add("sidebar")
+            self._schedule()
+        self.open_conversation(cid, topic if topic is not None else False)
+        self.messages.focus()
+
     def action_compose(self) -> None:
         self.composer.area.focus()
 

@@ -30,7 +30,7 @@ def commands(store, main) -> list[tuple[str, object, str]]:
                     "attach, import from a folder or URL, export"))
         if main.workspace:
             out.append((f"Memories of {name}", partial(_run, main, edit_memories, agent, main.workspace),
-                        "what it keeps in this workspace; forget some"))
+                        "what it keeps in this workspace; forget some, share it into another"))
     if store.own_agents():
         out.append(("API connections", partial(_run, main, edit_connections), "set up the APIs your agents may call"))
     return out
@@ -115,21 +115,36 @@ async def edit_skills(main, agent: str) -> None:
 
 
 async def edit_memories(main, agent: str, ws: str) -> None:
-    """Seed 003 §46-48: an agent's long-term memory, per workspace; its owner sees it and forgets what is wrong."""
+    """Seed 003 §46-48: an agent's long-term memory, per workspace; its owner sees it and forgets what is wrong, and
+    may share what it keeps here into another workspace of the owner's (issue 23: "memory is per workspace unless
+    its owner shares it"), taken back by unticking."""
     now = await main._ask("list_memories", workspace=ws, agent=agent)
-    if now is None:
+    shares = await main._ask("list_memory_shares", agent=agent)
+    if now is None or shares is None:
         return
-    mems = now["memories"][:30]
+    mems = [m for m in now["memories"] if "shared_from" not in m][:30]
+    into = {s["into"] for s in shares["shares"] if s["workspace"] == ws}
+    others = sorted((w for w in main.store.workspaces.values() if w.id != ws), key=lambda w: w.name)
+    here = main.store.workspaces[ws].name if ws in main.store.workspaces else ws
     fields = [Field(f"m{i}", f"forget: {m['text'][:110]}", False) for i, m in enumerate(mems)]
+    fields += [Field(f"w{i}", f"share its memory of {here} into {w.name}", w.id in into) for i, w in enumerate(others)]
+    came = sorted({m["shared_from"] for m in now["memories"] if "shared_from" in m})
     if not fields:
         main.notify(f"{_name(main, agent)} keeps no memory in this workspace yet.")
         return
 
     def change(got: dict) -> list[tuple[str, dict]]:
-        return [("forget", {"workspace": ws, "agent": agent, "id": m["id"]}) for i, m in enumerate(mems) if got[f"m{i}"]]
+        out = [("forget", {"workspace": ws, "agent": agent, "id": m["id"]}) for i, m in enumerate(mems) if got[f"m{i}"]]
+        for i, w in enumerate(others):
+            if got[f"w{i}"] != (w.id in into):
+                out.append(("share_memory", {"workspace": ws, "agent": agent, "into": w.id, "share": got[f"w{i}"]}))
+        return out
 
-    if await _apply(main, f"Memories of {_name(main, agent)} here", fields, "Forget ticked",
-                    "Only this workspace's: a memory never crosses into another workspace.", change) is not None:
+    why = "Only this workspace's, unless you share it: a shared memory is recalled there too, never by anyone else."
+    if came:
+        why += " Also recalled here: " + ", ".join(main.store.workspaces[c].name if c in main.store.workspaces else c
+                                                   for c in came) + "'s (shared)."
+    if await _apply(main, f"Memories of {_name(main, agent)} here", fields, "Save", why, change) is not None:
         main.notify("Done.")
 
 

@@ -27,17 +27,21 @@ from .key_actions import KeyActions
 from .account import AccountActions
 from .approving import ApprovalActions
 from .scheduling import ScheduleActions
+from .loops import LoopActions
 from .manage import ManageActions
 from .hosting import HostingActions
+from .connecting import ConnectedActions
 from .revising import ReviseActions
 from .threads import ThreadActions
+from .cards import CardActions
 from .files import FileActions
 from .sending import SendActions
 from .undoing import UndoActions
 
 
-class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions, HostingActions, ExportActions,
-                 KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions, FileActions, Screen):
+class MainScreen(AccountActions, ScheduleActions, LoopActions, ApprovalActions, ManageActions, HostingActions,
+                 ConnectedActions, ExportActions, KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions,
+                 CardActions, FileActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -54,6 +58,7 @@ class MainScreen(AccountActions, ScheduleActions, ApprovalActions, ManageActions
         bind("ygg.compose", "compose", show=False),
         bind("ygg.focus_topics", "focus('topics')", show=False),
         bind("ygg.all_topics", "all_topics", "All topics"),
+        bind("ygg.work_graph", "work_graph", "Work graph", show=False),
         bind("ygg.focus_sidebar", "focus('sidebar')", show=False),
         bind("ygg.focus_messages", "focus('messages')", show=False),
         bind("ygg.people", "people", "People"),

@@ -27,9 +27,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..keymap import bind
-from ..messages import ArtifactOpened, FileSave, LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
+from ..messages import ArtifactOpened, CardOpened, FileSave, LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
 from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
+from . import result_card
 from .thread_card import artifact_line, card_lines, file_line
 
 SYSTEM = "system.ygg"
@@ -137,6 +138,7 @@ class MessageList(ScrollView, can_focus=True):
         bind("messages.versions", "revise('versions')", "Versions", show=False),
         bind("messages.thread", "thread", "Thread", show=False),
         bind("messages.artifact", "artifact", "Artifact", show=False),
+        bind("messages.card", "card", "Card", show=False),
         bind("messages.save_file", "save_file", "Save file", show=False),
         Binding("pageup", "page_up", show=False),
         Binding("pagedown", "page_down", show=False),
@@ -197,6 +199,7 @@ class MessageList(ScrollView, can_focus=True):
         self._total = 0
         self._width = 0
         self._cache: OrderedDict[tuple[str, int], list[Strip]] = OrderedDict()
+        self._card_cache: dict[str, tuple] = {}  # message id -> (its card's key, its card's lines)
         self._follow = True
 
     # --- content ---
@@ -307,6 +310,8 @@ class MessageList(ScrollView, can_focus=True):
             return 1
         cards = (len(self._cards(m, width)) if m.get("threads") else 0) + (1 if m.get("artifact") else 0) \
             + len(m.get("files") or ())
+        if m.get("card"):
+            cards += len(self._result_card(m, width))
         text = m.get("text") or ""  # (drawable: the store made it so)
         if "\n" not in text and len(text) <= width and text.isascii():
             return (2 if text else 1) + cards
@@ -314,6 +319,18 @@ class MessageList(ScrollView, can_focus=True):
 
     def _cards(self, m: dict, width: int) -> list[tuple[str, str]]:
         return card_lines(m, self.thread_of, self.previews, m["id"] in self.expanded, self.namer, width)
+
+    def _result_card(self, m: dict, width: int) -> list[Strip]:
+        """A message's result card drawn with Rich (widgets/result_card.py), kept while the card is the same."""
+        card = m["card"]
+        key = (m["id"], width, card.get("state"), card.get("state_at"))
+        got = self._card_cache.get(m["id"])
+        if got is None or got[0] != key:
+            base = self.rich_style
+            got = self._card_cache[m["id"]] = (key, result_card.strips(
+                card, width, self.app.console, base, self.namer,
+                (lambda iso: clock(iso)) if self.show_clock else (lambda iso: "")))
+        return got[1]
 
     def refresh_threads(self) -> None:
         """A side thread's state, summary or messages changed: the cards are drawn again."""
@@ -477,6 +494,8 @@ class MessageList(ScrollView, can_focus=True):
             out.append(Strip([Segment(line, base + st("artifact"))]).crop(0, width).extend_cell_length(width, base))
         for f in m.get("files") or ():  # issue 21: each file sent with it, its name, size and type (s saves it)
             out.append(Strip([Segment(file_line(f), base + st("file"))]).crop(0, width).extend_cell_length(width, base))
+        if m.get("card"):  # seed 003 §11: a structured result drawn as a card, as the server stamped it
+            out += self._result_card(m, width)
         if m.get("threads"):  # seed 003 §5: "a small expandable thread card right under that message"
             for line, style in self._cards(m, width):
                 out.append(Strip([Segment(line, base + st(style))]).crop(0, width).extend_cell_length(width, base))
@@ -486,6 +505,7 @@ class MessageList(ScrollView, can_focus=True):
         """A theme switch (or any CSS change): the rows drawn in the old colours go."""
         super().notify_style_update()
         self._cache.clear()
+        self._card_cache.clear()
         self.refresh()
 
     # --- moving ---
@@ -576,6 +596,14 @@ class MessageList(ScrollView, can_focus=True):
             self.app.notify("Select a message that posted an artifact (▣ under it).", title="Artifact")
             return
         self.post_message(ArtifactOpened(m))
+
+    def action_card(self) -> None:
+        """b: a button of the selected message's result card, to press (the screen asks which)."""
+        m = self.selected
+        if m is None or not (m.get("card") or {}).get("buttons"):
+            self.app.notify("Select a message with a result card that has buttons.", title="Card")
+            return
+        self.post_message(CardOpened(m))
 
     def action_save_file(self) -> None:
         """s: the files sent with the selected message, one saved to a local path (the screen asks where)."""

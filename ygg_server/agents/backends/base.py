@@ -181,6 +181,8 @@ def parse_envelope(text: str | None) -> TurnOutput:
     for k in ("in_reply_to", "topic", "title", "conversation"):
         if isinstance(obj.get(k), str) and obj[k]:
             setattr(out, k, obj[k])
+    if isinstance(obj.get("card"), dict):  # a result card (docs/protocol.md, "Result cards"): the server checks it
+        out.card = obj["card"]
     calls = obj.get("tool_calls")
     if isinstance(calls, list):
         for i, c in enumerate(calls):

@@ -7,7 +7,9 @@ the rulebook's bookkeeping for every backend (closure polls, nudges, resumes,
 credits); these only decide what to say.
 
 - researcher: answers from the bundled handbook (search_corpus), once, then done; given `artifact_create`, it posts
-  what it found in full as an artifact (a document) beside its short answer.
+  what it found in full as an artifact (a document) beside its short answer, which carries a briefing card (seed
+  003 §11) of the sections found; its "More detail" button, pressed, wakes it to answer with the next sections;
+  given `reminder_create`, "remind me in 5 minutes to …" sets a reminder for whoever asked.
 - reviewer: reviews what it is asked (the files sent with it too: read with `file_read`, what each holds is in its
   answer); anything risky (deploy, delete, payment…) goes to a person first with state needs_human, and the verdict
   follows their answer.
@@ -15,7 +17,8 @@ credits); these only decide what to say.
   conversation, with one request to the whole team there, which the server moves
   into a side conversation, seed 003 §15), then answers with what came back and
   says done, in the topic where it was asked; outside a direct conversation its answer carries a
-  `<dm target="reviewer">` follow-up, a side thread (seed 003 §5), which it settles with the answer it gets.
+  `<dm target="reviewer">` follow-up, a side thread (seed 003 §5), which it settles with the answer it gets; asked for
+  the status (where things stand), it reads the work graph (seed 003 §49, `work_graph`) and says it.
 - eager: keeps everyone posted and writes long answers; it spends its credits
   until a person has to fund it.
 """
@@ -32,8 +35,17 @@ from .base import Backend
 
 RISKY = re.compile(r"\b(deploy\w*|delet\w*|drop|production|prod|release|merg\w*|payment|pay|money|"
                    r"invoice|secret\w*|password\w*|approv\w*|rm\s+-rf|migrat\w*)\b", re.I)
+REMIND = re.compile(r"\bremind me (?:in (?P<n>\d{1,4}) ?(?P<unit>minutes?|mins?|m|hours?|h)\b )?(?:to|about)\b"
+                    r"(?P<what>.*)", re.I | re.S)  # (not "remind me how …": that is a question)
 YES = re.compile(r"\b(yes|yep|ok|okay|approved?|go ahead|lgtm|sure|fine)\b", re.I)
+# a question the lead answers from the work graph (the demo's morning digest asks one)
+STATUS = re.compile(r"\b(status|where (?:do )?(?:we|things) stand|work graph|which topics are open|who is waiting on)",
+                    re.I)
 NO = re.compile(r"\b(no|nope|don'?t|do not|reject\w*|stop|wait)\b", re.I)
+
+
+LOOP_ASK = re.compile(r"\(loop (\S+), iteration \d+:")  # what core/schedule.py's fire appends to a loop's goal
+PULSE_ASK = re.compile(r"\(pulse (\S+):")  # ... and to a pulse's checklist
 
 
 def clip(text: str, n: int) -> str:
@@ -45,6 +57,30 @@ def quoted(text: str) -> str:
     """The part of a delegated request in “…” (what the person asked), else the whole text."""
     m = re.search(r"“(.+)”", text, re.S)
     return m.group(1) if m else text
+
+
+def graph_summary(g: Any) -> str:
+    """The lead's status from a `work_graph` answer: open topics, what waits on a person or on credits, the side
+    threads still ongoing, delegations and artifacts."""
+    if not isinstance(g, dict):
+        return "I could not read the work graph just now."
+    nodes = {n["id"]: n for n in g.get("nodes", ())}
+    edges = g.get("edges", ())
+    topics = [n for n in nodes.values() if n["kind"] == "topic"]
+    waiting = {e["from"] for e in edges if e["to"] == "need:person"}
+    broke = {e["from"] for e in edges if e["to"] == "need:credits"}
+    title = lambda n: f"“{clip(nodes[n].get('label') or 'untitled', 40)}”"  # noqa: E731
+    closed = sum(t["state"] == "closed" for t in topics)
+    parts = [f"{len(topics) - closed} open topic(s), {closed} closed"]
+    parts.append("waiting on a person: " + ", ".join(title(n) for n in sorted(waiting)) if waiting
+                 else "no topic waits on a person")
+    if broke:
+        parts.append("waiting on credits: " + ", ".join(title(n) for n in sorted(broke)))
+    threads = [n for n in nodes.values() if n["kind"] == "thread" and n.get("state") == "ongoing"]
+    delegated = sum(e.get("count", 1) for e in edges if e["kind"] in ("delegated", "handed_off"))
+    artifacts = sum(n["kind"] == "artifact" for n in nodes.values())
+    parts.append(f"{len(threads)} side thread(s) ongoing, {delegated} delegation(s), {artifacts} artifact(s)")
+    return "Where things stand (the work graph, w in the TUI): " + "; ".join(parts) + "."
 
 
 def _results(inp: TurnInput, name: str) -> list[Any]:
@@ -93,12 +129,38 @@ class Personality:
         ev = inp.event
         why = ev.get("why")
         if why == "request":
+            text = (ev.get("message") or {}).get("text") or ""
+            loop, pulse = LOOP_ASK.search(text), PULSE_ASK.search(text)
+            if loop and any(t.name == "loop_verdict" for t in inp.tools):
+                return self.on_loop(inp, text[:loop.start()].strip(), loop.group(1))
+            if pulse and any(t.name == "pulse_report" for t in inp.tools):
+                return self.on_pulse(inp, text[:pulse.start()].strip(), pulse.group(1))
             return self.on_request(inp, ev)
         if why == "response":
             return self.on_response(inp, ev)
         if why == "person":
             return self.on_person(inp, ev)
         return self.on_other(inp, ev)
+
+    def on_loop(self, inp: TurnInput, goal: str, loop: str) -> TurnOutput:
+        """An iteration of a loop (seed 003 §39): read the notes on its goal, then end it with a verdict. What it finds
+        does not change between iterations, so the server ends such a loop for want of progress."""
+        if _results(inp, "loop_verdict"):
+            return TurnOutput(text=None)  # (the verdict is the iteration's report; what follows is the server's)
+        found = [s for _, s in corpus.search(goal, self.corpus_path, k=3)]
+        titles = ", ".join(s.title for s in found) or "nothing"
+        return TurnOutput(tool_calls=[ToolCall(name="loop_verdict", id="verdict", arguments={
+            "loop": loop, "verdict": "continue" if found else "stuck", "result": titles,
+            "report": f"Read {len(found)} handbook notes on “{clip(goal, 60)}”: {titles}."})])
+
+    def on_pulse(self, inp: TurnInput, checklist: str, pulse: str) -> TurnOutput:
+        """A pulse (seed 003 §33-34): each line of its checklist looked at, and a structured report, not a message."""
+        if _results(inp, "pulse_report"):
+            return TurnOutput(text=None)
+        checks = [ln.strip(" -*•\t") for ln in checklist.splitlines() if ln.strip(" -*•\t")][:20]
+        items = [{"check": clip(c, 120), "status": "ok", "note": "nothing new since the last pulse"} for c in checks]
+        return TurnOutput(tool_calls=[ToolCall(name="pulse_report", id="pulse", arguments={
+            "pulse": pulse, "summary": f"Went through {len(items)} checks: nothing needs you.", "items": items})])
 
     def on_other(self, inp: TurnInput, ev: dict) -> TurnOutput:
         """Woken by something it did not ask for in so many words (say, an answer in a side thread its `<dm>` opened:
@@ -124,7 +186,13 @@ class Researcher(Personality):
     SKILL = "handbook-answers"
 
     def on_request(self, inp, ev):
+        press = ev["message"].get("press")
+        if press:  # a button of its briefing card, pressed (seed 003 §13: the click handed back as a signal)
+            return self.on_press(inp, ev, press)
         tools = {t.name for t in inp.tools}
+        reminded = self.reminder(inp, ev, tools)
+        if reminded is not None:
+            return reminded
         follow = self.SKILL in (ev.get("skills") or []) and "load_skill" in tools
         if follow and not _results(inp, "load_skill"):
             return TurnOutput(tool_calls=[ToolCall(name="load_skill", arguments={"name": self.SKILL}, id="skill")])
@@ -159,7 +227,50 @@ class Researcher(Personality):
             before = f"Last time, {clip(remembered[0], 120)}. " if remembered else ""
             after = f"\nSource: handbook, “{best['title']}”."
         n = self.length(ev) - len(lead) - len(more) - len(before) - len(after)
-        return TurnOutput(text=before + lead + clip(best["text"], n) + more + after, type="response", state="done")
+        return TurnOutput(text=before + lead + clip(best["text"], n) + more + after, type="response", state="done",
+                          card=self.briefing(ev, query, found))
+
+    @staticmethod
+    def briefing(ev: dict, query: str, found: list[dict]) -> dict:
+        """A briefing card of what the handbook says (core/card_templates.briefing): the sections found, each clipped."""
+        subject = ev.get("topic", {}).get("title") or clip(quoted(query), 60)
+        return {"template": "briefing", "data": {
+            "title": clip(f"Briefing: {subject}", 120), "date": "from the Ygg handbook",
+            "summary": clip(found[0]["text"], 280),
+            "items": [{"heading": clip(f["title"], 120), "text": clip(f["text"], 200)} for f in found[1:3]],
+            "rows": [{"label": "Sources", "value": ", ".join(clip(f["title"], 40) for f in found[:3])}],
+            "tags": ["handbook"], "buttons": [{"action": "more", "label": "More detail"}]}}
+
+    def on_press(self, inp, ev, press: dict) -> TurnOutput:
+        """"More detail" on its briefing card: the next sections of the handbook on the card's subject."""
+        subject = (press.get("card") or "").removeprefix("Briefing: ")
+        call, found = self.search(inp, subject)
+        if call:
+            return TurnOutput(tool_calls=[call])
+        rest = (found or [])[3:5] or (found or [])[:1]
+        if not rest:
+            return TurnOutput(text="The handbook has nothing more on that.", type="response", state="done")
+        text = " ".join(f"“{f['title']}”: {clip(f['text'], 300)}" for f in rest)
+        return TurnOutput(text=clip(f"More on {subject}: {text}", self.length(ev)), type="response", state="done")
+
+
+    def reminder(self, inp, ev, tools) -> TurnOutput | None:
+        """"Remind me in 5 minutes to …": a reminder of its own (the registry's `reminder_create`, seed 003 §41),
+        delivered later in its direct conversation with whoever asked."""
+        m = REMIND.search(quoted(ev["message"].get("text", "")))
+        if m is None or "reminder_create" not in tools:
+            return None
+        got = _results(inp, "reminder_create")
+        if not got:
+            n, unit = int(m.group("n") or 60), (m.group("unit") or "m").lower()
+            person = ev["message"].get("author_name") if ev["message"].get("author_kind") == "human" else None
+            return TurnOutput(tool_calls=[ToolCall(name="reminder_create", id="remind", arguments={
+                "text": clip(m.group("what").strip(" .") or "what you asked", 300),
+                "in_minutes": n * 60 if unit.startswith("h") else n, **({"person": person} if person else {})})])
+        ok = isinstance(got[0], dict) and got[0].get("id")
+        return TurnOutput(text=(f"I will remind you (at {got[0].get('next_at', 'the time you said')}) in our direct "
+                                "conversation." if ok else f"I could not set that reminder: {clip(str(got[0]), 200)}"),
+                          type="response", state="done")
 
 
 class Reviewer(Personality):
@@ -245,6 +356,8 @@ class Lead(Personality):
 
     def on_request(self, inp, ev):
         m = ev["message"]
+        if STATUS.search(m.get("text", "")) and "work_graph" in {t.name for t in inp.tools}:
+            return self.status(inp)
         team = self.team(ev)
         if not team:
             return TurnOutput(text="Nobody from my team is here to help, so I cannot take this on yet.",
@@ -278,6 +391,13 @@ class Lead(Personality):
                     args.update(topic="new", title=clip(f"For {asker}: {title}", 80), conversation="general")
             return TurnOutput(tool_calls=[ToolCall(name="send_message", id=f"ask-{helper}", arguments=args)])
         return TurnOutput(text=None)  # everyone asked: the answer comes when they reply
+
+    def status(self, inp) -> TurnOutput:
+        """Asked where things stand: the work graph (seed 003 §49), read with its tool and told in one answer."""
+        got = _results(inp, "work_graph")
+        if not got:
+            return TurnOutput(tool_calls=[ToolCall(name="work_graph", id="graph", arguments={})])
+        return TurnOutput(text=graph_summary(got[0]), type="response", state="done")
 
     def on_response(self, inp, ev):
         m = ev["message"]

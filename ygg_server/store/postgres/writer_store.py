@@ -325,9 +325,11 @@ class PgStore:
                 row = await conn.fetchrow(translate(ARTIFACT_HEAD)[0] + " FOR UPDATE OF a", aid)
                 if row is not None:
                     s.artifacts[aid] = Head(*row)
-            missing = sorted({h.conversation for h in s.artifacts.values()} - set(convs))
-            if missing:  # (read as the timers read theirs: the message counts its hops where the artifact is)
-                convs.update(await fetch_conversations(conn, missing))
+        # (read as the timers read theirs: the message counts its hops where the artifact, or the card pressed, is)
+        missing = sorted(({h.conversation for h in s.artifacts.values()}
+                          | {row[0].conversation for row in s.revised.values()}) - set(convs))
+        if missing:
+            convs.update(await fetch_conversations(conn, missing))
         for fid in sorted(k.files):  # each row locked: two nodes never send one upload with two messages
             row = await conn.fetchrow(translate(UPLOAD)[0] + " FOR UPDATE", fid)
             if row is not None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import legacy, schedules
+from . import goals, legacy, schedules, sharing
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
+from .tables import CONNECTED, HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -104,14 +104,14 @@ def _tools_skills_memory() -> Step:
 
     return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
 def _files() -> Step:
-    """21: files, uploads and their content-addressed bytes (issue 21)."""
+    """24: files, uploads and their content-addressed bytes (issue 21)."""
     from .tables import FILE_INDEXES, FILES
 
     def sql(dialect: str) -> tuple[str, ...]:
         return (*_new_tables(FILES, dialect),
                 *(i.sql(dialect).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) for i in FILE_INDEXES))
 
-    return Step("21: files (issue 21)", sql(SQLITE), sql(POSTGRES))
+    return Step("24: files (issue 21)", sql(SQLITE), sql(POSTGRES))
 
 
 def _new_tables(tables, dialect: str) -> tuple[str, ...]:
@@ -128,6 +128,10 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
     Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
+    Step("21: memory shared by its owner into another workspace; approvals spent by tool calls (issue 23)",
+         sharing.STEP_SQL[SQLITE], sharing.STEP_SQL[POSTGRES]),
+    Step("22: loops and the reports of loops and pulses (issue 22)", goals.STEP_SQL[SQLITE], goals.STEP_SQL[POSTGRES]),
+    Step("23: connected GitHub and Google accounts (issue 24)", *(_new_tables(CONNECTED, d) for d in (SQLITE, POSTGRES))),
     _files(),
 ]
 

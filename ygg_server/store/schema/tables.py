@@ -9,7 +9,9 @@ database and a migrated one are alike column for column (tests/store/test_schema
 from __future__ import annotations
 
 from .ddl import POSTGRES, SQLITE, Index, Table, big, blob, integer, serial, small, text
+from .goals import GOAL_INDEXES, GOAL_REPORTS, LOOPS
 from .schedules import APPROVALS, ROUTINE_GRANTS, SCHEDULE_INDEXES, SCHEDULES, TOOL_RULES
+from .sharing import APPROVAL_USES, MEMORY_SHARES, SHARING_INDEXES
 
 PG = POSTGRES  # what only PostgreSQL has: several nodes' leases, per-node counts, heartbeats, presence
 
@@ -121,7 +123,8 @@ MEMORIES = Table("memories", serial("seq"), text("id", unique=True), text("works
 TABLES += (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES)
 # tables no cache holds (each turn reads them afresh, and they grant no access): on PostgreSQL a write to one tells
 # no node to rescan (store/postgres `uncached`); SQLite's writer cannot tell them apart (`data_version`)
-UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories", "files", "file_blobs"})
+UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories", "memory_shares", "approval_uses", "files",
+                      "file_blobs"})
 # migration 20 (issue 24): hosts that run agents' bridges under a supervisor (ops/hosting.py), the host each hosted
 # agent runs on (no row: it runs locally), the narrow tokens a host hands its bridges (good only for `auth`), and
 # the public agent directory's listings (ops/listings.py)
@@ -187,6 +190,24 @@ INDEXES += FILE_INDEXES
 # migration 18 (issue 22): reminders and routines, approvals
 TABLES += (SCHEDULES, ROUTINE_GRANTS, APPROVALS, TOOL_RULES)
 INDEXES += SCHEDULE_INDEXES
+# migration 21 (issue 23): memory an owner shares into another workspace, approvals a server tool call spent
+TABLES += (MEMORY_SHARES, APPROVAL_USES)
+INDEXES += SHARING_INDEXES
+# migration 22 (issue 22): loops and the reports of loop iterations and pulses
+TABLES += (LOOPS, GOAL_REPORTS)
+INDEXES += GOAL_INDEXES
+
+# connected accounts (issue 24; seed 003 §62-64, ops/connected.py): a GitHub or Google account connected through
+# OAuth, owned by a person (`owner` their id) or a workspace (its id); its tokens sealed (tools/vault.py). A flow
+# under way is kept by its `state`'s digest, its PKCE verifier sealed, until its code comes back or it expires
+CONNECTED = (
+    Table("connected_accounts", text("id", key=True), text("provider"), text("owner"), text("owner_kind"),
+          text("added_by"), text("login"), text("scope"), text("access_sealed"), text("refresh_sealed"),
+          big("expires_at", null=True), big("created_at"), big("updated_at"), unique=("provider", "owner")),
+    Table("oauth_flows", text("state_hash", key=True), text("person"), text("provider"), text("owner"),
+          text("owner_kind"), text("redirect_uri"), text("verifier_sealed"), big("expires_at")),
+)
+TABLES += CONNECTED
 
 # SQLite's full-text index of messages.text, fed in chunks up to meta's fts_seq (store/sqlite.index_messages)
 OTHERS: dict[str, tuple[str, ...]] = {
