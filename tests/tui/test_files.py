@@ -58,6 +58,7 @@ async def test_attach_sends_a_file_with_the_next_message(team, tmp_path):
         main.composer.area.focus()
         await pilot.press(*f"/attach {src}", "enter")
         await wait_for(pilot, lambda: len(main.attached) == 1, what="attached")
+        await wait_text(pilot, "· ▤ 1 file")  # (the composer's line says what goes with the message)
         await pilot.press(*"here they are", "enter")
         await wait_for(pilot, lambda: not main.attached, what="sent with it")
     hist = await researcher.call("history", workspace=team.ws, topic=first["message"]["topic"])

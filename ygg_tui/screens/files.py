@@ -38,7 +38,18 @@ def default_path(name: str) -> str:
 
 
 class FileActions:
-    attached: list[dict]  # uploads waiting for the next message (their `file` objects)
+    _attached: list[dict]  # uploads waiting for the next message (their `file` objects)
+
+    @property
+    def attached(self) -> list[dict]:
+        return self._attached
+
+    @attached.setter
+    def attached(self, files: list[dict]) -> None:
+        """(the composer's meta line counts them)"""
+        self._attached = files
+        if self.is_mounted:
+            self.composer.attached = tuple(f["name"] for f in files)
 
     def on_file_save(self, event: FileSave) -> None:
         event.stop()
@@ -119,7 +130,7 @@ class FileActions:
         except Refused as e:
             c.show_refusal(e.reason, e.frame.get("detail", ""))
             return False
-        self.attached.append(f)
+        self.attached = [*self.attached, f]
         names = ", ".join(f"{x['name']} ({human_size(x['size'])}, {x['type']})" for x in self.attached)
         self.app.notify(f"goes with your next message: {names}", title="Attached")
         return True
