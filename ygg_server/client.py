@@ -15,6 +15,8 @@ drop are offered again by the server, and ones already acked are filtered out.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import itertools
 import json
 import logging
@@ -30,6 +32,7 @@ log = logging.getLogger("ygg.client")
 ws_log = logging.getLogger("ygg.client.websockets")  # frames carry the key: never logged (INFO and up only)
 ws_log.setLevel(logging.INFO)
 
+FILE_CHUNK = 512 * 1024  # bytes of a file per upload_file frame (base64: about 700 kB, under the 1 MiB frame)
 RETRIES = 5  # a send answered rate_limited, or a sign-in answered busy, is tried again this many times
 
 
@@ -351,6 +354,31 @@ class Client:
         if reply.get("code") == "unavailable" and fields.get("client_id") is not None:
             raise ConnectionError(reply.get("detail") or "the server's writer restarted")
         return reply
+
+    async def upload(self, workspace: str, name: str, data: bytes, type: str | None = None) -> dict:
+        """Upload a file in chunks (docs/protocol.md, "Files"): its `file` object (its id goes in a send's `files`);
+        Refused if the server refuses it (too large for the plan, a bad name...)."""
+        fields = {"name": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                  **({"type": type} if type else {})}
+        at = 0
+        while True:
+            chunk = base64.b64encode(data[at:at + FILE_CHUNK]).decode("ascii")
+            reply = await self.call("upload_file", workspace=workspace, data=chunk, **fields)
+            at += FILE_CHUNK
+            if "file" in reply:
+                return reply["file"]
+            fields = {"upload": reply["upload"]}
+
+    async def download(self, workspace: str, file: str) -> tuple[dict, bytes]:
+        """A file sent with a message one may read (or one's own upload): (its `file` object, its bytes)."""
+        parts, offset = [], 0
+        while True:
+            reply = await self.call("download_file", workspace=workspace, file=file, offset=offset)
+            chunk = base64.b64decode(reply["data"])
+            parts.append(chunk)
+            offset += len(chunk)
+            if reply["done"] or not chunk:
+                return reply["file"], b"".join(parts)
 
     async def ack(self, ids: list[int]) -> dict:
         reply = await self.request("ack", ids=list(ids))

@@ -68,6 +68,8 @@ def markdown(g: dict) -> str:
             who = g["names"].get(m.get("author"), m.get("author") or "(removed)")
             out.append(f"**{who}** · {m.get('created_at', '')} · {m.get('type', '')}")
             out += ["", *(f"> {line}" if line else ">" for line in (m.get("text") or "").splitlines()), ""]
+            out += [f"- file: {f['name']} ({f['size']} bytes, {f['type']}, sha256 {f['sha256']})"
+                    for f in m.get("files") or ()] + ([""] if m.get("files") else [])
     return "\n".join(out)
 
 

@@ -195,6 +195,8 @@ class YggCommands(Provider):
             ("Next unread topic", main.action_next_unread, "n"),
             ("Next topic waiting on a person", main.action_next_needs_human, "h"),
             ("Search messages", main.action_search, "/"),
+            ("Save a file of the selected message", main.save_selected_file, "s: to a local path"),
+            ("Attach a file to the next message", main.attach_prompt, "/attach PATH in the composer"),
             ("Why this assignment? (selected message)", main.action_explain_assignment,
              "the score breakdown of a request sent to a capability"),
             ("Fund an agent or the pool", main.action_fund, "f"),

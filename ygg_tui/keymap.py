@@ -45,6 +45,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "messages.thread": ("x", "A message's side threads: expand or collapse"),
     "messages.artifact": ("a", "A message's artifact: open its pane"),
     "messages.card": ("b", "A message's result card: press one of its buttons"),
+    "messages.save_file": ("s", "A message's file: save it"),
     "composer.send": ("enter", "Send"),
     "composer.newline": ("ctrl+j,shift+enter", "New line"),
     "composer.complete": ("tab", "Complete @name"),

@@ -80,6 +80,13 @@ class CardOpened(Message):
 
 
 @dataclass
+class FileSave(Message):
+    """A message's file, to save to a local path (issue 21)."""
+
+    message: dict
+
+
+@dataclass
 class ThreadOpened(Message):
     """A message's side-thread cards expanded: their messages are wanted (issue 21)."""
 

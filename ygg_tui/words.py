@@ -36,6 +36,8 @@ REFUSALS: dict[str, str] = {
     "last_participant": "A conversation keeps at least one participant besides you.",
     "bad_handoff": "A handoff is a request to exactly one agent.",
     "no_eligible_agent": "No agent in this workspace declares that capability, so nobody can take it.",
+    "bad_file": "That file cannot be sent: too large for the plan, or not a file (see why).",
+    "unknown_file": "That attached file is gone or already sent: attach it again (/attach PATH).",
     # management (docs/protocol.md, "Management")
     "last_owner": "You are its last owner: it cannot be left (a workspace can be deleted instead).",
     "personal_workspace": "Your personal workspace is yours alone: never left, deleted, shared or restricted.",

@@ -164,6 +164,28 @@ async def test_the_demo_researcher_uses_its_skill_and_its_memory(server):
         await demo.stop()
 
 
+async def test_the_demo_reviewer_reads_the_files_sent_with_a_request(server):
+    """Issue 21: "agents receive them as references they can fetch": the reviewer's wake carries the file as a
+    reference (id, name, size, type), and its `file_read` tool fetches the bytes it may read."""
+    demo = await start_demo(server.url, data_dir=server.tmp, workspace="team", owner="alice")
+    try:
+        alice = await server.person("alice")
+        f = await alice.upload(server.ws, "plan.md", b"# Plan\n\n- write the docs\n- ship the TUI\n", "text/markdown")
+        sent = await alice.send(workspace=server.ws, conversation="general", topic="new", title="Plan review",
+                                type="request", to=["reviewer"], text="Please look at the attached plan.",
+                                files=[f["id"]])
+        assert sent["op"] == "sent" and sent["message"]["files"][0]["name"] == "plan.md", sent
+
+        async def review():
+            msgs = await history(alice, server.ws, sent["message"]["topic"])
+            return next((m for m in msgs if m["type"] == "response"), None)
+
+        answer = await until(review)
+        assert "read plan.md (text/markdown, 40 bytes, 4 lines)" in answer["text"], answer["text"]
+    finally:
+        await demo.stop()
+
+
 async def test_the_demo_researcher_posts_a_briefing_card_and_acts_on_its_button(server):
     """Issue 21: "the researcher posts a briefing card"; seed 003 §13: "other buttons hand the click back to the
     agent as a signal": its "More detail" pressed, it answers with more of the handbook."""

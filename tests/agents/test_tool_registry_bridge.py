@@ -32,7 +32,7 @@ async def test_the_model_is_offered_the_attached_tools_and_calls_are_validated_t
     owner = server.conn.execute("SELECT owner FROM agents WHERE id = ?", (aid,)).fetchone()[0]
     server.admin(toolkit.set_tools, aid, owner, add=["remember", "memory_search"],
                  drop=["persona_write", "handoff", "send_message", "settle_thread", "search_corpus", "search_history",
-                       "load_skill", "loop_verdict", "pulse_report"])
+                       "load_skill", "loop_verdict", "pulse_report", "file_read"])
     backend = Scripted([[ToolCall(id="a", name="remember", arguments={"note": "Alice prefers short answers"})],
                         [ToolCall(id="b", name="remember", arguments={"note": 5})],
                         [ToolCall(id="c", name="send_message", arguments={"text": "hi"})],

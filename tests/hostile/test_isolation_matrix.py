@@ -143,10 +143,16 @@ CASES: list[tuple[str, dict]] = [
     *[("work_graph", {"workspace": w}) for w in ("$ws", "$personal")],
     *[("work_graph", {"workspace": A, "agent": x}) for x in ("$agent", "$agent_name", "$agent_name@$handle", "$person",
                                                             "@$handle")],
+    # issue 21's files: B's uploads (one sent with B's message, one not), downloaded, sent in A, continued
+    *[("download_file", {"workspace": w, "file": f}) for w in (A, "$ws") for f in ("$file", "$file_sent")],
+    *[("send", {"workspace": A, "topic": "new", "title": "T", "to": "$me_to", "text": "x", "files": [f]})
+      for f in ("$file", "$file_sent")],
+    ("upload_file", {"workspace": A, "upload": "$file", "data": "eA=="}),
+    ("upload_file", {"workspace": "$ws", "name": "a.txt", "size": 1, "data": "eA=="}),
 ]
 
 KINDS = ("ws", "personal", "org", "general", "dm", "group", "topic", "dm_topic", "message", "dm_message", "person", "agent",
-         "handle", "agent_name", "group_name", "delivery", "invitation", "session")
+         "handle", "agent_name", "group_name", "delivery", "invitation", "session", "file", "file_sent")
 
 
 def ghosts(team) -> dict:
@@ -156,7 +162,8 @@ def ghosts(team) -> dict:
     return {"ws": u(), "personal": u(), "org": u(), "general": u(), "dm": u(), "group": u(), "topic": u(), "dm_topic": u(),
             "message": u(), "dm_message": u(), "person": f"human.{uuid.uuid4().hex}",
             "agent": f"agent.{uuid.uuid4().hex}", "handle": "zed9", "agent_name": "ghost7", "group_name": "nocell7",
-            "delivery": top + 1_000_000, "invitation": u(), "session": uuid.uuid4().hex[:16]}
+            "delivery": top + 1_000_000, "invitation": u(), "session": uuid.uuid4().hex[:16], "file": u(),
+            "file_sent": u()}
 
 
 def fill(value, ids: dict, team, me_to):
@@ -214,6 +221,18 @@ async def _accounts_of_b(team) -> dict:
     return {"invitation": inv, "session": digest[:16]}
 
 
+def _files_of_b(team, b: dict) -> dict:
+    """Two uploads of carol's in B: one sent with B's direct message, one not sent yet."""
+    from ygg_server.ops import files
+    from ygg_server.store.transactions import Tx
+
+    made = [files.store(team.conn, b["person"], b["ws"], f"b{i}.txt", "text/plain", b"B's own bytes", "ab" * 32,
+                        now_us())["id"] for i in range(2)]
+    with Tx(team.conn):
+        team.conn.execute("UPDATE files SET message = ? WHERE id = ?", (b["dm_message"], made[1]))
+    return {"file": made[0], "file_sent": made[1]}
+
+
 def b_rows(team) -> tuple:
     b, c = team.b, team.conn
     return (
@@ -236,6 +255,7 @@ def b_rows(team) -> tuple:
         c.execute("SELECT count(*) FROM message_versions v JOIN messages m ON m.id = v.message WHERE m.workspace = ?",
                   (b["ws"],)).fetchone(),
         c.execute("SELECT pinned, profile FROM agents WHERE id = ?", (b["agent"],)).fetchall(),
+        c.execute("SELECT id, message FROM files WHERE workspace = ? ORDER BY id", (b["ws"],)).fetchall(),
     )
 
 
@@ -247,6 +267,7 @@ async def test_every_op_with_every_kind_of_foreign_id_answers_as_for_no_such_id(
     monkeypatch.setattr(decide_module, "TOPIC_LIMIT", 10)
     team = teams
     b = dict(team.b, handle="carol", group_name="cell", **await _accounts_of_b(team))
+    b.update(_files_of_b(team, b))
     sender = await (team.person("alice") if who == "alice" else team.client(api_key=team.keys["researcher"]))
     me_to = ["researcher"] if who == "alice" else ["@alice"]
     spy = await team.client(api_key=b["key"])

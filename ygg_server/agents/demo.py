@@ -60,7 +60,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
                    "deploys, deletes, pays or touches secrets.",
         "capabilities": ["review", "risk", "approval"], "generalist": False, "cost": 1,
         "personality": "reviewer", "fund": 200,
-        "tools": ["send_message", "handoff", "persona_read", "persona_write", "remember"],
+        "tools": ["send_message", "handoff", "persona_read", "persona_write", "remember", "file_read"],
     },
     "eager": {
         "title": "Helper",

@@ -5,6 +5,7 @@ journaled before its effects, and the answer sent with the right type, state and
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import time
@@ -242,6 +243,8 @@ class TurnRunner:
                 return await self._send_tool(a, target, client_id, why, ok, err)
             if call.name.startswith("artifact_"):
                 return await self._artifact_tool(call.name, a, target, ok, err)
+            if call.name == "file_read":
+                return await self._file_read(a, target, ok, err)
             if call.name == "settle_thread":  # seed 003 §7: a summary back, the thread resolved (or abandoned)
                 reply = await self.client.request(
                     "settle_thread", workspace=target["workspace"],
@@ -289,6 +292,21 @@ class TurnRunner:
         if reply.get("op") != op:
             return err(f"refused {reply.get('reason') or reply.get('code')}: {reply.get('detail', '')}")
         return ok({"artifact": reply["artifact"], "cost": reply.get("cost"), "unchanged": bool(reply.get("unchanged"))})
+
+    FILE_TEXT = 20_000  # characters of a text file a file_read returns (more: cut, and said so)
+
+    async def _file_read(self, a: dict, target: dict, ok, err) -> ToolResult:
+        """file_read: a file sent with a message this agent reads (download_file, checked by the server)."""
+        try:
+            meta, data = await self.client.download(target["workspace"], str(a.get("file", ""))[:200])
+        except Refused as e:
+            return err(f"{e.frame.get('code') or e.frame.get('reason')}: no such file you can read")
+        out = {k: meta[k] for k in ("id", "name", "type", "size", "sha256")}
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return ok({**out, "binary": True, "first_bytes_base64": base64.b64encode(data[:3000]).decode("ascii")})
+        return ok({**out, "text": text[:self.FILE_TEXT], "cut": len(text) > self.FILE_TEXT})
 
     APPROVAL_POLL = 1.0  # seconds between looks at a pending approval (each free: no message, no model call)
 

@@ -37,7 +37,8 @@ OPS = sorted(protocol.CLIENT_OPS)
 FIELDS = (
     "workspace", "conversation", "topic", "title", "type", "to", "state", "waiting_for", "in_reply_to", "text",
     "client_id", "attachment_bytes", "ids", "amount", "agent", "pool", "limit", "before", "query", "status",
-    "monitor", "budget", "handle", "role", "name", "api_key", "token", "password", "prefetch",
+    "monitor", "budget", "handle", "role", "name", "api_key", "token", "password", "prefetch", "files", "upload",
+    "size", "sha256", "data", "file", "offset",
 )
 SERVER_FIELDS = ("author", "id", "cost", "created_at", "seq", "malformed", "notice", "duplicate", "deliveries")
 WORDS = ("new", "general", "dm:spy", "group:cell", "request", "response", "inform", "done", "waiting",
@@ -141,7 +142,7 @@ class Gen:
     def numbers(self) -> str:
         r = self.r
         n = r.choice(NUMBERS) if r.random() < 0.7 else ("-" if r.random() < 0.5 else "") + "9" * r.randrange(1, 5000)
-        field = r.choice(("ref", "amount", "limit", "before", "budget", "prefetch", "attachment_bytes", "ids", "op"))
+        field = r.choice(("ref", "amount", "limit", "before", "budget", "prefetch", "size", "offset", "ids", "op"))
         if field == "ids":
             return '{"op":"ack","ref":1,"ids":[' + n + "]}"
         return '{"op":"' + r.choice(OPS) + '","' + field + '":' + n + "}"

@@ -295,7 +295,7 @@ def _accept(view, post, now, author, conv, topic, title, recipients, absorbed,
         post.id, d.workspace, conv.id, topic.id, aid, mtype, post.text, now,
         _ABSORBED if absorbed else recipients, state, waiting_for, post.in_reply_to, title, cost,
         None, post.malformed, post.handoff, assignment, threads=post.threads,
-        artifact=post.artifact, card=post.card, press=post.press,
+        artifact=post.artifact, card=post.card, press=post.press, files=post.files,
     )
     routed = [Routed(msg, tuple(deliveries))]
     if gate_notice is not None:

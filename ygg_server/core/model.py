@@ -199,6 +199,16 @@ class ArtifactRef(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     action: str = "created"  # created, updated, commented
 
 
+class FileRef(msgspec.Struct, frozen=True, gc=False):
+    """A file sent with a message (core/files.py): the stored upload it names, as the server measured it."""
+
+    id: str
+    name: str
+    size: int  # bytes, as stored (what the message is charged by; never a number the sender declares)
+    type: str  # a media type, e.g. text/plain
+    sha256: str
+
+
 class CardButton(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """A card's button (core/cards.py): `in_place` acts on the card itself (an email draft's Send, Save draft);
     any other hands the click back to the card's author as a wake."""
@@ -269,6 +279,7 @@ class Message(msgspec.Struct, frozen=True, gc=False):
     artifact: ArtifactRef | None = None  # the artifact version it posted or commented on (core/artifacts.py)
     card: Card | None = None  # its result card, resolved when it was saved (core/cards.py)
     press: Press | None = None  # the card button press it hands back to the card's author
+    files: tuple[FileRef, ...] = ()  # the files sent with it (core/files.py)
 
 
 class Post(msgspec.Struct, frozen=True, gc=False):
@@ -289,7 +300,7 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     state: State | None = None
     waiting_for: tuple[str, ...] = ()
     in_reply_to: str | None = None
-    attachment_bytes: int = 0
+    attachment_bytes: int = 0  # the files' stored sizes (core/files.py): set by the writer, never by the sender
     malformed: bool = False  # fields had the wrong types: downgraded to an inform
     handoff: bool = False  # a request handing the conversation to exactly one colleague
     threads: tuple[str, ...] = ()  # the side threads its `<dm>` parts went to (stamped into the message)
@@ -297,6 +308,7 @@ class Post(msgspec.Struct, frozen=True, gc=False):
     body_chars: int = 0  # that version's body: paid for like text (seed 000), not shown in the message
     card: Card | None = None  # a result card, resolved (core/cards.py)
     press: Press | None = None  # a card button press handed back to the card's author
+    files: tuple[FileRef, ...] = ()  # the uploads it sends (their sizes summed in attachment_bytes)
 
 
 class Plan(msgspec.Struct, frozen=True, gc=False):

@@ -49,7 +49,7 @@ def revise(found: Message | None, who: str, text: str | None, reached: tuple[str
         now_msg = msgspec.structs.replace(found, text=text, version=found.version + 1, edited_at=now)
         why = ContextReason.MESSAGE_EDITED
     else:
-        now_msg = msgspec.structs.replace(found, text="", edited_at=now, deleted=True)
+        now_msg = msgspec.structs.replace(found, text="", edited_at=now, deleted=True, files=())  # (its files go too)
         why = ContextReason.MESSAGE_DELETED
     told = tuple(Delivery(r, False, why) for r in dict.fromkeys(reached) if r != who)
     return Revision(now_msg, found, told)

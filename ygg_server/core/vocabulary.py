@@ -83,6 +83,9 @@ class RefusalReason(StrEnum):
     BAD_CARD = "bad_card"  # a card's template or data that breaks its rules (the detail names the field)
     UNKNOWN_ACTION = "unknown_action"  # no such button on that card (or the message has no card)
     CARD_DONE = "card_done"  # an email draft already sent takes no more presses
+    # files (core/files.py)
+    UNKNOWN_FILE = "unknown_file"  # no such upload of the sender's in this workspace (or one already sent)
+    BAD_FILE = "bad_file"  # an upload that breaks its rules: too large for the plan, a wrong hash, a bad name
 
 
 class ContextReason(StrEnum):

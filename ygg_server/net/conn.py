@@ -124,6 +124,7 @@ class Conn:
     inflight: deque = field(default_factory=deque)  # pipelined frames (send, ack) not yet answered, in order
     settled: list = field(default_factory=list)  # futures waiting for an answer to go out (see Gateway._in_order)
     ops: OpRate | None = None  # its ops' rate (every op but send: net/rates.py)
+    uploads: dict = field(default_factory=dict)  # upload id -> net.uploads.Pending: chunks held until the last
 
     def __post_init__(self) -> None:
         if self.ops is None:

@@ -23,8 +23,8 @@ import websockets
 from msgspec import UNSET
 from websockets.asyncio.server import ServerConnection, serve
 
-from ..ops import (access, actions, approvals, artifacts, auth, configure, goals, graph, guidance, memory, memory_care,
-                   queries, schedules, skills, toolkit)
+from ..ops import (access, actions, approvals, artifacts, auth, configure, files, goals, graph, guidance, memory,
+                   memory_care, queries, schedules, skills, toolkit)
 from ..ops.refusals import AdminError, Forbidden, NotFound, Refused
 from .. import audit, protocol
 from ..core import Kind
@@ -47,6 +47,7 @@ from ..metrics import Metrics
 from .rates import SendRate
 from .signin import AuthLimiter, Full, HashQueue, bucket, sign_in_keys
 from .transport import Deflate, HeardConnection
+from .uploads import Uploads
 
 log = logging.getLogger("ygg.net")
 # websockets logs every frame at DEBUG, and a frame may carry an API key, a password, a session token or a
@@ -59,7 +60,7 @@ ws_log.setLevel(logging.INFO)
 EXPIRED = "the session expired: connect and authenticate again (auth on the open connection before expires_at renews it)"
 
 
-class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
+class Gateway(Handlers, Uploads, Fanout, HttpEndpoints, HostEndpoints):
     def __init__(self, writer, limits: Limits | None = None, delivery: Delivery | None = None):
         self.writer = writer
         self.clock: Callable[[], int] = writer.clock  # the writer's (ygg_server/clock.py, or a test's): sessions, ops
@@ -547,6 +548,10 @@ class Gateway(Handlers, Fanout, HttpEndpoints, HostEndpoints):
                     await self.manage(auth.delete_expired, now)
                 except Exception:
                     log.exception("expired sessions not deleted")
+                try:  # uploads never sent, and bytes no upload names (ops/files.py)
+                    await self.manage(files.sweep, now)
+                except Exception:
+                    log.exception("unsent uploads not swept")
             for conns in list(self.conns.values()):
                 for c in list(conns):
                     if c.expires_at <= now:
@@ -605,10 +610,11 @@ _WRITER_OPS = {"fund": ("fund", False), "set_budget": ("set_budget", False), "ad
 _OPS = {**{op: (fn, False, False) for op, fn in queries.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in artifacts.QUERIES.items()},
         **{op: (fn, False, False) for op, fn in graph.QUERIES.items()},
+        **{op: (fn, False, False) for op, fn in files.QUERIES.items()},
         **{op: (fn, writes, writes) for op, (fn, writes) in guidance.OPS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in actions.ACTIONS.items()},
         **{op: (fn, writes, False) for op, (fn, writes) in configure.OPS.items()},
         **{op: (fn, writes, False) for m in (schedules, goals, approvals, toolkit, skills, memory)
            for op, (fn, writes) in m.OPS.items()}}
 _TIMED = (queries.TIMED | graph.TIMED | guidance.TIMED | actions.TIMED | configure.TIMED | schedules.TIMED
-          | approvals.TIMED | goals.TIMED | toolkit.TIMED | skills.TIMED | memory.TIMED)  # ops of `ops` that take the time: fn(conn, participant, frame, now)
+          | approvals.TIMED | goals.TIMED | toolkit.TIMED | skills.TIMED | memory.TIMED | set(files.QUERIES))  # ops of `ops` that take the time: fn(conn, participant, frame, now)

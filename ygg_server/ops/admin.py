@@ -361,7 +361,8 @@ def join_workspace(conn: sqlite3.Connection, ws_ref: str, handle: str, by_id: bo
 
 # What a workspace holds, deleted with it (its messages' deliveries first, by message).
 WORKSPACE_TABLES = ("messages", "topics", "conversations", "memberships", "departed", "groups", "wallets", "ledger",
-                    "flags", "rulebooks", "schedules", "approvals", "tool_rules", "loops", "goal_reports")
+                    "flags", "rulebooks", "schedules", "approvals", "tool_rules", "loops", "goal_reports", "files",
+                    "file_blobs")
 
 
 def delete_workspace(conn: sqlite3.Connection, ws_ref: str) -> dict:

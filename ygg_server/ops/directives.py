@@ -215,7 +215,11 @@ def render_line(m: dict, name) -> str:
         bits.append("deleted by its author")
     elif m.get("version"):
         bits.append(f"edited by its author, version {m['version']}: this text replaces the earlier one")
-    return f"- [{m.get('id')}] {name(m.get('author'))} → {to} ({', '.join(bits)}): " + (m.get("text") or "").strip()
+    line = f"- [{m.get('id')}] {name(m.get('author'))} → {to} ({', '.join(bits)}): " + (m.get("text") or "").strip()
+    if m.get("files"):  # references only: the bytes are read with the file_read tool (download_file)
+        line += " [files: " + "; ".join(f"{f['name']} ({f['type']}, {f['size']} bytes, id {f['id']})"
+                                        for f in m["files"]) + "]"
+    return line
 
 
 def dynamic_part(*, me: str, my_name: str, reason: str, message: dict, context: list[dict], where: str,

@@ -24,7 +24,7 @@ from .work_frames import (  # the ops of issues 21 to 24: callers name every op 
     ListApprovals, ListArtifacts, ListConnections, ListDirectory, ListHosts, ListMemories, ListMemoryShares,
     ListSchedules, ListSkills, ListToolRules, ListTools, PauseSchedule, PressCard, PublishAgent, RemoveConnection,
     RemoveSkill, RequestApproval, RevokeAccount, SetRuntime, SetToolRule, SettleThread, ShareMemory, UnpublishAgent,
-    UpdateArtifact, WorkGraph,
+    UpdateArtifact, WorkGraph, DownloadFile, UploadFile,
 )
 
 # --- the session ---
@@ -61,9 +61,11 @@ class Send(InWorkspace, tag="send"):
     waiting_for: Any = None
     in_reply_to: Any = None
     title: Any = None
-    attachment_bytes: Any = None
     handoff: Any = None
     card: Any = None  # a result card: {"template", "data", "kind"?} (core/cards.py; `bad_card` names the field)
+    # uploads sent with it (upload_file; core/files.py): charged by their stored size. (`attachment_bytes`, a size
+    # the sender declared, is no longer read: an unknown field, ignored)
+    files: Annotated[list[ShortText], Meta(max_length=100)] | None = None
 
 
 class Ack(Frame, tag="ack"):
@@ -415,7 +417,8 @@ ClientFrame = Union[
     AddConnection, RemoveConnection, ListConnections, ListSkills, ImportSkill, AttachSkill, DetachSkill,
     ExportSkill, RemoveSkill, ListMemories, Forget, ShareMemory, ListMemoryShares, AddHost, ListHosts, SetRuntime,
     PublishAgent, UnpublishAgent, ListDirectory, CopyAgent, AddLoop, AddPulse, LoopVerdict, PulseReport, ListLoops,
-    WorkGraph, ConnectAccount, FinishConnect, ListAccounts, RevokeAccount,
+    WorkGraph, ConnectAccount, FinishConnect, ListAccounts, RevokeAccount, UploadFile,
+    DownloadFile,
 ]
 BY_OP: dict[str, type[Frame]] = {t.__struct_config__.tag: t for t in ClientFrame.__args__}
 CLIENT_OPS = frozenset(BY_OP)

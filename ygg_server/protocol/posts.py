@@ -65,11 +65,6 @@ def to_post(frame: Send, *, message_id: str, author: str, workspace: str) -> Pos
             title = names.clean("title", title)
         except names.BadName as e:
             raise BadFrame(e.detail, frame.ref) from None
-    size = frame.attachment_bytes
-    if size is None:
-        size = 0
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        size, ok = 0, False
     handoff = frame.handoff
     if handoff is not None and type(handoff) is not bool:
         handoff, ok = False, False
@@ -77,5 +72,5 @@ def to_post(frame: Send, *, message_id: str, author: str, workspace: str) -> Pos
         id=message_id, author=author, workspace=workspace, topic=frame.topic or None,
         type=MessageType(mtype), text=text, title=title, to=to,
         state=State(state) if state else None, waiting_for=waiting_for, in_reply_to=in_reply_to,
-        attachment_bytes=size, malformed=not ok, handoff=handoff is True,
+        malformed=not ok, handoff=handoff is True,
     )

@@ -54,6 +54,9 @@ def message_obj(m: Message) -> dict:
     if m.artifact is not None:
         a = m.artifact
         out["artifact"] = {"id": a.id, "version": a.version, "title": a.title, "kind": a.kind, "action": a.action}
+    if m.files:  # references: the bytes are fetched with download_file
+        out["files"] = [{"id": f.id, "name": f.name, "size": f.size, "type": f.type, "sha256": f.sha256}
+                        for f in m.files]
     if m.card is not None:
         out["card"] = card_obj(m.card)
     if m.press is not None:

@@ -322,3 +322,21 @@ class CopyAgent(Frame, tag="copy_agent"):
     listing: str  # a listed agent's id
     name: str | None = None  # the copy's name (default: the listing's)
     workspace: str | None = None  # pinned to this workspace (default: everywhere, as any new agent)
+
+
+# --- files (core/files.py, ops/files.py, net/uploads.py): uploaded in chunks, then sent with a message ---
+
+class UploadFile(InWorkspace, tag="upload_file"):
+    """The first chunk (`name`, `size`, and optionally `type` and `sha256`), or the next of an `upload` begun."""
+
+    upload: ShortText | None = None  # the upload begun (its first chunk's answer): the chunk continues it
+    name: Any = None
+    type: Any = None  # a media type (left out: application/octet-stream)
+    size: Any = None  # the whole file's bytes
+    sha256: Any = None  # the whole file's, in hex: checked when the last chunk is in
+    data: str = ""  # this chunk, base64
+
+
+class DownloadFile(InWorkspace, tag="download_file"):
+    file: ShortText
+    offset: Any = None  # bytes into the file (left out: 0); each answer carries up to files.CHUNK bytes

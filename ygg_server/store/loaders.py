@@ -194,6 +194,8 @@ REVISED_MESSAGE = "SELECT seq, body FROM messages WHERE id = ?"
 ARTIFACT_HEAD = ("SELECT a.id, a.workspace, a.conversation, a.title, a.kind, a.language, a.version, v.body "
                  "FROM artifacts a JOIN artifact_versions v ON v.artifact = a.id AND v.version = a.version "
                  "WHERE a.id = ?")
+# an upload a send names (core.files.Upload; PostgreSQL locks its row: two nodes never send one upload twice)
+UPLOAD = "SELECT id, workspace, uploader, name, size, type, sha256, message FROM files WHERE id = ?"
 REACHED = "SELECT DISTINCT recipient FROM deliveries WHERE message_seq = ? ORDER BY recipient"
 READERS = "SELECT kind, members FROM conversations WHERE id = ?"
 
@@ -226,4 +228,15 @@ def artifact_heads(conn, ids) -> dict:
         row = conn.execute(ARTIFACT_HEAD, (aid,)).fetchone()
         if row is not None:
             out[aid] = Head(*row)
+    return out
+
+
+def uploads(conn, ids) -> dict:
+    """id -> core.files.Upload of the uploads of `ids` that exist."""
+    from ..core.files import Upload
+    out = {}
+    for fid in sorted(ids):
+        row = conn.execute(UPLOAD, (fid,)).fetchone()
+        if row is not None:
+            out[fid] = Upload(*row)
     return out

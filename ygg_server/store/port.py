@@ -40,6 +40,7 @@ class Keys:
     agents: set[tuple[str, str]] = field(default_factory=set)  # (owner, id or name) whose profile is set
     revised: set[str] = field(default_factory=set)  # messages edited or deleted (PostgreSQL: locked)
     artifacts: set[str] = field(default_factory=set)  # artifacts edited or commented on (PostgreSQL: locked)
+    files: set[str] = field(default_factory=set)  # uploads a send names (PostgreSQL: locked)
 
 
 @dataclass(slots=True)
@@ -65,6 +66,7 @@ class Snapshot:
     # its conversation: None for everyone in the workspace)
     revised: dict[str, tuple[Message, int, tuple[str, ...], frozenset[str] | None]] = field(default_factory=dict)
     artifacts: dict[str, Any] = field(default_factory=dict)  # id -> core.artifacts.Head, as its latest version left it
+    files: dict[str, Any] = field(default_factory=dict)  # id -> core.files.Upload, the uploads of Keys.files that exist
     rescan: bool = False  # another connection changed the database: the gateway looks at everything again
 
     def directory(self, ws: Any) -> Directory:

@@ -95,6 +95,9 @@ DROP_VERSIONS = "DELETE FROM message_versions WHERE message = ?"
 REVISION_DELIVERY = "INSERT INTO deliveries (message, message_seq, recipient, wake, reason) VALUES (?,?,?,?,?)"
 
 
+DROP_FILES = "DELETE FROM files WHERE message = ?"
+
+
 def revision_rows(revisions) -> list[tuple[str, tuple]]:
     """The statements (SQL, parameters) of a batch's edits and deletes, their deliveries apart."""
     out: list[tuple[str, tuple]] = []
@@ -103,6 +106,8 @@ def revision_rows(revisions) -> list[tuple[str, tuple]]:
         out.append((REVISE_MESSAGE, (m.text, encode_message(m), seq)))
         if m.deleted:
             out.append((DROP_VERSIONS, (m.id,)))
+            if before.files:  # its files go with its text (their bytes, once no upload names them: ops.files.sweep)
+                out.append((DROP_FILES, (m.id,)))
         elif m.version != before.version:  # (a card acted on in place keeps its text: no version)
             out.append((KEEP_VERSION, (m.id, before.version, before.text, before.edited_at or before.created_at)))
     return out
@@ -194,3 +199,12 @@ def artifact_rows(artifacts) -> list[tuple[str, tuple]]:
             out.append((MOVE_ARTIFACT, (h.title, h.version, now, h.id)))
         out.append((KEEP_ARTIFACT_VERSION, (h.id, h.version, h.title, h.body, author, message, now)))
     return out
+
+
+# files (core/files.py): an upload marked as sent with its message, in the message's transaction
+FILE_SENT = "UPDATE files SET message = ? WHERE id = ? AND message IS NULL"
+
+
+def file_rows(files) -> list[tuple[str, tuple]]:
+    """The statements of a batch's sent files: (message id, file id)."""
+    return [(FILE_SENT, (mid, fid)) for mid, fid in files]

@@ -193,6 +193,11 @@ _reg(ToolSpec(name="work_graph", runs="bridge", group="knowledge",
                            "them, agents and the conversations they serve. Filters: agent (a name), state (open, "
                            "paused, closed, needs_human, credits, ongoing, resolved, abandoned)."),
               parameters={"type": "object", "properties": {"agent": _S, "state": _S}}))
+# files (issue 21): a file sent with a message the agent can read (its id from the message's `files`)
+_reg(ToolSpec(name="file_read", runs="bridge", group="files",
+              description=("Read a file sent with a message you can see (its id is in the message's files): its name, "
+                           "type and size, and its text if it is text (else its first bytes in base64)."),
+              parameters={"type": "object", "properties": {"file": _S}, "required": ["file"]}))
 # the demo's deploy (issue 22): in the bridge's `ask_first`, so each call waits for a person's approval first
 _reg(ToolSpec(name="deploy", runs="bridge", group="demo",
               description=("Deploy a change to an environment (the demo's: it records the deploy). A person "
@@ -269,6 +274,7 @@ _reg(ToolSpec(name="artifact_pdf", group="artifacts", handler=_SERVER,
 # an agent whose owner never chose its tools has these (what a bridge was given before the registry, less what
 # reaches outside the workspace: the web and API connections are attached by an owner, deliberately)
 DEFAULT = ("persona_read", "persona_write", "send_message", "handoff", "settle_thread", "search_corpus",
-           "search_history", "remember", "memory_search", "load_skill", "loop_verdict", "pulse_report")
+           "search_history", "remember", "memory_search", "load_skill", "loop_verdict", "pulse_report",
+           "file_read")
 
 from . import github, google  # noqa: E402,F401  (the connected accounts' tools, issue 24, register themselves)

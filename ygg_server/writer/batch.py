@@ -19,8 +19,8 @@ import msgspec
 from .. import protocol
 from ..core import POOL, Decision, Kind, Refusal, RefusalReason as R, Topic, View, decide, due, fund, next_due, \
     plan_of
-from ..core import artifacts as core_artifacts, assign as core_assign, cards as core_cards, party as core_party, side as core_side, \
-    threads as core_threads
+from ..core import artifacts as core_artifacts, assign as core_assign, cards as core_cards, files as core_files, \
+    party as core_party, side as core_side, threads as core_threads
 from ..core.decide import counters_of
 from ..core.directory import Unresolved
 from ..core.model import ArtifactRef, Post
@@ -63,6 +63,7 @@ class Outcome:
     memories: list[tuple[str, tuple]] = field(default_factory=list)  # (op, args): store.writes.write_memory
     revisions: list[tuple[Revision, int, int]] = field(default_factory=list)  # (edit or delete, message seq, now)
     artifacts: list[tuple] = field(default_factory=list)  # (action, Head after, author, message, now, comment)
+    files: list[tuple[str, str]] = field(default_factory=list)  # (message id, upload id): uploads sent
     pools_charged: set[str] = field(default_factory=set)
     catalog_changed: bool = False  # a profile changed: directories and party views are read again
     # published after the COMMIT (the store fills deliveries and messages as it writes)
@@ -86,6 +87,7 @@ class Batch:
         self.wakes: dict[str, int] = {}  # this batch's wakes of the agents in snap.fitness
         self.revised: dict[str, tuple] = {}  # messages this batch edited, as it left them (the snapshot's stay as read)
         self.heads: dict[str, core_artifacts.Head] = {}  # artifacts this batch moved, as it left them
+        self.sent_files: set[str] = set()  # uploads this batch sent
 
     def run(self, cmds: list[Command], fired: list[tuple[Schedule, Command | None]] = ()) -> Outcome:
         held: set[str] = set()  # authors whose earlier send was left for later: so are their next ones
@@ -181,6 +183,11 @@ class Batch:
             except core_cards.CardError as e:
                 return Refused(R.BAD_CARD, str(e))
             post = msgspec.structs.replace(post, card=card, body_chars=core_cards.size(card))
+        if frame.files:  # the uploads it sends, as stored: charged by their real size (core/files.py)
+            refs = core_files.attach(frame.files, snap.files, author, ws, self.sent_files)
+            if isinstance(refs, Refusal):
+                return Refused(refs.reason, refs.detail)
+            post = msgspec.structs.replace(post, files=refs, attachment_bytes=sum(f.size for f in refs))
         known = state.conversations.get(ws, {})
         conv = directory.conversation(conv_ref, author, known)
         topic = state.topics.get(post.topic) if post.topic and post.topic != "new" else None
@@ -217,6 +224,9 @@ class Batch:
         return self._sent(author, client_id, Sent(main.message, main.deliveries))
 
     def _sent(self, author: str, client_id: str | None, sent: Sent) -> Sent:
+        for f in sent.message.files:  # (written with the message: the upload is the message's from now on)
+            self.sent_files.add(f.id)
+            self.out.files.append((sent.message.id, f.id))
         if client_id is not None:
             kept = keep(sent)
             self.idem[(author, client_id)] = kept

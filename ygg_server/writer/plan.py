@@ -74,6 +74,8 @@ def _send(k: Keys, c: Command, d: Directory, snap: Snapshot, locked: set[str]) -
             found = d.resolve(part.targets)
             if isinstance(found, tuple):
                 k.conversations.add(core_threads.thread_id(cid, frozenset({author, *found})))
+    if frame.files:  # the uploads it sends (core.files): their rows, locked on PostgreSQL
+        k.files.update(frame.files)
     if frame.client_id is not None:
         k.idem.add((author, frame.client_id))
     org = snap.orgs.get(ws)

@@ -20,6 +20,8 @@ ABOUT = "\n".join((  # one line per idea: the dialog wraps them to its width
     "and they resume.",
     "/rulebook in the composer shows this conversation's rulebook for its agents; /rulebook length=300 style=… "
     "interrupt=… language=… sets rules (a rule left empty returns to its default; /rulebook reset, all of them).",
+    "/attach PATH in the composer uploads a file that goes with your next message (/detach drops it); s on a message "
+    "with files (▤ under it) saves one to a path you choose.",
 ))
 
 

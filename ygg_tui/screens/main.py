@@ -34,13 +34,14 @@ from .connecting import ConnectedActions
 from .revising import ReviseActions
 from .threads import ThreadActions
 from .cards import CardActions
+from .files import FileActions
 from .sending import SendActions
 from .undoing import UndoActions
 
 
 class MainScreen(AccountActions, ScheduleActions, LoopActions, ApprovalActions, ManageActions, HostingActions,
                  ConnectedActions, ExportActions, KeyActions, SendActions, ReviseActions, UndoActions, ThreadActions,
-                 CardActions, Screen):
+                 CardActions, FileActions, Screen):
     # Under NARROW columns the people-and-credits column gives its room to the conversation (at 80 it left the
     # messages 16 columns); `p` shows it again, and hides it.
     NARROW = 120
@@ -79,6 +80,7 @@ class MainScreen(AccountActions, ScheduleActions, LoopActions, ApprovalActions, 
         self.topic: str | None = None  # topic id, None for a conversation's topic-less notices
         self.key: str | None = None  # thread key on screen
         self.pending_direct: str | None = None  # a direct conversation that starts with the next message
+        self.attached: list[dict] = []  # uploads that go with the next message (screens/files.py)
         self._dirty: set[str] = set()
         self._flush_scheduled = False
 

@@ -9,6 +9,7 @@ from ygg_server.client import Refused
 
 from .. import rulebook
 from .threads import settle_command
+from .files import attach_command
 from ..widgets.composer import leading_mentions
 from ..widgets.sidebar import Sidebar
 from .dialogs import TitlePrompt
@@ -76,7 +77,8 @@ class SendActions:
         done = False
         try:
             done = await (self._rulebook(text) if rulebook.is_command(text) else
-                          self._settle(text) if settle_command(text) else self._send(text))
+                          self._settle(text) if settle_command(text) else
+                          self._attach_command(text) if attach_command(text) else self._send(text))
         finally:
             if not done:
                 c.give_back(text)
@@ -107,6 +109,8 @@ class SendActions:
             fields["state"] = c.state
         if c.reply_to is not None:
             fields["in_reply_to"] = c.reply_to["id"]
+        if self.attached:  # (screens/files.py: uploaded already; sent with this message)
+            fields["files"] = [f["id"] for f in self.attached]
         kept = {"reply_to": c.reply_to, "mtype": c.mtype, "state": c.state}  # (to put back if it is taken back)
         answered = c.sending(text)
         try:
@@ -114,6 +118,7 @@ class SendActions:
         finally:
             answered()
         if reply.get("op") == "sent":
+            self.attached = [f for f in self.attached if f["id"] not in fields.get("files", ())]
             ch = self.store.apply_sent(reply)
             c.done()
             cid = reply["message"]["conversation"]
@@ -126,5 +131,7 @@ class SendActions:
             c.area.focus()
             self.offer_undo("sent", reply["message"], text, kept)
             return True
+        if reply.get("reason") == "unknown_file":  # (swept, or sent already: attached again if wanted)
+            self.attached = []
         c.show_refusal(reply.get("reason") or reply.get("code"), reply.get("detail", ""))
         return False

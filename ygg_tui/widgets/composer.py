@@ -158,6 +158,7 @@ class Composer(Vertical):
     state: reactive[str | None] = reactive(DEFAULT_STATE)
     reply_to: reactive[dict | None] = reactive(None)
     new_topic: reactive[bool] = reactive(False)
+    attached: reactive[tuple] = reactive(())  # names of the files that go with the next message (screens/files.py)
 
     def __init__(self, *, candidates=None, namer=None, **kw):
         super().__init__(**kw)
@@ -266,8 +267,9 @@ class Composer(Vertical):
         st = self.state
         self.query_one("#meta-state", Static).update(
             Text.assemble((" · ", "dim"), (f"{STATE_MARK.get(st)} {st or 'no state'}", "bold")))
+        files = f" · ▤ {len(self.attached)} file{'s' if len(self.attached) != 1 else ''}" if self.attached else ""
         self.query_one("#meta-topic", Static).update(
-            Text(" · new topic (asks for a title)", style="bold") if self.new_topic else "")
+            Text((" · new topic (asks for a title)" if self.new_topic else "") + files, style="bold"))
         done = hint("composer.done", keys)
         self.query_one("#meta-hint", Static).update(
             Text(f"   ⏎ send · {done} done · {hint('composer.type', keys)} type · {hint('composer.state', keys)} state"
@@ -307,6 +309,9 @@ class Composer(Vertical):
         self._meta()
 
     def watch_new_topic(self) -> None:
+        self._meta()
+
+    def watch_attached(self) -> None:
         self._meta()
 
     def action_cycle_type(self) -> None:

@@ -27,11 +27,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..keymap import bind
-from ..messages import ArtifactOpened, CardOpened, LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
+from ..messages import ArtifactOpened, CardOpened, FileSave, LoadOlder, ReachedEnd, ReplyTo, Revise, ThreadOpened
 from ..state import newer_revision
 from ..words import NOTICE_WORDS, STATE_MARK, assignment_line
 from . import result_card
-from .thread_card import artifact_line, card_lines
+from .thread_card import artifact_line, card_lines, file_line
 
 SYSTEM = "system.ygg"
 POLL = "closure_poll"  # shown as one line: "⚙ asked X whether they are done"
@@ -124,6 +124,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--empty", "message-list--state", "message-list--handoff", "message-list--edited",
         "message-list--cursor-mark", "message-list--thread-ongoing", "message-list--thread-resolved",
         "message-list--thread-abandoned", "message-list--thread-summary", "message-list--artifact",
+        "message-list--file",
     }
 
     BINDINGS = [
@@ -138,6 +139,7 @@ class MessageList(ScrollView, can_focus=True):
         bind("messages.thread", "thread", "Thread", show=False),
         bind("messages.artifact", "artifact", "Artifact", show=False),
         bind("messages.card", "card", "Card", show=False),
+        bind("messages.save_file", "save_file", "Save file", show=False),
         Binding("pageup", "page_up", show=False),
         Binding("pagedown", "page_down", show=False),
     ]
@@ -166,6 +168,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--thread-abandoned { color: $error; }
     MessageList > .message-list--thread-summary { color: $text; text-style: italic; }
     MessageList > .message-list--artifact { color: $accent; text-style: bold; }
+    MessageList > .message-list--file { color: $secondary; }
     """
 
     cursor: reactive[int] = reactive(-1, always_update=True)
@@ -305,7 +308,8 @@ class MessageList(ScrollView, can_focus=True):
     def _height(self, m: dict, width: int) -> int:
         if m.get("notice") == POLL:
             return 1
-        cards = (len(self._cards(m, width)) if m.get("threads") else 0) + (1 if m.get("artifact") else 0)
+        cards = (len(self._cards(m, width)) if m.get("threads") else 0) + (1 if m.get("artifact") else 0) \
+            + len(m.get("files") or ())
         if m.get("card"):
             cards += len(self._result_card(m, width))
         text = m.get("text") or ""  # (drawable: the store made it so)
@@ -488,6 +492,8 @@ class MessageList(ScrollView, can_focus=True):
         if m.get("artifact"):  # seed 003 §8: the artifact is viewed on its own (a), not as a wall of text here
             line = artifact_line(m["artifact"])
             out.append(Strip([Segment(line, base + st("artifact"))]).crop(0, width).extend_cell_length(width, base))
+        for f in m.get("files") or ():  # issue 21: each file sent with it, its name, size and type (s saves it)
+            out.append(Strip([Segment(file_line(f), base + st("file"))]).crop(0, width).extend_cell_length(width, base))
         if m.get("card"):  # seed 003 §11: a structured result drawn as a card, as the server stamped it
             out += self._result_card(m, width)
         if m.get("threads"):  # seed 003 §5: "a small expandable thread card right under that message"
@@ -598,6 +604,14 @@ class MessageList(ScrollView, can_focus=True):
             self.app.notify("Select a message with a result card that has buttons.", title="Card")
             return
         self.post_message(CardOpened(m))
+
+    def action_save_file(self) -> None:
+        """s: the files sent with the selected message, one saved to a local path (the screen asks where)."""
+        m = self.selected
+        if m is None or not m.get("files"):
+            self.app.notify("Select a message with a file (▤ under it).", title="Save file")
+            return
+        self.post_message(FileSave(m))
 
     def action_reply(self) -> None:
         """The selected message, or the last one when none is (it did nothing, and the reply typed next fired

@@ -47,5 +47,21 @@ def artifact_line(a: dict) -> str:
     return f"  ▣ {a.get('title', '')} · {a.get('kind', 'document')}, version {a.get('version')} · a: open"
 
 
+def human_size(n: int) -> str:
+    """Bytes as a person reads them: 512 B, 12.3 kB, 4.0 MB."""
+    if n < 1000:
+        return f"{n} B"
+    for unit in ("kB", "MB", "GB"):
+        n /= 1000
+        if n < 1000 or unit == "GB":
+            return f"{n:.1f} {unit}"
+    return f"{n:.1f} GB"
+
+
+def file_line(f: dict) -> str:
+    """The line under a message for each file sent with it (issue 21): its name, size and type, and the key."""
+    return f"  ▤ {f.get('name', '')} · {human_size(int(f.get('size') or 0))} · {f.get('type', '')} · s: save"
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"

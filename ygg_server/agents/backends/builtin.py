@@ -10,8 +10,9 @@ credits); these only decide what to say.
   what it found in full as an artifact (a document) beside its short answer, which carries a briefing card (seed
   003 §11) of the sections found; its "More detail" button, pressed, wakes it to answer with the next sections;
   given `reminder_create`, "remind me in 5 minutes to …" sets a reminder for whoever asked.
-- reviewer: reviews what it is asked; anything risky (deploy, delete, payment…)
-  goes to a person first with state needs_human, and the verdict follows their answer.
+- reviewer: reviews what it is asked (the files sent with it too: read with `file_read`, what each holds is in its
+  answer); anything risky (deploy, delete, payment…) goes to a person first with state needs_human, and the verdict
+  follows their answer.
 - lead: delegates a request to its team (in the same topic; asked in a direct
   conversation, with one request to the whole team there, which the server moves
   into a side conversation, seed 003 §15), then answers with what came back and
@@ -111,6 +112,18 @@ class Personality:
         if any(t.name == "search_corpus" for t in inp.tools):
             return ToolCall(name="search_corpus", arguments={"query": query}, id="search"), None
         return None, [{"title": s.title, "text": s.text} for _, s in corpus.search(query, self.corpus_path)]
+
+    def read_files(self, inp: TurnInput, ev: dict) -> tuple[ToolCall | None, list[dict]]:
+        """The files sent with the wake's message, read one by one with file_read (issue 21): the next call, or
+        what was read (each file's name, type, size and text)."""
+        files = (ev.get("message") or {}).get("files") or []
+        if not files or not any(t.name == "file_read" for t in inp.tools):
+            return None, []
+        read = [r for r in _results(inp, "file_read")]
+        if len(read) < min(len(files), 3):
+            f = files[len(read)]
+            return ToolCall(name="file_read", arguments={"file": f["id"]}, id=f"file-{len(read)}"), []
+        return None, [r for r in read if isinstance(r, dict)]
 
     def turn(self, inp: TurnInput) -> TurnOutput:
         ev = inp.event
@@ -282,7 +295,10 @@ class Reviewer(Personality):
         m = ev["message"]
         if _results(inp, "send_message"):
             return TurnOutput(text=None)  # asked a person; the verdict waits for their answer
-        text = quoted(m.get("text", ""))
+        call, files = self.read_files(inp, ev)
+        if call:
+            return TurnOutput(tool_calls=[call])
+        text = quoted(m.get("text", "")) + "".join("\n" + f.get("text", "") for f in files)
         risky = RISKY.findall(text)
         if risky and self.options.get("ask_people", True):
             person = self._person(ev)
@@ -290,11 +306,15 @@ class Reviewer(Personality):
                    f"{', '.join(sorted({r.lower() for r in risky}))}. Do you approve? Answer yes or no.")
             return TurnOutput(tool_calls=[ToolCall(name="send_message", id="ask", arguments={
                 "to": [person], "type": "request", "state": "needs_human", "text": ask})])
-        words = len(text.split())
+        words = len(quoted(m.get("text", "")).split())
         notes = [f"scope is clear ({words} words)" if words < 80 else f"long ({words} words): split it up"]
         notes.append("nothing risky (no deploys, deletions, payments or secrets)")
         if "?" in text:
             notes.append("it asks a question: make sure someone owns the answer")
+        for f in files:  # what each file sent with it holds
+            lines = len(f["text"].splitlines()) if "text" in f else None
+            notes.append(f"read {f.get('name')} ({f.get('type')}, {f.get('size')} bytes"
+                         + (f", {lines} lines)" if lines is not None else ", binary)"))
         return TurnOutput(text=clip("Reviewed — looks sound: " + "; ".join(notes) + ".", self.length(ev)),
                           type="response", state="done")
 

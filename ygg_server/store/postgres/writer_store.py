@@ -42,17 +42,18 @@ from ...core.lifecycle import OPEN_SLOT
 from ...core.decide import throttle_limit
 from ...core.rules import party_limits
 from ...core.artifacts import Head
+from ...core.files import Upload
 from ...core.state import LiveState
 from .. import schedules
 from ..port import Keys, Snapshot
-from ..writes import REVISION_DELIVERY, artifact_rows, insert_session, revision_rows, write_memory
+from ..writes import REVISION_DELIVERY, artifact_rows, file_rows, insert_session, revision_rows, write_memory
 from ..writeset import WriteSet
 from . import CHANNEL, Capture, SyncConnection, connect, create_pool, migrate, parse_dsn, payloads, present_elsewhere, \
     run_captured, translate
 from .acks import Acks
 from .batch_sql import LOAD, WRITE
 from ..loaders import fitness, load_directory, load_flags, org_of, settings  # (cold loads, through SyncConnection)
-from ..loaders import ARTIFACT_HEAD, READERS, REACHED, REVISED_MESSAGE, readers as conversation_readers
+from ..loaders import ARTIFACT_HEAD, UPLOAD, READERS, REACHED, REVISED_MESSAGE, readers as conversation_readers
 from ..rows import Stored, conversation, decode_message, decode_topic, encode_topic, party_json, waits_funds
 
 log = logging.getLogger("ygg.writer")
@@ -329,6 +330,10 @@ class PgStore:
                           | {row[0].conversation for row in s.revised.values()}) - set(convs))
         if missing:
             convs.update(await fetch_conversations(conn, missing))
+        for fid in sorted(k.files):  # each row locked: two nodes never send one upload with two messages
+            row = await conn.fetchrow(translate(UPLOAD)[0] + " FOR UPDATE", fid)
+            if row is not None:
+                s.files[fid] = Upload(*row)
         await self._due(topics, convs)
         self._base = (topics, convs, wallets, pools, opened, usage)
         self._fresh_state()
@@ -462,9 +467,9 @@ class PgStore:
             await run_captured(conn, cap)
         if outcome.revisions:
             await self._revise(outcome)
-        if outcome.artifacts:
+        if outcome.artifacts or outcome.files:
             cap = Capture()
-            for sql, params in artifact_rows(outcome.artifacts):
+            for sql, params in artifact_rows(outcome.artifacts) + file_rows(outcome.files):
                 cap.execute(sql, params)
             await run_captured(conn, cap)
         if outcome.schedules:

@@ -103,6 +103,17 @@ def _tools_skills_memory() -> Step:
                 *(MEMORY_FTS if dialect == SQLITE else ()))
 
     return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
+def _files() -> Step:
+    """24: files, uploads and their content-addressed bytes (issue 21)."""
+    from .tables import FILE_INDEXES, FILES
+
+    def sql(dialect: str) -> tuple[str, ...]:
+        return (*_new_tables(FILES, dialect),
+                *(i.sql(dialect).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) for i in FILE_INDEXES))
+
+    return Step("24: files (issue 21)", sql(SQLITE), sql(POSTGRES))
+
+
 def _new_tables(tables, dialect: str) -> tuple[str, ...]:
     return tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in tables)
 
@@ -121,6 +132,7 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
          sharing.STEP_SQL[SQLITE], sharing.STEP_SQL[POSTGRES]),
     Step("22: loops and the reports of loops and pulses (issue 22)", goals.STEP_SQL[SQLITE], goals.STEP_SQL[POSTGRES]),
     Step("23: connected GitHub and Google accounts (issue 24)", *(_new_tables(CONNECTED, d) for d in (SQLITE, POSTGRES))),
+    _files(),
 ]
 
 

@@ -123,7 +123,8 @@ MEMORIES = Table("memories", serial("seq"), text("id", unique=True), text("works
 TABLES += (AGENT_TOOLS, CONNECTIONS, SKILLS, MEMORIES)
 # tables no cache holds (each turn reads them afresh, and they grant no access): on PostgreSQL a write to one tells
 # no node to rescan (store/postgres `uncached`); SQLite's writer cannot tell them apart (`data_version`)
-UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories", "memory_shares", "approval_uses"})
+UNCACHED = frozenset({"agent_tools", "connections", "skills", "memories", "memory_shares", "approval_uses", "files",
+                      "file_blobs"})
 # migration 20 (issue 24): hosts that run agents' bridges under a supervisor (ops/hosting.py), the host each hosted
 # agent runs on (no row: it runs locally), the narrow tokens a host hands its bridges (good only for `auth`), and
 # the public agent directory's listings (ops/listings.py)
@@ -136,6 +137,18 @@ HOSTING = (
           text("persona", null=True), big("published_at")),
 )
 TABLES += HOSTING
+# files (issue 21, core/files.py, ops/files.py): each upload (its name, type, stored size and hash, the message it was
+# sent with: NULL until then), and the bytes once per workspace and sha256 (content-addressed; kept in the database so
+# that every node of several reads them, deleted with the last upload naming them)
+FILES = (
+    Table("files", text("id", key=True), text("workspace"), text("uploader"), text("name"), text("type"), big("size"),
+          text("sha256"), text("message", null=True), big("created_at")),
+    Table("file_blobs", text("workspace"), text("sha256"), big("size"), blob("data"), key=("workspace", "sha256")),
+)
+FILE_INDEXES = (Index("files_message", "files", "message", where="message IS NOT NULL"),
+                Index("files_unsent", "files", "created_at", where="message IS NULL"),
+                Index("files_blob", "files", "workspace, sha256"))
+TABLES += FILES
 
 INDEXES: tuple[Index, ...] = (
     Index("workspaces_personal", "workspaces", "personal_of", where="personal_of IS NOT NULL", unique=True),
@@ -173,6 +186,7 @@ MEMORY_FTS = (
 )
 
 INDEXES += ARTIFACT_INDEXES
+INDEXES += FILE_INDEXES
 # migration 18 (issue 22): reminders and routines, approvals
 TABLES += (SCHEDULES, ROUTINE_GRANTS, APPROVALS, TOOL_RULES)
 INDEXES += SCHEDULE_INDEXES

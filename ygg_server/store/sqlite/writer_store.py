@@ -23,11 +23,11 @@ from ... import idempotency
 from ...core import POOL, next_due
 from ..loaders import (
     artifact_heads, balance, credit_paused, due_topics, fitness, load_conversations, load_directory, load_flags, load_topic,
-    open_opened, org_of, revisable, settings, usage,
+    open_opened, org_of, revisable, settings, uploads, usage,
 )
 from .. import schedules
 from ..port import EMPTY, Keys, Snapshot
-from ..writes import artifact_rows, insert_session, write as write_rows, write_memory, write_revisions
+from ..writes import artifact_rows, file_rows, insert_session, write as write_rows, write_memory, write_revisions
 from ..writeset import WriteSet
 from . import Checkpointer, connect, index_messages, reindex
 from . import ack as write_acks
@@ -105,7 +105,7 @@ class SqliteStore:
             self._data_version = version
             s = self.snap
             s.rescan, s.idem, s.busy, s.fitness, s.paused, s.agents, s.due = self._rescan, {}, set(), {}, {}, {}, []
-            s.revised, s.artifacts = {}, {}
+            s.revised, s.artifacts, s.files = {}, {}, {}
             yield self
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -175,6 +175,8 @@ class SqliteStore:
             s.revised = revisable(conn, k.revised)
         if k.artifacts:
             s.artifacts = artifact_heads(conn, k.artifacts)
+        if k.files:
+            s.files = uploads(conn, k.files)
         self._due_now()
         return True
 
@@ -225,7 +227,8 @@ class SqliteStore:
             if routed and not self._unindexed:
                 self._index_at = time.monotonic_ns() + INDEX_WAIT_NS
             self._unindexed += routed
-        for sql, params in artifact_rows(outcome.artifacts):  # artifacts' versions and comments (with their messages)
+        for sql, params in artifact_rows(outcome.artifacts) + file_rows(outcome.files):  # artifacts' versions and
+            # comments, uploads marked sent (with their messages)
             conn.execute(sql, params)
         if outcome.revisions:  # edits and deletes: the text, its versions, the search index; those it reached told
             reindex(conn, outcome.revisions)
