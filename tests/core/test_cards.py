@@ -41,6 +41,8 @@ def test_each_template_lays_out_its_result(name):
 
 
 def test_the_templates_fill_every_part_of_a_card():
+    """Seed 003 §11: "image, title, price and rating where they apply, and the rest as labelled rows, small chips,
+    coloured callouts, formatted text sections, up/down indicators and mini trend charts"."""
     hotel = resolve({"template": "hotel", "data": SAMPLES["hotel"]})
     assert (hotel.price, hotel.rating, hotel.image, hotel.chips) == \
         ("€320 / night", 4.6, "https://img.example/adlon.jpg", ("spa", "wifi"))
@@ -55,7 +57,8 @@ def test_the_templates_fill_every_part_of_a_card():
 
 
 def test_bad_data_is_refused_naming_the_field():
-    """Docs/rules.md, "Result cards": data a template cannot use is refused, the detail naming the field."""
+    """Core decision (docs/rules.md, "Result cards"): data a template cannot use is refused, the detail naming the
+    field."""
     cases = [({"template": "stock", "data": {"symbol": "X", "price": "cheap"}}, "card.data.price"),
              ({"template": "hotel", "data": {}}, "card.data.name"),
              ({"template": "hotel", "data": {"name": "H", "rating": 9}}, "card.data.rating"),
@@ -141,7 +144,8 @@ _keys = st.sampled_from(["name", "title", "subject", "symbol", "price", "rating"
 @given(template=st.sampled_from(sorted(LIBRARY) + ["hotel.v2", "weather"]),
        data=st.dictionaries(_keys | st.text(max_size=8), _json, max_size=8))
 def test_any_data_is_laid_out_or_refused_naming_a_field(template, data):
-    """Bad input gets a refusal naming its reason, never a crash: any JSON data gives a card or a CardError."""
+    """Core decision (docs/rules.md, "Result cards"): bad input gets a refusal naming its reason, never a crash: any
+    JSON data gives a card or a CardError."""
     try:
         c = resolve({"template": template, "data": data})
     except CardError as e:

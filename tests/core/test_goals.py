@@ -66,8 +66,9 @@ def test_a_loop_ends_at_its_deadline_while_iterating_or_waiting():
 
 
 def test_a_loop_that_stopped_making_progress_ends():
-    """Seed 003 §39: "detection of a Loop that has stopped making real progress"; issue 22: "repeated reports or
-    unchanged results over N iterations"."""
+    """Seed 003 §39: "detection of a Loop that has stopped making real progress".
+
+    Issue 22: "repeated reports or unchanged results over N iterations"."""
     last, steps = _run(_loop(stall_after=3), ["found 2 notes", "found 3 notes", "Found 3 notes.", "found 3 notes!"])
     assert len(steps) == 4 and last.loop.reason == g.NO_PROGRESS, "the same report (its words) three times"
     other, steps = _run(_loop(stall_after=3), ["a", "b", "c", "d", "e"], results={2: "v1", 3: "v1", 4: "v1"})
@@ -77,7 +78,9 @@ def test_a_loop_that_stopped_making_progress_ends():
 
 
 def test_an_iteration_that_could_not_be_sent_stops_the_loop():
-    """Issue 22: each safeguard ends "the loop with a visible reason" (an unsent iteration would wait forever)."""
+    """Seed 003 §39: "it is the server, not the agent, that decides whether the Loop goes on".
+
+    Issue 22: each safeguard ends "the loop with a visible reason" (an unsent iteration would wait forever)."""
     assert g.unsent(_loop(), 1, "sent", T0) is None
     assert g.unsent(_loop(done=1), 1, "credits_exhausted", T0) is None, "no iteration waiting"
     stopped = g.unsent(_loop(), 1, "credits_exhausted", T0)
@@ -118,6 +121,8 @@ def test_a_pulse_tells_its_owner_only_what_is_worth_telling():
 
 
 def test_limits_are_checked():
+    """Seed 003 §39: "Safeguards still bound it: a maximum number of iterations, a token budget, a deadline"; a
+    loop's limits out of range are refused when it is made (core decision, docs/rules.md)."""
     assert g.limits_problem({"max_iterations": 0}) and g.limits_problem({"every": 1})
     assert g.limits_problem({"budget": "5"}) and g.limits_problem({"hours": 10**6})
     assert g.limits_problem({"max_iterations": 5, "every": None, "stall_after": 2}) is None
