@@ -162,14 +162,18 @@ class UserBridge:
                 self.python, "-m", "ygg_server.agents.host_users", str(path), cwd=home,
                 env=child_env(self.cfg, pw, self.token), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=err, user=pw.pw_uid, group=pw.pw_gid, extra_groups=[], start_new_session=True)
-        async for line in self.proc.stdout:
-            try:
-                said = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(said, dict) and said.get("reachable"):
-                self.connected.set()
-        code = await self.proc.wait()
+        try:
+            async for line in self.proc.stdout:
+                try:
+                    said = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(said, dict) and said.get("reachable"):
+                    self.connected.set()
+            code = await self.proc.wait()
+        except asyncio.CancelledError:  # (its own session: it does not go with the supervisor unless stopped)
+            await asyncio.shield(self.stop())
+            raise
         log.info("%s's bridge (%s) ended: %s", self.cfg.name, pw.pw_name, code)
 
     async def stop(self) -> None:

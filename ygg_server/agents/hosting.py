@@ -35,7 +35,6 @@ from typing import Any
 
 import websockets
 
-from . import host_users
 from .bridge import Bridge
 from .config import AgentConfig, BackendConfig
 
@@ -74,6 +73,8 @@ class HostSupervisor:
         With `os_users`: refused (host_users.OsUsersRefused) unless root, with useradd, and an interpreter the
         agents' users can run."""
         if self.os_users:
+            from . import host_users  # (POSIX only: pwd, grp)
+
             host_users.check()
             await asyncio.to_thread(host_users.probe, self.bridge_python)
             host_users.private_root(self.root)
@@ -155,8 +156,12 @@ class HostSupervisor:
         record = {"agent": aid, "name": agent["name"], "asked": time.monotonic(), "reachable": None}
         self.starts.append(record)
         cfg = self._config(agent, got["token"])
-        bridge = (host_users.UserBridge(cfg, aid, got["token"], self.bridge_python) if self.os_users
-                  else Bridge(cfg))
+        if self.os_users:
+            from .host_users import UserBridge
+
+            bridge = UserBridge(cfg, aid, got["token"], self.bridge_python)
+        else:
+            bridge = Bridge(cfg)
         task = asyncio.ensure_future(bridge.run())
         self.running[aid] = (bridge, task)
         ready = asyncio.ensure_future(bridge.connected.wait())
