@@ -55,3 +55,34 @@ async def test_the_directory_refuses_an_agent_pinned_to_a_shared_workspace(team)
     bob = s.conn.execute("SELECT id FROM people WHERE handle = 'bob'").fetchone()[0]
     with pytest.raises(Exception):
         s.admin(listings.copy, bob, listing["listing"])
+
+
+@pytest.mark.backends("postgres")
+async def test_a_wake_stored_by_one_node_starts_the_bridge_on_a_host_connected_to_another(team, tmp_path):
+    """Seed 003 §29: "the same wake broadcast reaches the host machine, which then starts the agent process to
+    handle the work", whichever node stored the wake: node A stores it, the host is connected to node B only."""
+    from ygg_server.agents.hosting import HostSupervisor
+
+    s = team
+    host = s.admin(hosting.add_host, "alice", "vm-1")
+    rid = s.admin(hosting.set_runtime, "researcher", "hosted", "vm-1")["agent"]
+    b = await s.node()
+    sup = await HostSupervisor(f"ws://127.0.0.1:{b.port}/", host["host_key"], tmp_path / "host").start()
+    try:
+        assert not s.gw.hosts and list(b.hosts) == [host["id"]]
+        alice = await s.person("alice")  # on node A
+        q = (await alice.send(workspace=s.ws, conversation="general", topic="new", title="Credits", type="request",
+                              to=["researcher"], text="How do credits work?"))["message"]
+
+        async def answered():
+            out = await alice.call("history", workspace=s.ws, conversation="general", topic=q["topic"], limit=50)
+            return next((m for m in out["messages"] if m["in_reply_to"] == q["id"]), None)
+
+        deadline = asyncio.get_running_loop().time() + 20
+        while (answer := await answered()) is None:
+            assert asyncio.get_running_loop().time() < deadline, "no answer: the host was not woken"
+            await asyncio.sleep(0.05)
+        assert answer["author"] == rid and list(sup.running) == [rid]
+        assert [x["agent"] for x in sup.starts] == [rid]  # started once, by node B's notice
+    finally:
+        await sup.stop()

@@ -3,6 +3,7 @@
     ygg-agent run agent.toml
     ygg-agent run --name researcher --api-key-env YGG_KEY --backend builtin --personality researcher
     ygg-agent supervise lead.toml researcher.toml reviewer.toml
+    ygg-agent host --url ws://SERVER:8765/ --root /srv/ygg-host [--os-users] [agent.toml …]   (docs/agents.md)
     ygg-agent demo --data-dir DIR --workspace team --owner alice [--url ws://127.0.0.1:8765/]
 """
 
@@ -88,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
                    "(ygg-server admin add-host)")
     h.add_argument("--root", required=True, help="the host's directory: each agent's working directory is in it")
     h.add_argument("configs", nargs="*", help="agents' TOML configs (by name; default: the built-in backend)")
+    h.add_argument("--host-key-file", help="a file holding the host key (instead of the variable; mode 600)")
     h.add_argument("--reachable-timeout", type=float, default=30.0)
+    h.add_argument("--os-users", action="store_true", help="run each agent's bridge as its own OS user, "
+                   "ygg-<short id> (multi-tenant hosts; root, useradd)")
+    h.add_argument("--bridge-python", help="with --os-users: the interpreter the bridges run with (default: this "
+                   "one; it must be readable by other users)")
 
     d = sub.add_parser("demo", help="create (once) and run the offline demo agents")
     d.add_argument("--data-dir", required=True, help="the server's data dir")
@@ -117,11 +123,20 @@ def main(argv: list[str] | None = None) -> int:
         elif a.command == "host":
             from .hosting import HostSupervisor
 
-            key = os.environ.get(a.host_key_env)
+            if a.host_key_file:
+                if a.os_users:
+                    from .host_users import check_key_file
+
+                    check_key_file(a.host_key_file)
+                with open(a.host_key_file) as f:
+                    key = f.read().strip()
+            else:
+                key = os.environ.get(a.host_key_env)
             if not key:
-                raise ValueError(f"no host key in ${a.host_key_env}")
+                raise ValueError(f"no host key in {a.host_key_file or '$' + a.host_key_env}")
             configs = {c.name: c for c in (agent_config.load(path) for path in a.configs)}
-            host = HostSupervisor(a.url, key, a.root, configs=configs, reachable_timeout=a.reachable_timeout)
+            host = HostSupervisor(a.url, key, a.root, configs=configs, reachable_timeout=a.reachable_timeout,
+                                  os_users=a.os_users, bridge_python=a.bridge_python)
 
             async def go():
                 await host.start()

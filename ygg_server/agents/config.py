@@ -23,6 +23,7 @@ Read from a TOML file (docs/agents.md shows every key):
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -116,5 +117,8 @@ def from_dict(d: dict[str, Any]) -> AgentConfig:
 
 
 def load(path: str | os.PathLike) -> AgentConfig:
+    """A TOML file, or JSON (`.json`: a hosted bridge's, written by its supervisor)."""
     with open(path, "rb") as f:
+        if str(path).endswith(".json"):
+            return from_dict(json.load(f))
         return from_dict(tomllib.load(f))

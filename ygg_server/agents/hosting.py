@@ -14,6 +14,10 @@ each hosted agent that has work, each in its own working directory (`ROOT/agents
   that agent in (`auth`, renewals too) while it is assigned to this host; the bridge never sees the agent's API key
   nor the host key. An agent switched back to local loses the token and its sessions: its bridge stops.
 
+- **Its own OS user** (§21, multi-tenant hosts; `os_users`, root only): each bridge is then a process of the
+  agent's own system user, its directory its alone, no other agent's token nor the host key in reach
+  (host_users.py).
+
 `configs` gives an agent's bridge its backend, tools and the rest (by agent name); without one it runs the built-in
 backend with the personality of its name (the demo's). `starts` records each start's times (monotonic seconds).
 """
@@ -24,6 +28,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,12 +47,14 @@ class HostRefused(PermissionError):
 
 class HostSupervisor:
     def __init__(self, url: str, host_key: str, root: str | Path, *, configs: dict[str, AgentConfig] | None = None,
-                 reachable_timeout: float = 30.0):
+                 reachable_timeout: float = 30.0, os_users: bool = False, bridge_python: str | None = None):
         self.url = url if url.endswith("/") else url + "/"
         self.host_key = host_key
         self.root = Path(root)
         self.configs = configs or {}
         self.reachable_timeout = reachable_timeout
+        self.os_users = os_users  # each bridge a process of the agent's own OS user (host_users.py)
+        self.bridge_python = bridge_python or sys.executable
         self.host = ""
         self.agents: dict[str, dict] = {}  # id -> {"id", "name", "pending"} as the server last listed them
         self.running: dict[str, tuple[Bridge, asyncio.Task]] = {}
@@ -62,7 +69,15 @@ class HostSupervisor:
     # --- the host's connection ---
 
     async def start(self) -> "HostSupervisor":
-        """Connect and sign in as the host; queue the restarts; return (the bridges start in the background)."""
+        """Connect and sign in as the host; queue the restarts; return (the bridges start in the background).
+        With `os_users`: refused (host_users.OsUsersRefused) unless root, with useradd, and an interpreter the
+        agents' users can run."""
+        if self.os_users:
+            from . import host_users  # (POSIX only: pwd, grp)
+
+            host_users.check()
+            await asyncio.to_thread(host_users.probe, self.bridge_python)
+            host_users.private_root(self.root)
         self._ws = await websockets.connect(self.url + "host", max_size=None)
         await self._ws.send(json.dumps({"op": "auth", "ref": 0, "host_key": self.host_key}))
         hello = json.loads(await self._ws.recv())
@@ -140,7 +155,13 @@ class HostSupervisor:
             return
         record = {"agent": aid, "name": agent["name"], "asked": time.monotonic(), "reachable": None}
         self.starts.append(record)
-        bridge = Bridge(self._config(agent, got["token"]))
+        cfg = self._config(agent, got["token"])
+        if self.os_users:
+            from .host_users import UserBridge
+
+            bridge = UserBridge(cfg, aid, got["token"], self.bridge_python)
+        else:
+            bridge = Bridge(cfg)
         task = asyncio.ensure_future(bridge.run())
         self.running[aid] = (bridge, task)
         ready = asyncio.ensure_future(bridge.connected.wait())
@@ -151,6 +172,8 @@ class HostSupervisor:
             log.info("host %s: %s reachable after %.2fs", self.host, agent["name"], record["reachable"] - record["asked"])
         else:
             ready.cancel()
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.error("host %s: %s's bridge failed: %s", self.host, agent["name"], task.exception())
             log.error("host %s: %s not reachable within %.0fs; going on", self.host, agent["name"],
                       self.reachable_timeout)
 
@@ -173,6 +196,7 @@ class HostSupervisor:
         alive = [aid for aid in self.running if self._alive(aid)]
         tmp = self.root / "running.json.tmp"
         tmp.write_text(json.dumps(alive))
+        tmp.chmod(0o600)
         tmp.replace(self.root / "running.json")
 
     async def idle(self) -> None:

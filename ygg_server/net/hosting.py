@@ -10,8 +10,10 @@ A small protocol of its own, one JSON object a frame:
 
 Anything else, a wrong key, an agent not on this host: `{"op":"error","ref":…,"code":…}` (a wrong key closes the
 connection, 1008). The key does nothing else: it is no agent's credential, and this connection gets no message.
-Wakes are told by the node that stored them, to the host's connections on that node; a supervisor that comes
-back reads `pending` (the wakes waiting) instead, so nothing is lost while it was away.
+Wakes are told by the node that stored them to the host's connections on that node, and by the other nodes
+(PostgreSQL: their NOTIFY news of new deliveries, `delivery/cluster.py`) to the host's connections there when the
+agent has an unacked wake and no connection anywhere; a supervisor that comes back reads `pending` (the wakes
+waiting) instead, so nothing is lost while it was away.
 """
 
 from __future__ import annotations
@@ -96,11 +98,12 @@ class HostEndpoints:
 
     def wake_hosts(self, deliveries) -> None:
         """A wake for a hosted agent with no connection here: its host is told (once per agent per batch)."""
-        told: set[str] = set()
-        for s in deliveries:
-            aid = s.recipient
-            if s.wake and aid not in told and aid in self.hosted and aid not in self.conns:
-                told.add(aid)
+        self.tell_hosts({s.recipient for s in deliveries if s.wake})
+
+    def tell_hosts(self, agents) -> None:
+        """Each of `agents` hosted by a host connected here, with no connection here: its host is told."""
+        for aid in sorted(agents):
+            if aid in self.hosted and aid not in self.conns:
                 frame = json.dumps({"op": "wake", "agent": aid})
                 for ws in self.hosts.get(self.hosted[aid], ()):
                     asyncio.ensure_future(_send_quietly(ws, frame))

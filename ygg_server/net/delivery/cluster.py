@@ -5,7 +5,7 @@
 - **Announcements** (§28): what a node commits is published to its own connections at once and NOTIFYed to
   the others (the writer's WRITE statement); a node that hears that an agent connected to it has work claims
   it, a person's new deliveries are read and pushed, topic and balance events and monitored messages go to
-  the followers connected here (`news`).
+  the followers connected here, a hosted agent's wake goes to its host's connection here (`news`).
 - **Presence** (§26): each node keeps a row per participant it serves and a heartbeat; "online" is a
   connection here, or a row on a node whose heartbeat is fresh. Presence events are sent when a participant's
   first connection anywhere opens and its last one closes.
@@ -169,6 +169,9 @@ class ClusterDelivery:
                 people[pid] = first
         if people:
             self._spawn(self._people(people))
+        if gw.hosted and (hosted := {pid: first for pid, first in (msg.get("d") or {}).items()
+                                     if pid in gw.hosted and pid not in gw.conns}):
+            self._spawn(self._hosted(hosted))
         topics = balances = messages = ()
         if msg.get("t") or msg.get("b"):  # (the workspaces followed here, once per news, not once per item)
             followed = gw.following.followed()
@@ -194,6 +197,12 @@ class ClusterDelivery:
         for pid, items in got.items():
             if pid in self.gw.inboxes:
                 self.gw.inboxes[pid].add(items)
+
+    async def _hosted(self, first: dict[str, int]) -> None:
+        """Hosted agents whose host is connected here, with a wake stored by another node and no connection
+        anywhere: their host is told (seed 003 §29), as the storing node tells a host connected to it."""
+        self.gw.tell_hosts(await self.db.hosted_wakes(first, self._now(), self.node_timeout,
+                                                      self.gw.limits.presence_timeout))
 
     async def _relay(self, topics: list, balances: list, messages: list) -> None:
         """Topic and balance events, and monitored messages, committed by another node."""

@@ -128,6 +128,23 @@ class PgDeliveries:
         stored = [Stored(did, who, bool(wake), reason, msgs[mid]) for did, mid, who, wake, reason in dl if mid in msgs]
         return [msgs[m] for m in ids if m in msgs], stored
 
+    async def hosted_wakes(self, first: dict[str, int], now: int, node_timeout: float,
+                           presence_timeout: float) -> set[str]:
+        """Of the agents `first` names (another node's news: their deliveries from that id on), those with an
+        unacked wake under no live lease and online through no other node: a host's agents to start (seed 003
+        §29; the node that stored the wake does not serve their host's connection)."""
+        pids = sorted(first)
+        async with self.store.pool.acquire() as c:
+            rows = await c.fetch(
+                """SELECT DISTINCT d.recipient FROM unnest($1::text[], $2::bigint[]) AS r(who, since)
+                   JOIN deliveries d ON d.recipient = r.who AND d.id >= r.since AND d.acked_at IS NULL
+                   AND d.wake = 1 AND (d.lease_until IS NULL OR d.lease_until < $3)""",
+                pids, [first[p] for p in pids], now)
+            waiting = {r[0] for r in rows}
+            if not waiting:
+                return set()
+            return waiting - await present_elsewhere(c, waiting, self.node, now, node_timeout, presence_timeout)
+
     # --- presence and the heartbeat ---
 
     async def present(self, pid: str, kind: str, online: bool, now: int, node_timeout: float,
