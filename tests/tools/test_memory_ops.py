@@ -68,7 +68,7 @@ async def test_a_memory_never_crosses_a_workspaces_isolation(team):
     assert team.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1  # lab's untouched
 
 
-@pytest.mark.backends("sqlite")
+@pytest.mark.backends("sqlite", "process")  # (process: the writer's memory command crosses to its child)
 async def test_a_turns_memory_writes_drop_no_cache_and_rescan_no_connection(team):
     """Seed 003 §46: "at the start of every turn the context is assembled from the conversation's history and the
     agent's long-term memory at once". On SQLite a management connection's commit changes the writer's

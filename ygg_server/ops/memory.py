@@ -48,7 +48,7 @@ def save(conn: sqlite3.Connection, agent: str, workspace: str, text: str, now: i
     """`to_save`, written here (the admin CLI, the memory workers, tests; the socket's tools go through the writer)."""
     answer, row = to_save(conn, agent, workspace, text, now, source)
     if row is not None:
-        write_memory(conn, "save", (row, PER_AGENT))
+        write_memory(conn, "save", (*row, PER_AGENT))
     return answer
 
 
@@ -92,7 +92,7 @@ def search(conn: sqlite3.Connection, agent: str, workspace: str, query: str, lim
     if embedder is not None:
         rows = embedding.rerank(embedder, query, rows)[:wanted]
     if rows and now is not None:
-        write_memory(conn, "used", ([r[0] for r in rows], now))
+        write_memory(conn, "used", (now, *(r[0] for r in rows)))
     return [_found(i, t, c, w, workspace) for i, t, c, w in rows]
 
 

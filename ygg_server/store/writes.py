@@ -152,11 +152,12 @@ def insert_session(conn, row: tuple, key: str | None = None) -> None:
 
 def write_memory(conn, op: str, args: tuple) -> None:
     """An agent's memory kept (`save`: the row of ops.memory.to_save, then how many it keeps at most: the least used
-    go first beyond that; not again if that text is kept already) or marked used (`used`: ids, now). Written by the
+    go first beyond that; not again if that text is kept already) or marked used (`used`: now, then the ids): flat,
+    so that each argument crosses to a writer process as itself (writer/process.py's `Arg`). Written by the
     writer (its `memory` command), so that on SQLite a turn's recall makes it drop no cache and the gateway rescan
     no connection, as a management connection's commit did."""
     if op == "save":
-        (mid, ws, agent, text, source, now), keep = args
+        mid, ws, agent, text, source, now, keep = args
         conn.execute("""INSERT INTO memories (id, workspace, agent, text, source, created_at, used_at, uses)
                         SELECT ?,?,?,?,?,?,?,0 WHERE NOT EXISTS
                         (SELECT 1 FROM memories WHERE workspace = ? AND agent = ? AND text = ?)""",
@@ -167,7 +168,7 @@ def write_memory(conn, op: str, args: tuple) -> None:
                          ORDER BY uses DESC, used_at DESC, seq DESC LIMIT ?)""",
                      (ws, agent, ws, agent, keep, ws, agent, keep))
     elif op == "used":
-        ids, now = args
+        now, *ids = args
         conn.execute(f"UPDATE memories SET uses = uses + 1, used_at = ? WHERE id IN ({','.join('?' * len(ids))})",
                      (now, *ids))
     else:

@@ -48,7 +48,7 @@ async def remember(env: Env, r: Route) -> Any:
         return await env.manage(memory.save, r.agent, r.workspace, r.arguments["note"], env.clock(), "remember")
     answer, row = await env.read(memory.to_save, r.agent, r.workspace, r.arguments["note"], env.clock(), "remember")
     if row is not None:
-        await env.memory("save", row, memory.PER_AGENT)
+        await env.memory("save", *row, memory.PER_AGENT)
     return answer
 
 
@@ -58,7 +58,7 @@ async def memory_search(env: Env, r: Route) -> Any:
         return await env.manage(memory.search, r.agent, r.workspace, r.arguments["query"], 5, env.clock())
     found = await env.read(memory.search, r.agent, r.workspace, r.arguments["query"], 5)
     if found:
-        await env.memory("used", [m["id"] for m in found], env.clock())
+        await env.memory("used", env.clock(), *(m["id"] for m in found))
     return found
 
 

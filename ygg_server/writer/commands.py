@@ -15,8 +15,8 @@ the command ended with).
     card         (who, frames.PressCard)                    CardPressed, Refused
     session      (*row, key)                                None: a session's row (ops.auth.session_row, a
                                                             person's ops.accounts.session_row), then its key
-    memory       (op, *args)                                None: an agent's memory kept ("save", row, keep) or marked
-                                                            used ("used", ids, now): store.writes.write_memory
+    memory       (op, *args)                                None: an agent's memory kept ("save", *row, keep) or marked
+                                                            used ("used", now, *ids): store.writes.write_memory
     sync         ()                                         None, once everything before it is committed
 """
 
