@@ -56,6 +56,23 @@ class Palette(CommandPalette):
 from .screens import configure, kit
 
 
+# what each workspace offers in the palette: (title, the main screen's method given the workspace, what it does)
+_PER_WORKSPACE = (
+    ("Work graph of {}", "action_work_graph",
+     "w: topics and what they wait on, threads, delegations, artifacts, agents"),
+    ("Export workspace {}", "export", "every conversation you read in it, as Markdown and JSON lines"),
+    ("Approvals to decide in {}", "approvals_in",
+     "tool calls your agents (or, as owner or admin, this workspace's) wait to run"),
+    ("Reminders and routines in {}", "schedules", "list, pause, resume, delete; n new reminder, r new routine"),
+    ("New reminder in {}", "new_reminder", "an agent reminds you in your direct conversation, here"),
+    ("New routine in {}", "new_routine", "a standing instruction for one of your agents, on a schedule"),
+    ("Loops and pulses in {}", "loops",
+     "goals your agents iterate on, their iterations and why each stopped; their pulses' reports"),
+    ("New loop in {}", "new_loop", "a goal one of your agents iterates on, until done, stuck or a safeguard"),
+    ("New pulse in {}", "new_pulse", "your agent's own checklist on its own schedule; it tells you only what matters"),
+)
+
+
 def _managing(store, main, w) -> list[tuple[str, object, str]]:
     """What this person may manage in workspace `w`, as their role allows (seed 002; seed 003 §65-66)."""
     out: list[tuple[str, object, str]] = []
@@ -110,24 +127,8 @@ class YggCommands(Provider):
                 if m["id"] != store.my_id:
                     out.append((f"Direct conversation with {store.name(m['id'])} ({w.name})",
                                 partial(app.open_direct, w.id, m["id"]), "start or open a direct conversation"))
-            out.append((f"Work graph of {w.name}", partial(main.action_work_graph, w.id),
-                        "w: topics and what they wait on, threads, delegations, artifacts, agents"))
-            out.append((f"Export workspace {w.name}", partial(main.export, w.id),
-                        "every conversation you read in it, as Markdown and JSON lines"))
-            out.append((f"Approvals to decide in {w.name}", partial(main.approvals_in, w.id),
-                        "tool calls your agents (or, as owner or admin, this workspace's) wait to run"))
-            out.append((f"Reminders and routines in {w.name}", partial(main.schedules, w.id),
-                        "list, pause, resume, delete; n new reminder, r new routine"))
-            out.append((f"New reminder in {w.name}", partial(main.new_reminder, w.id),
-                        "an agent reminds you in your direct conversation, here"))
-            out.append((f"New routine in {w.name}", partial(main.new_routine, w.id),
-                        "a standing instruction for one of your agents, on a schedule"))
-            out.append((f"Loops and pulses in {w.name}", partial(main.loops, w.id),
-                        "goals your agents iterate on, their iterations and why each stopped; their pulses' reports"))
-            out.append((f"New loop in {w.name}", partial(main.new_loop, w.id),
-                        "a goal one of your agents iterates on, until done, stuck or a safeguard"))
-            out.append((f"New pulse in {w.name}", partial(main.new_pulse, w.id),
-                        "your agent's own checklist on its own schedule; it tells you only what matters"))
+            out += [(title.format(w.name), partial(getattr(main, method), w.id), what)
+                    for title, method, what in _PER_WORKSPACE]
             if w.monitor:
                 out.append((f"Operator view of {w.name}", partial(app.open_operator, w.id),
                             "every topic, message, wake and credit, live"))

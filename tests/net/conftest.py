@@ -28,3 +28,14 @@ async def drain_acked(client, timeout: float = 0.3) -> list[dict]:
             return out
         await client.ack([d["id"]])
         out.append(d)
+
+
+async def acked_until(client, pred, timeout: float = 5.0) -> dict:
+    """The first delivery to `client` for which `pred` holds, within `timeout` seconds; each one before it acked."""
+    async def first():
+        while True:
+            d = await client.next_delivery()
+            await client.ack([d["id"]])
+            if pred(d):
+                return d
+    return await asyncio.wait_for(first(), timeout)

@@ -3,29 +3,18 @@ a card stamped into its message by the one writer; its buttons pressed in place 
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
 from ygg_server.core import card_templates
 
-from .conftest import drain_acked
+from .conftest import acked_until, drain_acked
 
 pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 HOTEL = {"template": "hotel", "data": {"name": "Hotel Adlon", "price": 320, "rating": 4.6, "amenities": ["spa"]}}
 DRAFT = {"template": "email", "data": {"subject": "Numbers", "to": "cfo@example.com", "body": "Attached.",
                                        "draft": True}}
-
-
-async def _until(client, pred, timeout: float = 5.0) -> dict:
-    async def first():
-        while True:
-            d = await client.next_delivery()
-            await client.ack([d["id"]])
-            if pred(d):
-                return d
-    return await asyncio.wait_for(first(), timeout)
 
 
 async def _history(client, ws: str, conversation: str, topic: str) -> list[dict]:
@@ -44,7 +33,7 @@ async def test_a_button_press_reaches_the_posting_agent_as_a_wake(team):
     card, mid = sent["message"]["card"], sent["message"]["id"]
     assert card["title"] == "Hotel Adlon" and card["price"] == "€320 / night" and card["chips"] == ["spa"]
     assert [b["action"] for b in card["buttons"]] == ["book", "details"]
-    got = await _until(alice, lambda d: d["message"]["id"] == mid)
+    got = await acked_until(alice, lambda d: d["message"]["id"] == mid)
     assert got["message"]["card"] == card, "delivered with its message"
 
     r = await alice.request("press_card", workspace=team.ws, message=mid, action="book",
@@ -54,7 +43,7 @@ async def test_a_button_press_reaches_the_posting_agent_as_a_wake(team):
     assert req["type"] == "request" and req["to"] == [researcher.me["id"]] and req["topic"] == sent["message"]["topic"]
     assert req["press"] == {"message": mid, "action": "book", "label": "Book", "card": "Hotel Adlon",
                             "template": "hotel"}
-    woke = await _until(researcher, lambda d: d["message"]["id"] == req["id"])
+    woke = await acked_until(researcher, lambda d: d["message"]["id"] == req["id"])
     assert woke["wake"] is True and woke["message"]["author"] == alice.me["id"]
     assert woke["message"]["press"]["action"] == "book"
 
@@ -74,13 +63,13 @@ async def test_an_email_draft_is_sent_in_place_without_a_new_message(team):
     assert sent["op"] == "sent", sent
     mid, topic, conv = sent["message"]["id"], sent["message"]["topic"], sent["message"]["conversation"]
     assert sent["message"]["card"]["state"] == "draft"
-    await _until(bob, lambda d: d["message"]["id"] == mid)
+    await acked_until(bob, lambda d: d["message"]["id"] == mid)
     before = await _history(alice, team.ws, conv, topic)
 
     saved = await alice.request("press_card", workspace=team.ws, message=mid, action="save_draft")
     assert saved["op"] == "press_card" and saved["in_place"] is True, saved
     assert saved["message"]["id"] == mid and saved["message"]["card"]["state"] == "saved"
-    told = await _until(bob, lambda d: d["message"]["id"] == mid)
+    told = await acked_until(bob, lambda d: d["message"]["id"] == mid)
     assert told["wake"] is False and told["reason"] == "card_updated" and told["message"]["card"]["state"] == "saved"
     done = await bob.call("press_card", workspace=team.ws, message=mid, action="send")
     assert done["message"]["card"]["state"] == "sent" and done["message"]["card"]["state_by"] == bob.me["id"]

@@ -3,26 +3,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
 from ygg_server.ops import admin
 
-from .conftest import drain_acked
+from .conftest import acked_until, drain_acked
 
 pytestmark = pytest.mark.backends("sqlite", "process", "postgres")
-
-
-async def _until(client, pred, timeout: float = 5.0) -> dict:
-    async def first():
-        while True:
-            d = await client.next_delivery()
-            await client.ack([d["id"]])
-            if pred(d):
-                return d
-    return await asyncio.wait_for(first(), timeout)
 
 
 async def test_an_author_edits_and_the_older_text_stays_readable(team):
@@ -35,9 +24,9 @@ async def test_an_author_edits_and_the_older_text_stays_readable(team):
                             text="deploy on Tuesday")
     assert sent["op"] == "sent", sent
     mid = sent["message"]["id"]
-    first = await _until(researcher, lambda d: d["message"]["id"] == mid)
+    first = await acked_until(researcher, lambda d: d["message"]["id"] == mid)
     assert first["wake"] is True
-    await _until(bob, lambda d: d["message"]["id"] == mid)
+    await acked_until(bob, lambda d: d["message"]["id"] == mid)
 
     r = await alice.request("edit_message", workspace=team.ws, message=mid, text="deploy on Wednesday")
     assert r["op"] == "edit_message", r
@@ -45,12 +34,12 @@ async def test_an_author_edits_and_the_older_text_stays_readable(team):
     assert sorted(x["to"] for x in r["deliveries"]) == sorted([bob.me["id"], researcher.me["id"]])
     assert all(x["wake"] is False and x["reason"] == "message_edited" for x in r["deliveries"])
 
-    d = await _until(bob, lambda d: d["message"]["id"] == mid)
+    d = await acked_until(bob, lambda d: d["message"]["id"] == mid)
     assert d["wake"] is False and d["reason"] == "message_edited", d
     assert d["message"]["text"] == "deploy on Wednesday" and d["message"]["version"] == 1
     assert await drain_acked(researcher) == [], "an agent is not disturbed by an edit"
     nxt = await alice.send(workspace=team.ws, topic=sent["message"]["topic"], to=["researcher"], text="and?")
-    woke = await _until(researcher, lambda d: d["message"]["id"] == nxt["message"]["id"])
+    woke = await acked_until(researcher, lambda d: d["message"]["id"] == nxt["message"]["id"])
     seen = [(c["id"], c["text"], c.get("version")) for c in woke["context"]]
     assert (mid, "deploy on Wednesday", 1) in seen, "the correction is in the context of its next wake"
     assert "edited by its author, version 1" in json.dumps(woke.get("directive")), "and its directive says so"
@@ -115,7 +104,7 @@ async def test_a_deleted_message_shows_deleted_to_everyone_and_leaves_search(tea
 
     r = await alice.call("delete_message", workspace=team.ws, message=mid)
     assert r["message"]["deleted"] is True and r["message"]["text"] == ""
-    d = await _until(bob, lambda d: d["message"]["id"] == mid)
+    d = await acked_until(bob, lambda d: d["message"]["id"] == mid)
     assert d["reason"] == "message_deleted" and d["wake"] is False and d["message"]["deleted"] is True
 
     for q in ("hunter2", "hunter3", "password"):
@@ -139,11 +128,11 @@ async def test_an_edit_never_wakes_and_an_agents_edit_stays_within_what_it_paid(
     researcher = await team.client(api_key=team.keys["researcher"])
     reviewer = await team.client(api_key=team.keys["reviewer"])
     sent = await alice.send(workspace=team.ws, topic="new", title="Q", to=["researcher"], text="a question")
-    await _until(researcher, lambda d: d["message"]["id"] == sent["message"]["id"])
+    await acked_until(researcher, lambda d: d["message"]["id"] == sent["message"]["id"])
     reply = await researcher.send(workspace=team.ws, topic=sent["message"]["topic"], type="request", to=["reviewer"],
                                   text="please check this")
     assert reply["op"] == "sent", reply
-    got = await _until(reviewer, lambda d: d["message"]["id"] == reply["message"]["id"])
+    got = await acked_until(reviewer, lambda d: d["message"]["id"] == reply["message"]["id"])
     assert got["wake"] is True
 
     rid = reply["message"]["id"]
@@ -187,9 +176,9 @@ async def test_an_edit_on_one_node_reaches_people_on_another(team):
     bob = await team.person("bob", url=f"ws://127.0.0.1:{other.port}/")
     alice_b = await team.person("alice", url=f"ws://127.0.0.1:{other.port}/")
     mid = (await alice.send(workspace=team.ws, topic="new", title="Nodes", to=["@bob"], text="from A"))["message"]["id"]
-    await _until(bob, lambda d: d["message"]["id"] == mid)
+    await acked_until(bob, lambda d: d["message"]["id"] == mid)
     await alice.call("edit_message", workspace=team.ws, message=mid, text="from A, edited")
-    d = await _until(bob, lambda d: d["message"]["id"] == mid)
+    d = await acked_until(bob, lambda d: d["message"]["id"] == mid)
     assert d["reason"] == "message_edited" and d["message"]["text"] == "from A, edited"
     r = await alice_b.call("edit_message", workspace=team.ws, message=mid, text="from B, edited")
     assert r["message"]["version"] == 2

@@ -278,3 +278,16 @@ async def edit_selected(pilot, mid: str):
     await pilot.press("e")
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, EditScreen), what="the edit dialog")
     return main
+
+
+def seeded(sync_team, coro):
+    """Before a snapshot: `coro` run against the team's server, its clients closed after and the server given a
+    moment (what it answers, `coro`'s result)."""
+    async def go():
+        try:
+            return await coro
+        finally:
+            await sync_team.close_clients()
+    out = asyncio.run(go())
+    time.sleep(0.3)
+    return out

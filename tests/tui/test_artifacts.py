@@ -1,14 +1,11 @@
 """The artifact pane (issue 21; seed 003 §8-10): `a` on a message that posted an artifact opens it on its own,
 rendered; `[` and `]` go through its versions, `d` shows the diff, `c` comments on the version shown."""
 
-import asyncio
-import time
-
 from textual.widgets import Markdown
 
 from ygg_tui.screens.artifact import ArtifactScreen
 
-from .conftest import SIZE, ready, wait_for, wait_text
+from .conftest import SIZE, ready, seeded, wait_for, wait_text
 from .test_snapshots import quiet
 
 BODY = "# Release plan\n\n- ship on **Tuesday**\n- tell support\n"
@@ -61,12 +58,7 @@ async def test_the_pane_shows_versions_a_diff_and_takes_a_comment(team):
 
 def test_artifact_pane_diff_snapshot(snap_compare, sync_team):
     holder = {}
-
-    async def seed():
-        holder["made"], holder["edited"] = await _artifact(sync_team)
-        await sync_team.close_clients()
-    asyncio.run(seed())
-    time.sleep(0.3)
+    holder["made"], holder["edited"] = seeded(sync_team, _artifact(sync_team))
 
     async def before(pilot):
         await _open(pilot, holder["edited"]["message"]["id"])

@@ -3,9 +3,8 @@ its buttons pressed from the keyboard (`b`, then 1-4): an email draft's Send in 
 to the posting agent as a wake."""
 
 import asyncio
-import time
 
-from .conftest import SIZE, ready, screen_text, wait_for, wait_text
+from .conftest import SIZE, ready, seeded, screen_text, wait_for, wait_text
 from .test_snapshots import quiet
 
 HOTEL = {"template": "hotel", "data": {"name": "Hotel Adlon", "address": "Unter den Linden 77", "price": 320,
@@ -84,11 +83,7 @@ async def test_an_email_draft_is_sent_in_place(team):
 
 
 def _snapshot(snap_compare, sync_team, cards):
-    async def seed():
-        await _post(sync_team, *cards)
-        await sync_team.close_clients()
-    asyncio.run(seed())
-    time.sleep(0.3)
+    seeded(sync_team, _post(sync_team, *cards))
 
     async def before(pilot):
         main = await ready(pilot)

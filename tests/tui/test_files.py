@@ -1,14 +1,11 @@
 """Files in the TUI (issue 21): each file sent with a message shown under it (name, size, type), `s` saves one to a
 local path; `/attach PATH` in the composer uploads a file that goes with the next message."""
 
-import asyncio
-import time
-
 from textual.widgets import Input
 
 from ygg_tui.screens.dialogs import FormScreen
 
-from .conftest import SIZE, ready, wait_for, wait_text
+from .conftest import SIZE, ready, seeded, wait_for, wait_text
 from .test_snapshots import quiet
 
 CSV = b"region,total\nnorth,1200\nsouth,950\n"
@@ -69,11 +66,7 @@ async def test_attach_sends_a_file_with_the_next_message(team, tmp_path):
 
 
 def test_file_line_snapshot(snap_compare, sync_team):
-    async def seed():
-        await _sent_file(sync_team)
-        await sync_team.close_clients()
-    asyncio.run(seed())
-    time.sleep(0.3)
+    seeded(sync_team, _sent_file(sync_team))
 
     async def before(pilot):
         main = await ready(pilot)

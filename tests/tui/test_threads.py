@@ -2,10 +2,7 @@
 from, collapsed and expanded with `x`, its marker changing when the thread is settled (no message added), and
 `/resolve` from the thread's own conversation."""
 
-import asyncio
-import time
-
-from .conftest import SIZE, ready, screen_text, wait_for, wait_text
+from .conftest import SIZE, ready, seeded, screen_text, wait_for, wait_text
 from .test_snapshots import quiet
 
 
@@ -63,11 +60,7 @@ async def test_resolve_from_the_thread_conversation(team):
 
 
 def test_thread_card_snapshot(snap_compare, sync_team):
-    async def seed():
-        await _dm(sync_team)
-        await sync_team.close_clients()
-    asyncio.run(seed())
-    time.sleep(0.3)
+    seeded(sync_team, _dm(sync_team))
 
     async def before(pilot):
         main = await ready(pilot)

@@ -36,7 +36,7 @@ class Env:
     send: Callable[..., Awaitable[dict]] | None = None  # (participant, frames.Send) -> the send's reply
     notify: Callable[[str, dict], None] = lambda pid, event: None  # an event to a participant's connections
     oauth: OAuthClient = field(default_factory=OAuthClient)  # connected accounts' providers (tools/account_api.py)
-    # (op, *args) -> None: an agent's memory kept or marked used by the writer (its `memory` command; None: here)
+    # (op, *args) -> None: an agent's memory kept or marked used by the writer (its `memory` command; the gateway's)
     memory: Callable[..., Awaitable[None]] | None = None
 
 
@@ -44,8 +44,6 @@ class Env:
 # gateway rescan every connection (0.1 to 0.7 s with 10 to 100 agents), and a recall at each turn's start did that
 @REGISTRY.handler("remember")
 async def remember(env: Env, r: Route) -> Any:
-    if env.memory is None:
-        return await env.manage(memory.save, r.agent, r.workspace, r.arguments["note"], env.clock(), "remember")
     answer, row = await env.read(memory.to_save, r.agent, r.workspace, r.arguments["note"], env.clock(), "remember")
     if row is not None:
         await env.memory("save", *row, memory.PER_AGENT)
@@ -54,8 +52,6 @@ async def remember(env: Env, r: Route) -> Any:
 
 @REGISTRY.handler("memory_search")
 async def memory_search(env: Env, r: Route) -> Any:
-    if env.memory is None:
-        return await env.manage(memory.search, r.agent, r.workspace, r.arguments["query"], 5, env.clock())
     found = await env.read(memory.search, r.agent, r.workspace, r.arguments["query"], 5)
     if found:
         await env.memory("used", env.clock(), *(m["id"] for m in found))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from . import goals, legacy, schedules, sharing
 from .ddl import DIALECTS, POSTGRES, SQLITE, has
-from .tables import CONNECTED, HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
+from .tables import CONNECTED, FILE_INDEXES, FILES, HOSTING, INDEXES, MESSAGE_VERSIONS, OTHERS, SEEDS, TABLES
 
 BASELINE = 12  # the first number neither old list reached
 
@@ -103,19 +103,17 @@ def _tools_skills_memory() -> Step:
                 *(MEMORY_FTS if dialect == SQLITE else ()))
 
     return Step("19: tools, skills and memory (issue 23)", sql(SQLITE), sql(POSTGRES))
-def _files() -> Step:
-    """24: files, uploads and their content-addressed bytes (issue 21)."""
-    from .tables import FILE_INDEXES, FILES
-
-    def sql(dialect: str) -> tuple[str, ...]:
-        return (*_new_tables(FILES, dialect),
-                *(i.sql(dialect).replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1) for i in FILE_INDEXES))
-
-    return Step("24: files (issue 21)", sql(SQLITE), sql(POSTGRES))
 
 
-def _new_tables(tables, dialect: str) -> tuple[str, ...]:
-    return tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in tables)
+def _new_tables(tables, dialect: str, indexes=()) -> tuple[str, ...]:
+    """New tables and their indexes, each IF NOT EXISTS (`tables.py` makes them in a new database too)."""
+    return (*(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) for t in tables),
+            *(i.sql(dialect).replace("INDEX", "INDEX IF NOT EXISTS", 1) for i in indexes if has(i, dialect)))
+
+
+def _new(label: str, tables, indexes=()) -> Step:
+    """A step that only adds tables (and their indexes), on both stores."""
+    return Step(label, *(_new_tables(tables, d, indexes) for d in (SQLITE, POSTGRES)))
 
 
 STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
@@ -127,12 +125,13 @@ STEPS: list[Step] = [  # BASELINE + 1, BASELINE + 2, ...
     _artifacts(),
     Step("18: reminders, routines and approvals (issue 22)", schedules.STEP_SQL[SQLITE], schedules.STEP_SQL[POSTGRES]),
     _tools_skills_memory(),
-    Step("20: hosted agents and the agent directory (issue 24)", *(_new_tables(HOSTING, d) for d in (SQLITE, POSTGRES))),
-    Step("21: memory shared by its owner into another workspace; approvals spent by tool calls (issue 23)",
-         sharing.STEP_SQL[SQLITE], sharing.STEP_SQL[POSTGRES]),
-    Step("22: loops and the reports of loops and pulses (issue 22)", goals.STEP_SQL[SQLITE], goals.STEP_SQL[POSTGRES]),
-    Step("23: connected GitHub and Google accounts (issue 24)", *(_new_tables(CONNECTED, d) for d in (SQLITE, POSTGRES))),
-    _files(),
+    _new("20: hosted agents and the agent directory (issue 24)", HOSTING),
+    _new("21: memory shared by its owner into another workspace; approvals spent by tool calls (issue 23)",
+         (sharing.MEMORY_SHARES, sharing.APPROVAL_USES), sharing.SHARING_INDEXES),
+    _new("22: loops and the reports of loops and pulses (issue 22)", (goals.LOOPS, goals.GOAL_REPORTS),
+         goals.GOAL_INDEXES),
+    _new("23: connected GitHub and Google accounts (issue 24)", CONNECTED),
+    _new("24: files (issue 21)", FILES, FILE_INDEXES),
 ]
 
 

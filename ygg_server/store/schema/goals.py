@@ -7,7 +7,7 @@ report, numbered by the schedule's run (a run's report is stored once: the key).
 
 from __future__ import annotations
 
-from .ddl import POSTGRES, SQLITE, Index, Table, big, integer, text
+from .ddl import Index, Table, big, integer, text
 
 LOOPS = Table(
     "loops", text("id", key=True), text("workspace"), integer("max_iterations"), big("budget"), big("deadline"),
@@ -20,11 +20,3 @@ GOAL_REPORTS = Table(
     big("at"), key=("schedule", "n"))
 GOAL_INDEXES = (Index("goal_reports_workspace", "goal_reports", "workspace"),)
 
-
-def _sql(dialect: str) -> tuple[str, ...]:
-    tables = tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)
-                   for t in (LOOPS, GOAL_REPORTS))
-    return tables + tuple(i.sql(dialect).replace("INDEX", "INDEX IF NOT EXISTS", 1) for i in GOAL_INDEXES)
-
-
-STEP_SQL = {SQLITE: _sql(SQLITE), POSTGRES: _sql(POSTGRES)}

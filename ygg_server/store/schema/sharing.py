@@ -12,18 +12,10 @@ older one: IF NOT EXISTS).
 
 from __future__ import annotations
 
-from .ddl import POSTGRES, SQLITE, Index, Table, big, text
+from .ddl import Index, Table, big, text
 
 MEMORY_SHARES = Table("memory_shares", text("agent"), text("source"), text("target"), text("shared_by"),
                       big("created_at"), key=("agent", "source", "target"))
 APPROVAL_USES = Table("approval_uses", text("approval", key=True), big("used_at"))
 SHARING_INDEXES = (Index("memory_shares_target", "memory_shares", "agent, target"),)
 
-
-def _sql(dialect: str) -> tuple[str, ...]:
-    tables = tuple(t.sql(dialect).replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1)
-                   for t in (MEMORY_SHARES, APPROVAL_USES))
-    return tables + tuple(i.sql(dialect).replace("INDEX", "INDEX IF NOT EXISTS", 1) for i in SHARING_INDEXES)
-
-
-STEP_SQL = {SQLITE: _sql(SQLITE), POSTGRES: _sql(POSTGRES)}
