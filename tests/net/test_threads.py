@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_edit_messages import _until
+from .conftest import acked_until
 
 pytestmark = pytest.mark.backends("sqlite", "postgres")
 
@@ -17,7 +17,7 @@ async def test_a_dm_part_opens_a_thread_that_wakes_its_target_and_is_linked_to_i
     researcher = await team.client(api_key=team.keys["researcher"])
     reviewer = await team.client(api_key=team.keys["reviewer"])
     ask = await alice.send(workspace=team.ws, topic="new", title="Report", to=["researcher"], text="write it")
-    await _until(researcher, lambda d: d["message"]["id"] == ask["message"]["id"])
+    await acked_until(researcher, lambda d: d["message"]["id"] == ask["message"]["id"])
     before = (await alice.call("balances", workspace=team.ws))
     sent = await researcher.send(workspace=team.ws, topic=ask["message"]["topic"], type="response",
                                  in_reply_to=ask["message"]["id"], text=(
@@ -27,7 +27,7 @@ async def test_a_dm_part_opens_a_thread_that_wakes_its_target_and_is_linked_to_i
     assert msg["text"] == "Draft is coming." and len(msg["threads"]) == 1
     thread = msg["threads"][0]
     assert sent["cost"] == 2, "the message and its part are each paid (1 credit each, one recipient each)"
-    woke = await _until(reviewer, lambda d: d["message"]["conversation"] == thread)
+    woke = await acked_until(reviewer, lambda d: d["message"]["conversation"] == thread)
     assert woke["wake"] is True and woke["message"]["text"] == "check the totals in table 2"
     assert woke["message"]["author"] == researcher.me["id"] and woke["message"]["type"] == "request"
     convs = (await alice.call("list_conversations", workspace=team.ws))["conversations"]
@@ -65,13 +65,13 @@ async def test_a_member_settles_the_thread_and_the_origin_gets_no_message(team):
                             to=["researcher"], text='go <dm target="reviewer">review the plan</dm>')
     thread = sent["message"]["threads"][0]
     reviewer = await team.client(api_key=team.keys["reviewer"])
-    await _until(reviewer, lambda d: d["message"]["conversation"] == thread)
+    await acked_until(reviewer, lambda d: d["message"]["conversation"] == thread)
     origin = sent["message"]["conversation"]
     before = (await alice.call("history", workspace=team.ws, conversation=origin))["messages"]
     r = await reviewer.call("settle_thread", workspace=team.ws, thread=thread, state="resolved",
                             summary="The plan holds.")
     assert r == {**r, "op": "settle_thread", "thread": thread, "state": "resolved", "summary": "The plan holds."}
-    note = await _until(alice, lambda d: d["message"]["conversation"] == thread and d["message"].get("notice"))
+    note = await acked_until(alice, lambda d: d["message"]["conversation"] == thread and d["message"].get("notice"))
     assert note["message"]["notice"] == "thread_settled" and note["wake"] is False
     assert (await alice.call("history", workspace=team.ws, conversation=origin))["messages"] == before
     convs = (await alice.call("list_conversations", workspace=team.ws))["conversations"]

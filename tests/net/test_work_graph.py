@@ -7,7 +7,7 @@ import pytest
 
 from ygg_server.ops import admin
 
-from .test_edit_messages import _until
+from .conftest import acked_until
 
 pytestmark = pytest.mark.backends("sqlite", "postgres")
 
@@ -25,7 +25,7 @@ async def _work(team) -> dict:
     ask = await alice.send(workspace=team.ws, topic="new", title="Report", to=["researcher"], type="request",
                            text="write it")
     topic = ask["message"]["topic"]
-    await _until(researcher, lambda d: d["message"]["id"] == ask["message"]["id"])
+    await acked_until(researcher, lambda d: d["message"]["id"] == ask["message"]["id"])
     said = await researcher.send(workspace=team.ws, topic=topic, type="inform",
                                  text='Drafting.\n<dm target="reviewer">check the totals</dm>')
     deleg = await researcher.send(workspace=team.ws, topic=topic, type="request", to=["reviewer"],
@@ -40,7 +40,7 @@ async def _work(team) -> dict:
     assert {x["op"] for x in (said, deleg, asked)} == {"sent"} and made["op"] == "create_artifact", (said, made)
     hello = await alice.send(workspace=team.ws, conversation="dm:researcher", topic="new", title="Secret",
                              to=["researcher"], type="request", text="a private task")
-    await _until(researcher, lambda d: d["message"]["id"] == hello["message"]["id"])
+    await acked_until(researcher, lambda d: d["message"]["id"] == hello["message"]["id"])
     side = await researcher.send(workspace=team.ws, conversation=hello["message"]["conversation"],
                                  topic=hello["message"]["topic"], type="request", to=["reviewer"],
                                  text="the private part")
